@@ -1,0 +1,377 @@
+"""The state of one cluster (an independent resource pool) and how each event changes it.
+
+``ClusterState.apply`` is the reducer for one cluster: it updates objects, quota charges and
+queues for one event, then runs admission cycles to a fixpoint (``statemodel.scheduler``).
+Everything is deterministic: dicts iterate in insertion order, sets are only iterated sorted,
+time comes from events.
+
+Lifecycle semantics (reference/kueue.md §6, EVENTS.md "Types"):
+
+* ``WorkloadAdmitted`` and a Workload applied with ``status.admission`` are **observed**
+  admissions: quota is charged exactly as given, even over quota; ``observed`` records whether
+  the engine agreed (it had admitted the workload to the same ClusterQueue with the same flavors,
+  or the assignment fitted when observed).
+* ``WorkloadEvicted``: quota is released and the workload goes back to its queue
+  (``PendingEvaluation`` with the eviction reason as message).
+* ``WorkloadFinished``: quota is released and the workload leaves its queue (status ``Finished``).
+* ``stopPolicy``: ``Hold`` stops new admissions (pending reason ``Suspended``); ``HoldAndDrain``
+  also evicts what is admitted (``Evicted`` decisions with ``ClusterQueueStopped`` /
+  ``LocalQueueStopped``).  Since there is no job controller here, an engine eviction releases
+  quota at once.
+"""
+
+from __future__ import annotations
+
+from statemodel.decisions import ADMITTED as DECISION_ADMITTED
+from statemodel.decisions import EVICTED, Decision
+from statemodel.event_types import Event
+from statemodel.flavorassigner import Assignment, fits_now
+from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
+from statemodel.objects import (
+    Admission, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, Workload,
+)
+from statemodel.queues import ClusterQueueQueue
+from statemodel.reasons import (
+    CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
+)
+from statemodel.resource_node import add_usage
+from statemodel.scheduler import WakeIndex, run_cycles
+from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo
+
+NOT_STOPPED = "None"
+
+
+class ClusterState:
+    """Objects, quota tree, queues and workloads of one cluster, plus its clock and decision counter.
+
+    Attributes:
+        name: cluster name.  clock_ms: engine time, ``max`` of event times seen (never rewinds).
+        seq: last decision sequence number (gap-free from 1).
+        hierarchy: Cohorts and ClusterQueues with their quota arithmetic.
+        flavors / local_queues / nodes: applied objects by name (LocalQueues by ``ns/name``).
+        config: the last ``EngineConfig``.
+        workloads: every workload by ``ns/name`` (finished ones stay for audit until deleted).
+        queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
+        by_local_queue: not-finished workloads per LocalQueue key.
+        admitted: admitted workloads per ClusterQueue name.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.clock_ms = 0
+        self.seq = 0
+        self.hierarchy = Hierarchy()
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.nodes: dict[str, Node] = {}
+        self.config = EngineConfig()
+        self.workloads: dict[str, WorkloadInfo] = {}
+        self.queues: dict[str, ClusterQueueQueue] = {}
+        self.ready: set[str] = set()
+        self.waiting: set[str] = set()
+        self.by_local_queue: dict[str, dict[str, WorkloadInfo]] = {}
+        self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
+        self.wake_index = WakeIndex()
+        self.decisions: list[Decision] = []
+        self._cause = ""
+        self._config_generation = 0
+        self._inactive_cache: dict[str, tuple[int, tuple[str, str] | None]] = {}
+
+    # -- entry point -------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> list[Decision]:
+        """Apply one event (a ``Batch`` as one step) and run admission to a fixpoint.
+
+        Returns the decisions it caused, in order.  Never raises for well-formed events: references
+        to unknown objects are no-ops (a finish of an unknown workload) or pending reasons.
+        """
+        self.decisions = []
+        self._cause = event.id
+        if event.type == "Batch":
+            for inner in event.events:
+                self._apply_one(inner)
+        else:
+            self._apply_one(event)
+        run_cycles(self)
+        return self.decisions
+
+    def _apply_one(self, event: Event) -> None:
+        if event.time_ms > self.clock_ms:
+            self.clock_ms = event.time_ms
+        kind = event.type
+        if kind == "Applied":
+            obj = event.obj
+            if isinstance(obj, Workload):
+                self._apply_workload(obj)
+            else:
+                self._apply_config(obj)
+        elif kind == "WorkloadFinished":
+            self._finish(event.workload)
+        elif kind == "WorkloadAdmitted":
+            info = self.workloads.get(event.workload)
+            if info is not None and info.status != FINISHED:
+                self._observe_admission(info, event.admission)
+        elif kind == "WorkloadEvicted":
+            info = self.workloads.get(event.workload)
+            if info is not None and info.status == ADMITTED:
+                self._release(info)
+                self._requeue_after_eviction(info, event.reason or "Evicted")
+        elif kind == "Deleted":
+            self._delete(event.ref)
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def _apply_config(self, obj) -> None:
+        if isinstance(obj, ClusterQueue):
+            self.hierarchy.apply_cluster_queue(obj)
+            self._queue(obj.name).strategy = obj.queueing_strategy
+            if obj.stop_policy == "HoldAndDrain":
+                self._drain(list(self.admitted.get(obj.name, {}).values()), CLUSTER_QUEUE_STOPPED,
+                            f"The ClusterQueue {obj.name} is stopped")
+        elif isinstance(obj, Cohort):
+            self.hierarchy.apply_cohort(obj)
+        elif isinstance(obj, LocalQueue):
+            self.local_queues[obj.key] = obj
+            members = list(self.by_local_queue.get(obj.key, {}).values())
+            if obj.stop_policy == "HoldAndDrain":
+                self._drain([m for m in members if m.status == ADMITTED], LOCAL_QUEUE_STOPPED,
+                            f"The LocalQueue {obj.key} is stopped")
+            self._reroute(obj.key)
+        elif isinstance(obj, ResourceFlavor):
+            self.flavors[obj.name] = obj
+        elif isinstance(obj, Node):
+            self.nodes[obj.name] = obj
+        elif isinstance(obj, EngineConfig):
+            self.config = obj
+        self._configuration_changed()
+
+    def _delete(self, ref) -> None:
+        kind, name = ref.kind, ref.name
+        if kind == "Workload":
+            info = self.workloads.pop(f"{ref.namespace}/{name}", None)
+            if info is not None:
+                self._leave(info)
+            return
+        if kind == "ClusterQueue":
+            self.hierarchy.delete_cluster_queue(name)
+        elif kind == "Cohort":
+            self.hierarchy.delete_cohort(name)
+        elif kind == "LocalQueue":
+            key = f"{ref.namespace}/{name}"
+            if self.local_queues.pop(key, None) is not None:
+                self._reroute(key)
+        elif kind == "ResourceFlavor":
+            self.flavors.pop(name, None)
+        elif kind == "Node":
+            self.nodes.pop(name, None)
+        elif kind == "EngineConfig":
+            self.config = EngineConfig()
+        self._configuration_changed()
+
+    def _configuration_changed(self) -> None:
+        """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
+        self._config_generation += 1
+        self.wake_index.clear()
+        for name in self.waiting:
+            self.queues[name].wake_all()
+        self.ready.update(self.waiting)
+        self.waiting.clear()
+
+    def inactive_reason(self, cq_name: str) -> tuple[str, str] | None:
+        """Why ClusterQueue ``cq_name`` cannot admit now, as ``(reason, message)``, or ``None``.
+
+        Missing ⇒ ``Misconfigured`` "ClusterQueue X not found"; stopped, in a cohort cycle or naming
+        a missing ResourceFlavor ⇒ ``Suspended`` "ClusterQueue X is inactive" (Kueue ``nominate``).
+        """
+        cached = self._inactive_cache.get(cq_name)
+        if cached is not None and cached[0] == self._config_generation:
+            return cached[1]
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        result = None
+        if entry is None or entry.spec is None:
+            result = (MISCONFIGURED, f"ClusterQueue {cq_name} not found")
+        elif (entry.spec.stop_policy != NOT_STOPPED or self.hierarchy.has_cycle(entry.cohort_name)
+              or any(f.name not in self.flavors for g in entry.spec.resource_groups for f in g.flavors)):
+            result = (SUSPENDED, f"ClusterQueue {cq_name} is inactive")
+        self._inactive_cache[cq_name] = (self._config_generation, result)
+        return result
+
+    # -- queues ----------------------------------------------------------------------------------
+
+    def _queue(self, name: str) -> ClusterQueueQueue:
+        queue = self.queues.get(name)
+        if queue is None:
+            queue = self.queues[name] = ClusterQueueQueue(name)
+        return queue
+
+    def _enqueue(self, info: WorkloadInfo) -> None:
+        """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or explain why not."""
+        lq = self.local_queues.get(info.local_queue)
+        if lq is None:
+            info.cluster_queue = None
+            info.reason, info.message = MISCONFIGURED, f"LocalQueue {info.local_queue} doesn't exist"
+            return
+        info.cluster_queue = lq.cluster_queue
+        if lq.stop_policy != NOT_STOPPED:
+            info.reason, info.message = SUSPENDED, f"LocalQueue {info.local_queue} is inactive"
+            return
+        if info.reason is None:
+            info.reason, info.message = PENDING, f"waiting in ClusterQueue {lq.cluster_queue}"
+        self._queue(lq.cluster_queue).push(info)
+        self.ready.add(lq.cluster_queue)
+
+    def _dequeue(self, info: WorkloadInfo) -> None:
+        if info.cluster_queue is not None:
+            queue = self.queues.get(info.cluster_queue)
+            if queue is not None:
+                queue.remove(info)
+
+    def _reroute(self, lq_key: str) -> None:
+        """Re-place the pending workloads of a LocalQueue after it changed."""
+        for info in list(self.by_local_queue.get(lq_key, {}).values()):
+            if info.status != ADMITTED:
+                self._dequeue(info)
+                info.reason = None
+                self._enqueue(info)
+
+    def set_aside_all(self, queue: ClusterQueueQueue, reason: tuple[str, str]) -> None:
+        """An inactive ClusterQueue: every pending workload gets its reason and waits for a config change."""
+        self.waiting.add(queue.name)
+        for info in queue.ordered():
+            info.reason, info.message = reason
+            queue.set_aside(info)
+            if queue.blocked is not None:
+                break
+
+    # -- workloads -------------------------------------------------------------------------------
+
+    def _apply_workload(self, obj: Workload) -> None:
+        info = self.workloads.get(obj.key)
+        if info is None or info.status == FINISHED:
+            info = self.workloads[obj.key] = WorkloadInfo(obj, self.clock_ms)
+        else:
+            self._track(info, False)
+            if info.status != ADMITTED:
+                self._dequeue(info)
+            info.set_object(obj)
+        self._track(info, True)
+        if obj.admission is not None:
+            self._observe_admission(info, obj.admission)
+        elif info.status != ADMITTED:
+            self._enqueue(info)
+
+    def _track(self, info: WorkloadInfo, present: bool) -> None:
+        """Keep the per-LocalQueue index of not-finished workloads."""
+        if present:
+            self.by_local_queue.setdefault(info.local_queue, {})[info.key] = info
+        else:
+            members = self.by_local_queue.get(info.local_queue)
+            if members is not None:
+                members.pop(info.key, None)
+
+    def _charge(self, info: WorkloadInfo, cq_name: str, charge: dict) -> None:
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        info.cluster_queue = cq_name
+        info.charge = charge
+        info.status = ADMITTED
+        info.admitted_ms = self.clock_ms
+        info.reason, info.message = None, ""
+        self.admitted.setdefault(cq_name, {})[info.key] = info
+        if entry is not None:
+            node = entry.node
+            for fr, amount in charge.items():
+                add_usage(node, fr, amount)
+
+    def _release(self, info: WorkloadInfo) -> None:
+        """Give back the quota an admitted workload holds; wake whoever that may help."""
+        cq_name = info.cluster_queue
+        charge = info.charge
+        self.admitted.get(cq_name, {}).pop(info.key, None)
+        info.charge = {}
+        info.assignment = None
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        if entry is None:
+            return
+        node = entry.node
+        for fr, amount in charge.items():
+            add_usage(node, fr, -amount)
+        for woken in self.wake_index.release(node, charge):
+            queue = self.queues.get(woken.cluster_queue) if woken.cluster_queue else None
+            if queue is not None and queue.wake(woken):
+                self.ready.add(queue.name)
+        if entry.spec is None:
+            self.hierarchy.collect_cluster_queue(cq_name)
+
+    def admit(self, info: WorkloadInfo, entry: ClusterQueueEntry, queue: ClusterQueueQueue,
+              assignment: Assignment) -> None:
+        """Admit a head with its flavor assignment: charge quota and emit ``Admitted``."""
+        queue.remove(info)
+        info.assignment = assignment.pod_sets
+        info.borrowing = assignment.borrowing
+        info.observed = None
+        self._charge(info, entry.node.name, assignment.usage)
+        self._decide(Decision(0, "", 0, "", DECISION_ADMITTED, info.key, entry.node.name,
+                              pod_sets=assignment.pod_sets, borrowing=assignment.borrowing))
+
+    def _observe_admission(self, info: WorkloadInfo, admission: Admission) -> None:
+        """Charge an admission observed in a real cluster exactly as given; record whether we agree."""
+        pod_sets = [PodSetAssignment(p.name, p.count, dict(p.flavors), dict(p.resource_usage))
+                    for p in admission.pod_set_assignments]
+        charge: dict = {}
+        for ps in pod_sets:
+            for res, amount in ps.usage.items():
+                fr = (ps.flavors.get(res, ""), res)
+                charge[fr] = charge.get(fr, 0) + amount
+        if info.status == ADMITTED:
+            agrees = (info.observed is None and info.cluster_queue == admission.cluster_queue
+                      and info.charge == charge) or bool(info.observed)
+            self._release(info)
+        else:
+            self._dequeue(info)
+            entry = self.hierarchy.cluster_queues.get(admission.cluster_queue)
+            agrees = (entry is not None and self.inactive_reason(admission.cluster_queue) is None
+                      and fits_now(entry, charge))
+        info.assignment = pod_sets
+        info.borrowing = 0
+        self._charge(info, admission.cluster_queue, charge)
+        info.observed = agrees
+
+    def _requeue_after_eviction(self, info: WorkloadInfo, reason: str) -> None:
+        info.status = "Pending"
+        info.observed = None
+        info.admitted_ms = None
+        info.queued_ms = self.clock_ms
+        info.reason, info.message = PENDING_EVALUATION, f"Evicted: {reason}"
+        self._enqueue(info)
+
+    def _drain(self, infos: list[WorkloadInfo], reason: str, message: str) -> None:
+        """Evict admitted workloads of a stopped queue (``HoldAndDrain``), in admission-key order."""
+        for info in sorted(infos, key=lambda i: i.key):
+            cq_name = info.cluster_queue
+            self._release(info)
+            self._decide(Decision(0, "", 0, "", EVICTED, info.key, cq_name, reason=reason, message=message))
+            self._requeue_after_eviction(info, reason)
+
+    def _finish(self, key: str | None) -> None:
+        info = self.workloads.get(key) if key is not None else None
+        if info is None or info.status == FINISHED:
+            return
+        self._leave(info)
+        info.status = FINISHED
+        info.reason, info.message = None, ""
+
+    def _leave(self, info: WorkloadInfo) -> None:
+        """The workload is gone (finished or deleted): release quota or leave its queue."""
+        if info.status == ADMITTED:
+            self._release(info)
+        else:
+            self._dequeue(info)
+        self._track(info, False)
+
+    def _decide(self, decision: Decision) -> None:
+        self.seq += 1
+        decision.seq = self.seq
+        decision.cause = self._cause
+        decision.time_ms = self.clock_ms
+        decision.cluster = self.name
+        self.decisions.append(decision)

@@ -1,0 +1,190 @@
+"""The tree of Cohorts and ClusterQueues: edges, implicit cohorts and cycles (KEP-79).
+
+Mirrors Kueue's ``pkg/cache/hierarchy/`` (reference/kueue.md §1.2): nothing here knows about
+quota numbers beyond linking ``QuotaNode``s so that ``statemodel.resource_node`` can do the
+arithmetic.
+
+* A ClusterQueue's ``cohortName`` or a Cohort's ``parentName`` naming no Cohort object creates an
+  **implicit** cohort: no quota, no parent (so always a root), removed once it has no children.
+* Deleting an explicit Cohort that still has children leaves an implicit root of the same name
+  holding those children; the old parent edge is dropped.
+* A **cycle** of ``parentName`` edges makes every ClusterQueue whose cohort chain reaches it
+  inactive.  For the arithmetic, an edge is linked unless it would close a loop; edges left
+  unlinked are retried after every edge change, so fixing the cycle relinks the tree.
+"""
+
+from __future__ import annotations
+
+from statemodel.objects import ClusterQueue, Cohort, ResourceGroup
+from statemodel.resource_node import QuotaNode, link, set_quotas, unlink
+
+
+class CohortEntry:
+    """A Cohort in the tree: ``spec`` is ``None`` for an implicit cohort."""
+
+    __slots__ = ("node", "spec", "parent_name", "child_cohorts", "child_cluster_queues")
+
+    def __init__(self, name: str) -> None:
+        self.node = QuotaNode(name, is_cluster_queue=False)
+        self.spec: Cohort | None = None
+        self.parent_name: str | None = None
+        self.child_cohorts: set[str] = set()
+        self.child_cluster_queues: set[str] = set()
+
+    @property
+    def explicit(self) -> bool:
+        """Whether a Cohort object exists for this name."""
+        return self.spec is not None
+
+
+class ClusterQueueEntry:
+    """A ClusterQueue in the tree; ``spec`` is ``None`` once deleted while still holding quota."""
+
+    __slots__ = ("node", "spec", "cohort_name", "rg_by_resource", "covers_pods")
+
+    def __init__(self, name: str) -> None:
+        self.node = QuotaNode(name, is_cluster_queue=True)
+        self.spec: ClusterQueue | None = None
+        self.cohort_name: str | None = None
+        self.rg_by_resource: dict[str, ResourceGroup] = {}
+        self.covers_pods = False
+
+
+class Hierarchy:
+    """Cohorts and ClusterQueues of one cluster, by name.
+
+    Every mutation is O(depth × flavor-resources) except those that touch a cycle.
+    """
+
+    def __init__(self) -> None:
+        self.cohorts: dict[str, CohortEntry] = {}
+        self.cluster_queues: dict[str, ClusterQueueEntry] = {}
+        self._unlinked: set[str] = set()
+
+    # -- cohorts ---------------------------------------------------------------------------
+
+    def _cohort(self, name: str) -> CohortEntry:
+        entry = self.cohorts.get(name)
+        if entry is None:
+            entry = self.cohorts[name] = CohortEntry(name)
+        return entry
+
+    def _collect_if_unused(self, name: str | None) -> None:
+        """Drop an implicit cohort that has no children left (Kueue ``cleanupCohort``)."""
+        if name is None:
+            return
+        entry = self.cohorts.get(name)
+        if entry is not None and not entry.explicit and not entry.child_cohorts and not entry.child_cluster_queues:
+            self._set_cohort_parent(entry, name, None)
+            del self.cohorts[name]
+
+    def apply_cohort(self, spec: Cohort) -> None:
+        """Create or replace an explicit Cohort (quota and parent edge)."""
+        entry = self._cohort(spec.name)
+        entry.spec = spec
+        set_quotas(entry.node, spec.resource_groups)
+        self._set_cohort_parent(entry, spec.name, spec.parent)
+
+    def delete_cohort(self, name: str) -> bool:
+        """Delete an explicit Cohort; its children stay under an implicit root of the same name.
+
+        Returns ``False`` when no explicit Cohort of that name exists.
+        """
+        entry = self.cohorts.get(name)
+        if entry is None or not entry.explicit:
+            return False
+        entry.spec = None
+        set_quotas(entry.node, ())
+        self._set_cohort_parent(entry, name, None)
+        self._collect_if_unused(name)
+        return True
+
+    def _set_cohort_parent(self, entry: CohortEntry, name: str, parent_name: str | None) -> None:
+        old = entry.parent_name
+        if old == parent_name:
+            return
+        if entry.node.parent is not None:
+            unlink(entry.node)
+        self._unlinked.discard(name)
+        entry.parent_name = parent_name
+        if old is not None:
+            self.cohorts[old].child_cohorts.discard(name)
+            self._collect_if_unused(old)
+        if parent_name is not None:
+            self._cohort(parent_name).child_cohorts.add(name)
+            self._unlinked.add(name)
+        self._relink()
+
+    def _relink(self) -> None:
+        """Link every pending cohort edge that no longer closes a loop, in name order."""
+        changed = True
+        while changed and self._unlinked:
+            changed = False
+            for name in sorted(self._unlinked):
+                entry = self.cohorts[name]
+                parent = self.cohorts[entry.parent_name].node  # type: ignore[index]
+                if entry.node not in parent.path_to_root():
+                    link(entry.node, parent)
+                    self._unlinked.discard(name)
+                    changed = True
+
+    def has_cycle(self, cohort_name: str | None) -> bool:
+        """Whether the parent chain starting at ``cohort_name`` reaches a cycle (Kueue ``HasCycle``)."""
+        seen: set[str] = set()
+        name = cohort_name
+        while name is not None:
+            if name in seen:
+                return True
+            seen.add(name)
+            entry = self.cohorts.get(name)
+            if entry is None:
+                return False
+            name = entry.parent_name
+        return False
+
+    # -- cluster queues --------------------------------------------------------------------
+
+    def apply_cluster_queue(self, spec: ClusterQueue) -> ClusterQueueEntry:
+        """Create or replace a ClusterQueue (quota and cohort edge)."""
+        entry = self.cluster_queues.get(spec.name)
+        if entry is None:
+            entry = self.cluster_queues[spec.name] = ClusterQueueEntry(spec.name)
+        entry.spec = spec
+        entry.rg_by_resource = {res: group for group in spec.resource_groups for res in group.covered_resources}
+        entry.covers_pods = "pods" in entry.rg_by_resource
+        set_quotas(entry.node, spec.resource_groups)
+        self._set_cluster_queue_cohort(entry, spec.cohort)
+        return entry
+
+    def _set_cluster_queue_cohort(self, entry: ClusterQueueEntry, cohort_name: str | None) -> None:
+        old = entry.cohort_name
+        if old == cohort_name:
+            return
+        if entry.node.parent is not None:
+            unlink(entry.node)
+        entry.cohort_name = cohort_name
+        if old is not None:
+            self.cohorts[old].child_cluster_queues.discard(entry.node.name)
+            self._collect_if_unused(old)
+        if cohort_name is not None:
+            parent = self._cohort(cohort_name)
+            parent.child_cluster_queues.add(entry.node.name)
+            link(entry.node, parent.node)
+
+    def delete_cluster_queue(self, name: str) -> bool:
+        """Mark a ClusterQueue deleted; it leaves the tree once it holds no usage (see ``collect_cluster_queue``)."""
+        entry = self.cluster_queues.get(name)
+        if entry is None or entry.spec is None:
+            return False
+        entry.spec = None
+        self.collect_cluster_queue(name)
+        return True
+
+    def collect_cluster_queue(self, name: str) -> None:
+        """Remove a deleted ClusterQueue whose usage has drained to zero (Kueue's finalizer behaviour)."""
+        entry = self.cluster_queues.get(name)
+        if entry is None or entry.spec is not None or any(entry.node.usage.values()):
+            return
+        set_quotas(entry.node, ())
+        self._set_cluster_queue_cohort(entry, None)
+        del self.cluster_queues[name]

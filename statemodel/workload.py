@@ -1,0 +1,79 @@
+"""The engine's runtime record of one Workload (Kueue ``workload.Info``).
+
+Holds the parsed object plus what the engine derived: per-podSet total requests, status,
+current quota charge, pending reason and queue bookkeeping.  Status values are
+``Pending``, ``Admitted`` and ``Finished`` (Kueue ``workload.Status`` collapsed to what the
+engine can observe).
+"""
+
+from __future__ import annotations
+
+from statemodel.objects import FlavorResource, Workload
+
+PENDING = "Pending"
+ADMITTED = "Admitted"
+FINISHED = "Finished"
+
+
+class PodSetAssignment:
+    """Engine-side assignment of one podSet: ``flavors`` resource → flavor, ``usage`` resource → total."""
+
+    __slots__ = ("name", "count", "flavors", "usage")
+
+    def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[str, int]) -> None:
+        self.name = name
+        self.count = count
+        self.flavors = flavors
+        self.usage = usage
+
+
+class WorkloadInfo:
+    """A workload known to the engine.
+
+    Attributes:
+        obj: the last applied ``Workload``.
+        key: ``namespace/name``.
+        order: queue order key ``(-priority, creation_ms, uid)`` (Kueue heap: priority desc,
+            timestamp asc, UID asc).
+        totals: per podSet, sorted ``(resource, podSet total)`` in base units (per-pod × count).
+        status: ``Pending`` / ``Admitted`` / ``Finished``.
+        local_queue: ``namespace/queueName``; cluster_queue: the ClusterQueue it is queued in or holds
+            quota of (``None`` when its LocalQueue is missing).
+        assignment: podSet assignments while admitted; charge: quota held per ``(flavor, resource)``.
+        borrowing: the admission's borrowing height (0 = within nominal).
+        reason / message: Kueue ``QuotaReserved=False`` reason and message while pending.
+        token: bumped whenever the workload is (re)queued or leaves a queue, to invalidate stale
+            heap and wake entries.
+        queued_ms: event time it (last) entered the queue; admitted_ms: time of admission.
+        observed: ``None``, or whether the engine agreed with an observed admission.
+    """
+
+    __slots__ = (
+        "obj", "key", "order", "totals", "status", "local_queue", "cluster_queue", "assignment",
+        "charge", "borrowing", "reason", "message", "token", "queued_ms", "admitted_ms", "observed",
+    )
+
+    def __init__(self, obj: Workload, now_ms: int) -> None:
+        self.key = obj.key
+        self.status = PENDING
+        self.cluster_queue: str | None = None
+        self.assignment: list[PodSetAssignment] | None = None
+        self.charge: dict[FlavorResource, int] = {}
+        self.borrowing = 0
+        self.reason: str | None = None
+        self.message = ""
+        self.token = 0
+        self.queued_ms = now_ms
+        self.admitted_ms: int | None = None
+        self.observed: bool | None = None
+        self.set_object(obj)
+
+    def set_object(self, obj: Workload) -> None:
+        """Adopt a (new version of the) Workload object and recompute derived request totals."""
+        self.obj = obj
+        self.local_queue = f"{obj.namespace}/{obj.queue_name}"
+        self.order = (-obj.priority, obj.creation_ms, obj.uid)
+        self.totals = [
+            (ps.name, ps.count, tuple((res, amount * ps.count) for res, amount in ps.requests))
+            for ps in obj.pod_sets
+        ]
