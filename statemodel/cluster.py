@@ -54,6 +54,7 @@ class ClusterState:
         queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
         by_local_queue: not-finished workloads per LocalQueue key.
         admitted: admitted workloads per ClusterQueue name.
+        max_capacity: memo of ``potentialAvailable`` per (ClusterQueue, flavor-resource); config-only.
     """
 
     def __init__(self, name: str) -> None:
@@ -72,6 +73,7 @@ class ClusterState:
         self.by_local_queue: dict[str, dict[str, WorkloadInfo]] = {}
         self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
         self.wake_index = WakeIndex()
+        self.max_capacity: dict = {}
         self.decisions: list[Decision] = []
         self._cause = ""
         self._config_generation = 0
@@ -171,6 +173,7 @@ class ClusterState:
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
+        self.max_capacity.clear()
         self.wake_index.clear()
         for name in self.waiting:
             self.queues[name].wake_all()
@@ -295,12 +298,20 @@ class ClusterState:
         node = entry.node
         for fr, amount in charge.items():
             add_usage(node, fr, -amount)
-        for woken in self.wake_index.release(node, charge):
-            queue = self.queues.get(woken.cluster_queue) if woken.cluster_queue else None
-            if queue is not None and queue.wake(woken):
-                self.ready.add(queue.name)
+        self._wake(self.wake_index.release(node, charge))
         if entry.spec is None:
             self.hierarchy.collect_cluster_queue(cq_name)
+            self.max_capacity.clear()
+
+    def _wake(self, infos: list[WorkloadInfo]) -> None:
+        for info in infos:
+            queue = self.queues.get(info.cluster_queue) if info.cluster_queue else None
+            if queue is not None and queue.wake(info):
+                self.ready.add(queue.name)
+
+    def wake_affordable(self) -> None:
+        """Wake the root-bound waiters that quota released during this event can now serve."""
+        self._wake(self.wake_index.affordable())
 
     def admit(self, info: WorkloadInfo, entry: ClusterQueueEntry, queue: ClusterQueueQueue,
               assignment: Assignment) -> None:

@@ -32,7 +32,7 @@ class Decision:
     """
 
     __slots__ = ("seq", "cause", "time_ms", "cluster", "kind", "workload", "cluster_queue",
-                 "pod_sets", "borrowing", "preemptor", "reason", "message")
+                 "pod_sets", "borrowing", "preemptor", "reason", "message", "_json")
 
     def __init__(self, seq: int, cause: str, time_ms: int, cluster: str, kind: str, workload: str,
                  cluster_queue: str | None, pod_sets: list[PodSetAssignment] | None = None,
@@ -50,10 +50,13 @@ class Decision:
         self.preemptor = preemptor
         self.reason = reason
         self.message = message
+        self._json: dict | None = None
 
     def to_json(self) -> dict:
-        """The EVENTS.md decision object (JSON-ready dict)."""
-        out = {"seq": self.seq, "cause": self.cause, "time": format_time(self.time_ms), "cluster": self.cluster,
+        """The EVENTS.md decision object (JSON-ready dict; built once, do not mutate)."""
+        if self._json is not None:
+            return self._json
+        out = self._json = {"seq": self.seq, "cause": self.cause, "time": format_time(self.time_ms), "cluster": self.cluster,
                "type": self.kind, "workload": self.workload, "clusterQueue": self.cluster_queue}
         if self.kind == ADMITTED:
             out["podSetAssignments"] = assignments_json(self.pod_sets or [])

@@ -10,7 +10,8 @@ the search continues when ``whenCanBorrow: TryNextFlavor``; otherwise the search
 Among candidates the lowest borrowing height wins (earliest flavor on ties).
 
 Preemption is not simulated yet, so ``whenCanPreempt`` has no effect and a flavor that would need
-preemption counts as not fitting.  Node-affinity checks against flavor labels are not done.
+preemption counts as not fitting.  Node-affinity checks against flavor labels are not done.  A
+missing ResourceFlavor makes the whole ClusterQueue inactive before assignment is tried (Kueue).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class Assignment:
         pod_sets: the assignment per podSet (when ``fits``).
         usage: total quota to charge per ``(flavor, resource)``.
         reason / message: Kueue ``QuotaReserved=False`` reason and message (when not ``fits``).
-        wake: ``[((flavor, resource), deficit)]``: for every flavor that could fit once enough quota
-            is released, one resource it is short of and by how much (empty ⇒ only a configuration
+        wake: ``[((flavor, resource), needed, available)]``: for every flavor that could fit once
+            enough quota is released, the resource it is shortest of (empty ⇒ only a configuration
             change can help).
     """
 
@@ -46,14 +47,15 @@ class Assignment:
         self.usage: dict[FlavorResource, int] = {}
         self.reason: str | None = None
         self.message = ""
-        self.wake: list[tuple[FlavorResource, int]] = []
+        self.wake: list[tuple[FlavorResource, int, int]] = []
 
 
-def assign_flavors(cq: ClusterQueueEntry, flavors: dict, info: WorkloadInfo) -> Assignment:
+def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict) -> Assignment:
     """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage.
 
-    ``flavors`` maps ResourceFlavor names to objects (only membership is used).  Pure; O(podSets ×
-    resources × flavors × depth).
+    ``max_capacity`` memoizes ``potentialAvailable`` per ``(ClusterQueue, flavor, resource)``; it
+    depends only on configuration, and the caller clears it when the configuration changes.
+    Pure; O(podSets × resources × flavors × depth).
     """
     spec = cq.spec
     node = cq.node
@@ -88,19 +90,16 @@ def assign_flavors(cq: ClusterQueueEntry, flavors: dict, info: WorkloadInfo) -> 
             group_severity = None
             for index, flavor in enumerate(group.flavors):
                 fname = flavor.name
-                if fname not in flavors:
-                    ps_statuses.append(f"flavor {fname} not found")
-                    sev = SEVERITY[NO_MATCHING_FLAVOR]
-                    group_severity = sev if group_severity is None else min(group_severity, sev)
-                    continue
                 borrow = 0
                 flavor_sev = 0
-                short: tuple[FlavorResource, int] | None = None
+                short: tuple[FlavorResource, int, int] | None = None
                 for r, a in group_requests:
                     fr = (fname, r)
                     before = assumed.get(fr, 0)
                     val = before + a
-                    cap = potential_available(node, fr)
+                    cap = max_capacity.get((node.name, fr))
+                    if cap is None:
+                        cap = max_capacity[(node.name, fr)] = potential_available(node, fr)
                     if val > cap:
                         ps_statuses.append(
                             f"insufficient quota for {r} in flavor {fname}, previously considered podsets requests "
@@ -115,8 +114,8 @@ def assign_flavors(cq: ClusterQueueEntry, flavors: dict, info: WorkloadInfo) -> 
                         ps_statuses.append(
                             f"insufficient unused quota for {r} in flavor {fname}, {format_quantity(r, val - free)} more needed")
                         flavor_sev = max(flavor_sev, SEVERITY[WAITING_FOR_QUOTA])
-                        if short is None or val - free > short[1]:
-                            short = (fr, val - free)
+                        if short is None or val - free > short[1] - short[2]:
+                            short = (fr, val, free)
                         continue
                     height = borrowing_height(node, fr, val)
                     if height > borrow:

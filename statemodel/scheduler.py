@@ -37,56 +37,147 @@ if TYPE_CHECKING:
 
 
 class WakeIndex:
-    """Who is waiting for how much quota to be released, per cohort tree and ``(flavor, resource)``.
+    """Who waits for how much quota, so that a release wakes only workloads it could help.
 
-    A workload short of ``d`` of ``fr`` cannot fit until its ``available(fr)`` grows by ``d``; that
-    only happens when usage in its tree drops (configuration changes wake everyone anyway), and
-    ``available`` grows by at most what was released.  So each tree keeps a running total of
-    released quota per fr and a min-heap of thresholds ``total_at_park + d``; a release pops the
-    thresholds it reached.  Cost: O(log n) per parked workload and per wake.
+    A workload set aside with ``WaitingForQuota`` records, per flavor it could use, one resource it
+    is short of: ``val`` needed, ``available`` now.  Two cases (``register``):
+
+    * **root-bound**: no lending limit on its path and no borrowing limit that binds below
+      ``val`` — it fits exactly when its tree's root has ``val`` free.  Such workloads wait in
+      per-(tree, fr) buckets by ``val``, each bucket ordered by Kueue's cycle order (priority,
+      creation time, ClusterQueue name, uid).  When usage in the tree is released, ``affordable``
+      wakes the best-ordered waiters whose ``val`` fits in what the root has free, charging each
+      against that free capacity, so a release of 1 cpu wakes one 1-cpu workload, not all of them.
+    * **otherwise** (a borrowing limit binds, or lending limits make local quota visible): it can
+      only fit after its ``available`` grows by the deficit, and ``available`` grows by at most
+      what is released in its tree, so it waits on a running total of released quota per
+      (tree, fr) reaching ``total_at_park + deficit``.
+
+    A configuration change wakes everyone (``clear``).  Entries are invalidated lazily by the
+    workload's ``park`` counter.  Costs: O(log n) per set-aside, per wake and per release.
     """
 
     def __init__(self) -> None:
         self._released: dict[tuple, int] = {}
         self._heaps: dict[tuple, list] = {}
+        self._buckets: dict[tuple, tuple[QuotaNode, dict[int, list]]] = {}
+        self._dirty: set[tuple] = set()
+        self._woken: dict[str, tuple] = {}
         self._seq = 0
 
     @staticmethod
-    def _tree(node: QuotaNode) -> tuple[bool, str]:
+    def _tree(node: QuotaNode) -> tuple[QuotaNode, tuple[bool, str]]:
         root = node.root()
-        return root.is_cluster_queue, root.name
+        return root, (root.is_cluster_queue, root.name)
 
-    def register(self, node: QuotaNode, info: "WorkloadInfo", shortages: list[tuple[FlavorResource, int]]) -> None:
-        """Remember that ``info`` (queued at ClusterQueue ``node``) waits for any of ``shortages``."""
-        tree = self._tree(node)
-        for fr, deficit in shortages:
+    def register(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo",
+                 shortages: list[tuple[FlavorResource, int, int]]) -> None:
+        """Remember that ``info`` (queued at ClusterQueue ``node``) waits for any of ``shortages``
+        (``(fr, val needed, available now)`` each)."""
+        root, tree = self._tree(node)
+        info.park += 1
+        spent = self._woken.pop(info.key, None)
+        if spent is not None:
+            self._dirty.add(spent)  # it was woken on the tree's free quota and did not use it
+        for fr, val, free in shortages:
             key = (tree, fr)
             self._seq += 1
-            heapq.heappush(self._heaps.setdefault(key, []), (self._released.get(key, 0) + deficit, self._seq, info))
+            if _root_bound(node, fr, val):
+                buckets = self._buckets.get(key)
+                if buckets is None:
+                    buckets = self._buckets[key] = (root, {})
+                order = info.order
+                heapq.heappush(buckets[1].setdefault(val, []),
+                               (order[0], order[1], cq_name, order[2], self._seq, info, info.park))
+            else:
+                heapq.heappush(self._heaps.setdefault(key, []),
+                               (self._released.get(key, 0) + val - free, self._seq, info, info.park))
 
     def release(self, node: QuotaNode, charge: dict[FlavorResource, int]) -> list["WorkloadInfo"]:
-        """Account quota released at ClusterQueue ``node``; return the workloads whose threshold it reached."""
-        if not self._heaps:
+        """Account quota released at ClusterQueue ``node``; return the deficit-waiters it reached
+        and mark root-bound buckets of the tree for ``affordable``."""
+        if not self._heaps and not self._buckets:
             return []
-        tree = self._tree(node)
+        _, tree = self._tree(node)
         woken = []
         for fr, amount in charge.items():
             key = (tree, fr)
+            if key in self._buckets:
+                self._dirty.add(key)
             heap = self._heaps.get(key)
             if not heap:
                 continue
             total = self._released[key] = self._released.get(key, 0) + amount
             while heap and heap[0][0] <= total:
-                woken.append(heapq.heappop(heap)[2])
+                _, _, info, park = heapq.heappop(heap)
+                if park == info.park:
+                    woken.append(info)
             if not heap:
                 del self._heaps[key]
                 del self._released[key]
         return woken
 
+    def affordable(self) -> list["WorkloadInfo"]:
+        """Wake root-bound waiters of released trees, best order first, while the root's free
+        quota covers them; clears the release marks."""
+        if not self._dirty:
+            return []
+        woken = []
+        self._woken.clear()
+        for key in sorted(self._dirty):
+            if key not in self._buckets:
+                continue
+            root, buckets = self._buckets[key]
+            fr = key[1]
+            budget = root.subtree.get(fr, 0) - root.usage.get(fr, 0)
+            while budget > 0:
+                best = None
+                for val, heap in buckets.items():
+                    if val > budget:
+                        continue
+                    while heap and heap[0][6] != heap[0][5].park:
+                        heapq.heappop(heap)
+                    if heap and (best is None or heap[0] < buckets[best][0]):
+                        best = val
+                if best is None:
+                    break
+                entry = heapq.heappop(buckets[best])
+                woken.append(entry[5])
+                self._woken[entry[5].key] = key
+                entry[5].park += 1
+                budget -= best
+            for val in [v for v, heap in buckets.items() if not heap]:
+                del buckets[val]
+            if not buckets:
+                del self._buckets[key]
+        self._dirty.clear()
+        return woken
+
     def clear(self) -> None:
-        """Forget every threshold (after everyone was woken by a configuration change)."""
+        """Forget every waiter (after everyone was woken by a configuration change)."""
         self._released.clear()
         self._heaps.clear()
+        self._buckets.clear()
+        self._dirty.clear()
+        self._woken.clear()
+
+
+def _root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
+    """Whether ``val`` of ``fr`` would fit at ClusterQueue ``node`` given only enough free quota at
+    its root: no lending limit on the path and every borrowing-limit cap allows ``val``."""
+    path = node.path_to_root()
+    cap = None
+    for i in range(len(path) - 2, -1, -1):
+        n = path[i]
+        if fr in n.lending_limit:
+            return False
+        bl = n.borrowing_limit.get(fr)
+        if bl is not None:
+            usage = n.usage.get(fr, 0)
+            limit = n.subtree.get(fr, 0) - (usage if usage > 0 else 0) + bl
+            if cap is None or limit < cap:
+                cap = limit
+    return cap is None or cap >= val
 
 
 def run_cycles(cluster: "ClusterState") -> None:
@@ -94,8 +185,12 @@ def run_cycles(cluster: "ClusterState") -> None:
     ready = cluster.ready
     queues = cluster.queues
     hierarchy_cqs = cluster.hierarchy.cluster_queues
-    flavors = cluster.flavors
-    while ready:
+    max_capacity = cluster.max_capacity
+    while True:
+        if not ready:
+            cluster.wake_affordable()
+            if not ready:
+                return
         names = sorted(ready)
         ready.clear()
         entries = []
@@ -109,7 +204,7 @@ def run_cycles(cluster: "ClusterState") -> None:
                 cluster.set_aside_all(queue, inactive)
                 continue
             entry = hierarchy_cqs[name]
-            assignment = assign_flavors(entry, flavors, info)
+            assignment = assign_flavors(entry, info, max_capacity)
             entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
         entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
         admitted_any = False
@@ -120,7 +215,7 @@ def run_cycles(cluster: "ClusterState") -> None:
                 queue.set_aside(info)
                 cluster.waiting.add(name)
                 if assignment.wake:
-                    cluster.wake_index.register(entry.node, info, assignment.wake)
+                    cluster.wake_index.register(entry.node, name, info, assignment.wake)
                 if queue.strategy == BEST_EFFORT_FIFO:
                     ready.add(name)
                 continue

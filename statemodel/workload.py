@@ -43,14 +43,14 @@ class WorkloadInfo:
         borrowing: the admission's borrowing height (0 = within nominal).
         reason / message: Kueue ``QuotaReserved=False`` reason and message while pending.
         token: bumped whenever the workload is (re)queued or leaves a queue, to invalidate stale
-            heap and wake entries.
+            heap entries.  park: bumped whenever it is set aside or woken, to invalidate wake entries.
         queued_ms: event time it (last) entered the queue; admitted_ms: time of admission.
         observed: ``None``, or whether the engine agreed with an observed admission.
     """
 
     __slots__ = (
         "obj", "key", "order", "totals", "status", "local_queue", "cluster_queue", "assignment",
-        "charge", "borrowing", "reason", "message", "token", "queued_ms", "admitted_ms", "observed",
+        "charge", "borrowing", "reason", "message", "token", "park", "queued_ms", "admitted_ms", "observed",
     )
 
     def __init__(self, obj: Workload, now_ms: int) -> None:
@@ -63,6 +63,7 @@ class WorkloadInfo:
         self.reason: str | None = None
         self.message = ""
         self.token = 0
+        self.park = 0
         self.queued_ms = now_ms
         self.admitted_ms: int | None = None
         self.observed: bool | None = None

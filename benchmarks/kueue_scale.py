@@ -1,0 +1,159 @@
+"""Engine throughput on Kueue's large-scale performance shape (reference/kueue.md §7.1).
+
+Kueue's ``test/performance/scheduler/configs/large-scale``: 1,000 ClusterQueues (nominal 20 cpu,
+borrowingLimit 100), per ClusterQueue 35 small (1 cpu, 200 ms, priority 50, one every 100 ms),
+11 medium (5 cpu, 500 ms, priority 100, every 500 ms) and 4 large (20 cpu, 1,000 ms, priority 200,
+every 1,200 ms) workloads = 50,000 workloads.  Here the ClusterQueues sit under a multi-level
+cohort tree (root → 10 cohorts → ClusterQueues, one more level of 10 for the 10,000-queue
+variant), with the same per-queue workload mix for every size.
+
+The event file is produced closed-loop (each admitted workload finishes after its run time), then
+timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and the engine alone
+(``decode_event`` + ``Engine.apply``).  Prints events/s and µs per admission per size.
+
+    python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
+    python benchmarks/kueue_scale.py --sizes 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import time
+from pathlib import Path
+
+import orjson
+
+from statemodel.engine import Engine
+from statemodel.events import decode_event
+
+API = "kueue.x-k8s.io/v1beta2"
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+CLASSES = (  # name, cpu, run ms, priority, interval ms, count per ClusterQueue
+    ("small", "1", 200, 50, 100, 35),
+    ("medium", "5", 500, 100, 500, 11),
+    ("large", "20", 1000, 200, 1200, 4),
+)
+
+
+def _cohort_names(n_queues: int) -> list[tuple[str, str | None]]:
+    """(cohort, parent) pairs: root → 10 → (10 →) leaf cohorts of 100 ClusterQueues each."""
+    leaves = max(1, n_queues // 100)
+    cohorts: list[tuple[str, str | None]] = [("root", None)]
+    if leaves <= 10:
+        cohorts += [(f"c{i}", "root") for i in range(leaves)]
+        return cohorts
+    mids = leaves // 10
+    cohorts += [(f"m{i}", "root") for i in range(mids)]
+    cohorts += [(f"c{i}", f"m{i // 10}") for i in range(leaves)]
+    return cohorts
+
+
+def config_events(n_queues: int) -> list[dict]:
+    """ResourceFlavor, Cohorts, ClusterQueues and LocalQueues of the shape, as EVENTS.md dicts."""
+    out: list[dict] = [{"kind": "ResourceFlavor", "metadata": {"name": "default"}}]
+    cohorts = _cohort_names(n_queues)
+    for name, parent in cohorts:
+        out.append({"kind": "Cohort", "metadata": {"name": name}, "spec": {"parentName": parent} if parent else {}})
+    leaf = [name for name, _ in cohorts if name.startswith("c")]
+    per_leaf = n_queues // len(leaf)
+    for i in range(n_queues):
+        out.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": {
+            "cohortName": leaf[min(i // per_leaf, len(leaf) - 1)],
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "20", "borrowingLimit": "100"}]}]}]}})
+        out.append({"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": f"ns{i}"},
+                    "spec": {"clusterQueue": f"cq{i}"}})
+    return [{"type": "Applied", "object": {"apiVersion": API if o["kind"] != "ResourceFlavor" else API, **o}} for o in out]
+
+
+def generate(n_queues: int, path: Path) -> dict:
+    """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts."""
+    engine = Engine()
+    seq = 0
+    lines: list[bytes] = []
+
+    def emit(event: dict, at_ms: int) -> list:
+        nonlocal seq
+        seq += 1
+        event = {"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event}
+        line = orjson.dumps(event)
+        lines.append(line)
+        return engine.apply(decode_event(line))
+
+    for event in config_events(n_queues):
+        emit(event, 0)
+    pending: list[tuple[int, int, str, dict | str]] = []
+    order = 0
+    runtimes: dict[str, int] = {}
+    for i in range(n_queues):
+        for cls, cpu, run_ms, prio, every, count in CLASSES:
+            for k in range(count):
+                name = f"{cls}-{k}"
+                runtimes[f"ns{i}/{name}"] = run_ms
+                order += 1
+                wl = {"type": "Applied", "object": {"apiVersion": API, "kind": "Workload",
+                      "metadata": {"name": name, "namespace": f"ns{i}"},
+                      "spec": {"queueName": "lq", "priority": prio,
+                               "podSets": [{"name": "main", "count": 1, "requests": {"cpu": cpu}}]}}}
+                heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", wl))
+    admissions = 0
+    while pending:
+        at, _, what, payload = heapq.heappop(pending)
+        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
+        for decision in emit(event, at):
+            if decision.kind == "Admitted":
+                admissions += 1
+                order += 1
+                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+
+
+def measure(path: Path) -> dict:
+    """Time raw decode and engine replay of ``path`` (best of 3 for decode, one engine pass)."""
+    lines = path.read_bytes().splitlines()
+    decode_s = min(_time(lambda: [orjson.loads(line) for line in lines]) for _ in range(3))
+    engine = Engine()
+    admissions = 0
+    start = time.perf_counter()
+    for line in lines:
+        for decision in engine.apply(decode_event(line)):
+            admissions += decision.kind == "Admitted"
+    engine_s = time.perf_counter() - start
+    return {"events": len(lines), "admissions": admissions, "decode_eps": len(lines) / decode_s,
+            "engine_eps": len(lines) / engine_s, "us_per_admission": engine_s * 1e6 / max(1, admissions),
+            "hash": engine.hash}
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated ClusterQueue counts")
+    parser.add_argument("--workdir", default="benchmarks/out", type=Path)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        path = args.workdir / f"kueue-scale-{n}.ndjson"
+        gen = generate(n, path)
+        result = measure(path)
+        assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
+        rows.append((n, result))
+        print(f"{n:>6} CQs  {result['events']:>8} events  {result['admissions']:>7} admissions  "
+              f"orjson {result['decode_eps']:>10,.0f} ev/s  engine {result['engine_eps']:>8,.0f} ev/s  "
+              f"{result['us_per_admission']:7.1f} µs/admission", flush=True)
+    if len(rows) > 1:
+        base = rows[0][1]["us_per_admission"]
+        for n, result in rows[1:]:
+            print(f"µs/admission at {n} CQs = {result['us_per_admission'] / base:.2f} × that at {rows[0][0]} CQs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The ``quotaledger`` command-line interface (thin: parses arguments, calls ``replay`` and ``statemodel``)."""

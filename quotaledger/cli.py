@@ -1,0 +1,231 @@
+"""``quotaledger`` command line (Typer + Rich).  Thin: it parses arguments, calls
+``replay.runner.run_file`` and renders what the engine returns.
+
+Public contract (issue 2, "Public CLI contract"):
+
+- ``quotaledger replay EVENTS --decisions-out D --state-out S``: decisions as NDJSON
+  (one object per line), final state as JSON (indent 2, the engine's key order);
+  ``-`` means stdin / stdout.  Rejected events are reported on stderr as
+  ``rejected line N (id X): path: problem`` and counted; the exit code is 0.
+- ``quotaledger state EVENTS --json``: the same final state JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Optional
+
+import orjson
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="quotaledger",
+    help="Event-sourced engine for Kueue-style hierarchical quota: replay events, inspect state.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+EXAMPLE = "examples/two-teams.ndjson"
+"""The shipped example, relative to the ``replay`` package."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _binary_out(target: str | None) -> Iterator[IO[bytes] | None]:
+    """Open ``target`` for binary writing: ``None`` → no output, ``"-"`` → stdout."""
+    if target is None:
+        yield None
+    elif target == "-":
+        sys.stdout.flush()
+        out = sys.stdout.buffer
+        try:
+            yield out
+        finally:
+            out.flush()
+    else:
+        with open(target, "wb") as f:
+            yield f
+
+
+def _format_reject(line_no: int, err: Any) -> str:
+    """``rejected line N (id X): path: problem`` (``id -`` when the id could not be read)."""
+    where = f"{err.path}: {err.problem}" if err.path else err.problem
+    event_id = err.event_id if err.event_id is not None else "-"
+    return f"rejected line {line_no} (id {event_id}): {where}"
+
+
+def _print_reject(line_no: int, err: Any) -> None:
+    sys.stderr.write(_format_reject(line_no, err) + "\n")
+
+
+def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
+    """Run a replay, turning an unreadable source into exit code 1 with a message."""
+    from replay.runner import run_file  # imported lazily: keeps `--help` fast
+
+    try:
+        return run_file(source, on_decision=on_decision, on_reject=_print_reject)
+    except (OSError, EOFError) as exc:
+        sys.stderr.write(f"error: cannot read {source}: {exc}\n")
+        raise typer.Exit(1) from exc
+
+
+def _dump_state(state: dict) -> bytes:
+    """State JSON: indent 2, the engine's key order, trailing newline."""
+    return orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+_BINARY_SUFFIXES = ((1 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki"))
+
+
+def _qty(resource: str, value: Any) -> str:
+    """Human form of a base-unit quantity, for display only (state JSON stays in base units)."""
+    if not isinstance(value, int):
+        return "-" if value is None else str(value)
+    if resource == "cpu":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if "memory" in resource or "storage" in resource:
+        for factor, suffix in _BINARY_SUFFIXES:
+            if value and value % factor == 0:
+                return f"{value // factor}{suffix}"
+    return str(value)
+
+
+def _cluster_queue_tables(state: dict) -> list[Table]:
+    """One Rich table per cluster: ClusterQueue, cohort, active, pending, admitted, then one line
+    per (flavor, resource) with usage and nominal quota (display units)."""
+    tables = []
+    for cluster, cstate in state.get("clusters", {}).items():
+        table = Table(title=f"cluster {cluster}", title_justify="left", box=box.SIMPLE_HEAD)
+        for header in ("ClusterQueue", "cohort", "active"):
+            table.add_column(header)
+        for header in ("pending", "admitted"):
+            table.add_column(header, justify="right")
+        table.add_column("flavor")
+        table.add_column("resource")
+        table.add_column("usage", justify="right")
+        table.add_column("nominal", justify="right")
+        for name, cq in cstate.get("clusterQueues", {}).items():
+            rows = [
+                (flavor, res, _qty(res, q.get("usage")), _qty(res, q.get("nominal")))
+                for flavor, resources in cq.get("resources", {}).items()
+                for res, q in resources.items()
+            ] or [("-", "-", "-", "-")]
+            table.add_row(
+                name,
+                cq.get("cohort") or "-",
+                "yes" if cq.get("active") else "no",
+                str(cq.get("pending", 0)),
+                str(cq.get("admitted", 0)),
+                *("\n".join(col) for col in zip(*rows)),
+            )
+        tables.append(table)
+    return tables
+
+
+def _console() -> Console:
+    """Rich console on stdout; piped output is not squeezed into 80 columns."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@app.command()
+def replay(
+    events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
+    decisions_out: Optional[str] = typer.Option(
+        None, "--decisions-out", help="Write decisions as NDJSON here (- for stdout)."
+    ),
+    state_out: Optional[str] = typer.Option(
+        None, "--state-out", help="Write the final state JSON here (- for stdout)."
+    ),
+) -> None:
+    """Replay EVENTS through the engine; write decisions and the final state.
+
+    Rejected events are reported on stderr and counted, never fatal (exit 0).
+    A one-line summary goes to stderr at the end.
+    """
+    with _binary_out(decisions_out) as out:
+        if out is None:
+            engine, result = _run(events)
+        else:
+            write = out.write
+            dumps = orjson.dumps
+            opt = orjson.OPT_APPEND_NEWLINE
+            engine, result = _run(events, on_decision=lambda d: write(dumps(d.to_json(), option=opt)))
+    state = engine.state()
+    with _binary_out(state_out) as out:
+        if out is not None:
+            out.write(_dump_state(state))
+    sys.stderr.write(
+        f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
+        f"decisions {result.decisions}, {result.events_per_second:.0f} events/s "
+        f"({result.lines} lines in {result.seconds:.3f}s)\n"
+    )
+
+
+@app.command()
+def state(
+    events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final state JSON instead of tables."),
+) -> None:
+    """Replay EVENTS and print the final state (tables, or JSON with --json)."""
+    engine, _ = _run(events)
+    st = engine.state()
+    if as_json:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(_dump_state(st))
+        sys.stdout.buffer.flush()
+        return
+    console = _console()
+    for table in _cluster_queue_tables(st):
+        console.print(table)
+    console.print(f"engine {st.get('engineVersion')}  time {st.get('time')}  hash {st.get('hash')}")
+
+
+@app.command()
+def demo() -> None:
+    """Replay the shipped example (two teams sharing a cohort tree) and summarize it."""
+    from importlib.resources import as_file, files
+
+    resource = files("replay").joinpath(EXAMPLE)
+    with as_file(resource) as path:
+        engine, result = _run(str(path))
+    st = engine.state()
+    console = _console()
+    console.print(f"[bold]quotaledger demo[/bold]: replayed {EXAMPLE} ({result.lines} events)")
+    for table in _cluster_queue_tables(st):
+        console.print(table)
+    console.print(
+        f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
+        f"decisions {result.decisions}"
+    )
+    console.print(f"engine {st.get('engineVersion')}  hash {engine.hash}")
+
+
+@app.command()
+def version() -> None:
+    """Print the distribution version and the engine version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from statemodel.engine import ENGINE_VERSION
+
+    try:
+        dist = dist_version("quotaledger")
+    except PackageNotFoundError:
+        dist = "unknown"
+    typer.echo(f"quotaledger {dist} (engine {ENGINE_VERSION})")
+
+
+if __name__ == "__main__":
+    app()

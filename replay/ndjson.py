@@ -1,0 +1,89 @@
+"""NDJSON event sources: one event per line, from a file (plain or gzip) or stdin.
+
+Lines are handed out as raw ``bytes`` (``orjson`` decodes bytes directly), with
+their 1-based line number in the source, so a rejected event can be reported as
+"line N".  Blank lines (only whitespace) are skipped but still counted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _open(source: str) -> tuple[BinaryIO, list[BinaryIO]]:
+    """Open ``source`` for binary reading; returns ``(stream, streams_to_close)``."""
+    if source == "-":
+        stdin: BinaryIO = sys.stdin.buffer
+        head = stdin.peek(2)[:2] if hasattr(stdin, "peek") else b""
+        if head == GZIP_MAGIC:
+            gz = gzip.GzipFile(fileobj=stdin, mode="rb")
+            return gz, [gz]  # type: ignore[list-item,return-value]
+        return stdin, []
+    raw = open(source, "rb")
+    try:
+        head = raw.read(2)
+        raw.seek(0)
+    except BaseException:
+        raw.close()
+        raise
+    if source.endswith(".gz") or head == GZIP_MAGIC:
+        gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        return gz, [gz, raw]  # type: ignore[list-item,return-value]
+    return raw, [raw]
+
+
+@contextmanager
+def open_source(source: str) -> Iterator[BinaryIO]:
+    """Open an NDJSON source for binary, line-wise reading (gzip-aware); closes it on exit.
+
+    Args:
+        source: a file path, or ``"-"`` for standard input.  Gzip is detected by the
+            ``.gz`` suffix or the magic bytes ``1f 8b`` (stdin: when it can be peeked).
+
+    Yields:
+        a binary stream; iterating it yields raw lines including their ``\\n``.
+        Standard input itself is never closed.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    stream, to_close = _open(source)
+    try:
+        yield stream
+    finally:
+        for s in to_close:
+            s.close()
+
+
+def iter_lines(source: str) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` for every non-blank line of an NDJSON source.
+
+    Args:
+        source: a file path, or ``"-"`` for standard input (read as binary).  A file
+            is read as gzip when its name ends with ``.gz`` or its content starts
+            with the gzip magic bytes ``1f 8b`` (stdin too, when it can be peeked).
+
+    Yields:
+        ``(line_number, line)``: ``line_number`` is 1-based and counts every line of
+        the (decompressed) input, blank ones included; ``line`` is the raw bytes
+        with the trailing ``\\n`` / ``\\r\\n`` removed.  Lines that are empty or only
+        whitespace are skipped.
+
+    Raises:
+        OSError: the file cannot be opened or read (``FileNotFoundError`` …).
+        gzip.BadGzipFile / EOFError: a gzip stream is corrupt or truncated.
+    """
+    with open_source(source) as stream:
+        n = 0
+        for line in stream:
+            n += 1
+            line = line.rstrip(b"\r\n")
+            if not line or line.isspace():
+                continue
+            yield n, line

@@ -1,0 +1,1 @@
+"""Kafka side of quotaledger: topics, codec, ingest loop, dead letters, outbox (arrives with the Kafka issue)."""
