@@ -18,6 +18,7 @@ timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import time
 from pathlib import Path
@@ -138,6 +139,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated ClusterQueue counts")
     parser.add_argument("--workdir", default="benchmarks/out", type=Path)
     args = parser.parse_args()
+    gc.set_threshold(50_000, 50, 100)  # as replay.runner does: the engine allocates many small objects
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):

@@ -110,11 +110,11 @@ class ClusterState:
         elif kind == "WorkloadFinished":
             self._finish(event.workload)
         elif kind == "WorkloadAdmitted":
-            info = self.workloads.get(event.workload)
-            if info is not None and info.status != FINISHED:
+            info = self.workloads.get(event.workload or "")
+            if info is not None and info.status != FINISHED and event.admission is not None:
                 self._observe_admission(info, event.admission)
         elif kind == "WorkloadEvicted":
-            info = self.workloads.get(event.workload)
+            info = self.workloads.get(event.workload or "")
             if info is not None and info.status == ADMITTED:
                 self._release(info)
                 self._requeue_after_eviction(info, event.reason or "Evicted")
@@ -129,7 +129,7 @@ class ClusterState:
             self._queue(obj.name).strategy = obj.queueing_strategy
             if obj.stop_policy == "HoldAndDrain":
                 self._drain(list(self.admitted.get(obj.name, {}).values()), CLUSTER_QUEUE_STOPPED,
-                            f"The ClusterQueue {obj.name} is stopped")
+                            "The ClusterQueue is stopped")
         elif isinstance(obj, Cohort):
             self.hierarchy.apply_cohort(obj)
         elif isinstance(obj, LocalQueue):
@@ -137,7 +137,7 @@ class ClusterState:
             members = list(self.by_local_queue.get(obj.key, {}).values())
             if obj.stop_policy == "HoldAndDrain":
                 self._drain([m for m in members if m.status == ADMITTED], LOCAL_QUEUE_STOPPED,
-                            f"The LocalQueue {obj.key} is stopped")
+                            "The LocalQueue is stopped")
             self._reroute(obj.key)
         elif isinstance(obj, ResourceFlavor):
             self.flavors[obj.name] = obj
@@ -183,7 +183,8 @@ class ClusterState:
     def inactive_reason(self, cq_name: str) -> tuple[str, str] | None:
         """Why ClusterQueue ``cq_name`` cannot admit now, as ``(reason, message)``, or ``None``.
 
-        Missing ⇒ ``Misconfigured`` "ClusterQueue X not found"; stopped, in a cohort cycle or naming
+        Missing ⇒ ``Misconfigured`` "ClusterQueue X doesn't exist" (Kueue's workload controller
+        wording for a LocalQueue pointing at a missing ClusterQueue); stopped, in a cohort cycle or naming
         a missing ResourceFlavor ⇒ ``Suspended`` "ClusterQueue X is inactive" (Kueue ``nominate``).
         """
         cached = self._inactive_cache.get(cq_name)
@@ -192,7 +193,7 @@ class ClusterState:
         entry = self.hierarchy.cluster_queues.get(cq_name)
         result = None
         if entry is None or entry.spec is None:
-            result = (MISCONFIGURED, f"ClusterQueue {cq_name} not found")
+            result = (MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
         elif (entry.spec.stop_policy != NOT_STOPPED or self.hierarchy.has_cycle(entry.cohort_name)
               or any(f.name not in self.flavors for g in entry.spec.resource_groups for f in g.flavors)):
             result = (SUSPENDED, f"ClusterQueue {cq_name} is inactive")
@@ -212,11 +213,11 @@ class ClusterState:
         lq = self.local_queues.get(info.local_queue)
         if lq is None:
             info.cluster_queue = None
-            info.reason, info.message = MISCONFIGURED, f"LocalQueue {info.local_queue} doesn't exist"
+            info.reason, info.message = MISCONFIGURED, f"LocalQueue {info.obj.queue_name} doesn't exist"
             return
         info.cluster_queue = lq.cluster_queue
         if lq.stop_policy != NOT_STOPPED:
-            info.reason, info.message = SUSPENDED, f"LocalQueue {info.local_queue} is inactive"
+            info.reason, info.message = SUSPENDED, f"LocalQueue {info.obj.queue_name} is inactive"
             return
         if info.reason is None:
             info.reason, info.message = PENDING, f"waiting in ClusterQueue {lq.cluster_queue}"
@@ -289,9 +290,11 @@ class ClusterState:
         """Give back the quota an admitted workload holds; wake whoever that may help."""
         cq_name = info.cluster_queue
         charge = info.charge
-        self.admitted.get(cq_name, {}).pop(info.key, None)
         info.charge = {}
         info.assignment = None
+        if cq_name is None:
+            return
+        self.admitted.get(cq_name, {}).pop(info.key, None)
         entry = self.hierarchy.cluster_queues.get(cq_name)
         if entry is None:
             return

@@ -58,6 +58,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
     Pure; O(podSets × resources × flavors × depth).
     """
     spec = cq.spec
+    assert spec is not None, "flavors are only assigned in active ClusterQueues"
     node = cq.node
     rg_by_resource = cq.rg_by_resource
     try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == "TryNextFlavor"
@@ -147,6 +148,8 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
         else:
             result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
     if not result.fits:
+        if worst > SEVERITY[WAITING_FOR_QUOTA]:
+            result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = next(reason for reason, sev in SEVERITY.items() if sev == worst)
         result.message = "; ".join(failures)
         result.pod_sets = []

@@ -9,7 +9,9 @@ One heap per ClusterQueue, fed by all its LocalQueues, ordered by priority (desc
 * ``StrictFIFO``: the head stays and **blocks** the queue until the same wake-up happens or a
   workload that sorts before it arrives.
 
-Removal is lazy: heap entries carry the workload's token and stale ones are skipped.
+Removal is lazy: heap entries carry the workload's token and stale ones are skipped.  Leaving the
+queue or being woken also bumps the workload's ``park`` counter, which invalidates its wake-up
+entries (``statemodel.scheduler.WakeIndex``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class ClusterQueueQueue:
         """Take a workload out (admitted, finished, deleted or moved); O(1), heap entry goes stale."""
         if self.members.pop(info.key, None) is not None:
             info.token += 1
+            info.park += 1
             self.parked.pop(info.key, None)
             if self.blocked is info:
                 self.blocked = None
@@ -76,6 +79,7 @@ class ClusterQueueQueue:
 
     def wake(self, info: WorkloadInfo) -> bool:
         """Return a parked or blocking workload to contention; ``True`` if anything changed."""
+        info.park += 1
         if self.blocked is info:
             self.blocked = None
             return True
@@ -87,9 +91,12 @@ class ClusterQueueQueue:
 
     def wake_all(self) -> None:
         """Return every parked workload and unblock the queue (configuration changed)."""
+        if self.blocked is not None:
+            self.blocked.park += 1
         self.blocked = None
         for info in self.parked.values():
             info.token += 1
+            info.park += 1
             self._heap.append((info.order, info.token, info))
         self.parked.clear()
         heapq.heapify(self._heap)

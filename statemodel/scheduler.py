@@ -76,9 +76,6 @@ class WakeIndex:
         (``(fr, val needed, available now)`` each)."""
         root, tree = self._tree(node)
         info.park += 1
-        spent = self._woken.pop(info.key, None)
-        if spent is not None:
-            self._dirty.add(spent)  # it was woken on the tree's free quota and did not use it
         for fr, val, free in shortages:
             key = (tree, fr)
             self._seq += 1
@@ -92,6 +89,13 @@ class WakeIndex:
             else:
                 heapq.heappush(self._heaps.setdefault(key, []),
                                (self._released.get(key, 0) + val - free, self._seq, info, info.park))
+
+    def set_aside(self, info: "WorkloadInfo") -> None:
+        """``info`` did not fit; if it had been woken on its tree's free quota, give that quota back
+        so the next waiter in line gets its turn."""
+        spent = self._woken.pop(info.key, None)
+        if spent is not None:
+            self._dirty.add(spent)
 
     def release(self, node: QuotaNode, charge: dict[FlavorResource, int]) -> list["WorkloadInfo"]:
         """Account quota released at ClusterQueue ``node``; return the deficit-waiters it reached
@@ -187,10 +191,9 @@ def run_cycles(cluster: "ClusterState") -> None:
     hierarchy_cqs = cluster.hierarchy.cluster_queues
     max_capacity = cluster.max_capacity
     while True:
+        cluster.wake_affordable()
         if not ready:
-            cluster.wake_affordable()
-            if not ready:
-                return
+            return
         names = sorted(ready)
         ready.clear()
         entries = []
@@ -214,6 +217,7 @@ def run_cycles(cluster: "ClusterState") -> None:
                 info.message = assignment.message
                 queue.set_aside(info)
                 cluster.waiting.add(name)
+                cluster.wake_index.set_aside(info)
                 if assignment.wake:
                     cluster.wake_index.register(entry.node, name, info, assignment.wake)
                 if queue.strategy == BEST_EFFORT_FIFO:
