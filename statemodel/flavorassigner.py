@@ -24,6 +24,9 @@ from statemodel.resource_node import available, borrowing_height, potential_avai
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 
+_REASON_BY_SEVERITY = {sev: reason for reason, sev in SEVERITY.items()}
+
+
 class Assignment:
     """Result of assigning flavors to a whole workload.
 
@@ -85,8 +88,12 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
                     ps_statuses.append(f"resource {res} unavailable in ClusterQueue")
                     ps_severity = max(ps_severity, SEVERITY[NO_MATCHING_FLAVOR])
                 continue
-            group_requests = [(r, a) for r, a in requests if r in group.covered_resources]
-            handled.update(r for r, _ in group_requests)
+            covered = group.covered_resources
+            group_requests = []
+            for r, a in requests:
+                if r in covered:
+                    group_requests.append((r, a))
+                    handled.add(r)
             best: tuple[int, int, str] | None = None
             group_severity = None
             for index, flavor in enumerate(group.flavors):
@@ -150,7 +157,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
     if not result.fits:
         if worst > SEVERITY[WAITING_FOR_QUOTA]:
             result.wake = []  # some podSet can never fit: only a configuration change can help
-        result.reason = next(reason for reason, sev in SEVERITY.items() if sev == worst)
+        result.reason = _REASON_BY_SEVERITY[worst]
         result.message = "; ".join(failures)
         result.pod_sets = []
     return result

@@ -171,25 +171,30 @@ def local_available(node: QuotaNode, fr: FlavorResource) -> int:
 def available(node: QuotaNode, fr: FlavorResource) -> int:
     """Kueue ``available(node, fr)``: what ``node`` could still take of ``fr`` now (may be negative).
 
-    Evaluated top-down along the linked path; a borrowing limit caps what can come from the parent
-    at ``storedInParent - usedInParent + borrowingLimit``.  O(depth).
+    Kueue evaluates it top-down: ``available(n) = LocalAvailable(n) + min(cap(n), available(parent))``
+    with ``cap(n) = storedInParent - usedInParent + borrowingLimit`` (no cap without a borrowing
+    limit) and ``SubtreeQuota - Usage`` at the root.  Each step is ``x -> min(A, x + B)``, a family
+    closed under composition, so this walks bottom-up once without building the path.  O(depth).
     """
-    path = node.path_to_root()
-    top = path[-1]
-    avail = top.subtree.get(fr, 0) - top.usage.get(fr, 0)
-    for i in range(len(path) - 2, -1, -1):
-        n = path[i]
+    cap: int | None = None  # A of the composed function; None = unbounded
+    shift = 0  # B of the composed function
+    n = node
+    parent = n.parent
+    while parent is not None:
         local = n.local.get(fr, 0)
         usage = n.usage.get(fr, 0)
+        free = local - usage if local > usage else 0
         bl = n.borrowing_limit.get(fr)
         if bl is not None:
             used_in_parent = usage - local if usage > local else 0
-            cap = n.subtree.get(fr, 0) - local - used_in_parent + bl
-            if cap < avail:
-                avail = cap
-        free = local - usage
-        avail += free if free > 0 else 0
-    return avail
+            step_cap = n.subtree.get(fr, 0) - local - used_in_parent + bl + free + shift
+            if cap is None or step_cap < cap:
+                cap = step_cap
+        shift += free
+        n = parent
+        parent = n.parent
+    result = n.subtree.get(fr, 0) - n.usage.get(fr, 0) + shift
+    return result if cap is None or result < cap else cap
 
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:

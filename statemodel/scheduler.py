@@ -61,13 +61,15 @@ class WakeIndex:
         self._released: dict[tuple, int] = {}
         self._heaps: dict[tuple, list] = {}
         self._buckets: dict[tuple, tuple[QuotaNode, dict[int, list]]] = {}
-        self._dirty: set[tuple] = set()
+        self.dirty: set[tuple] = set()
         self._woken: dict[str, tuple] = {}
         self._seq = 0
 
     @staticmethod
     def _tree(node: QuotaNode) -> tuple[QuotaNode, tuple[bool, str]]:
-        root = node.root()
+        root = node
+        while root.parent is not None:
+            root = root.parent
         return root, (root.is_cluster_queue, root.name)
 
     def register(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo",
@@ -95,7 +97,7 @@ class WakeIndex:
         so the next waiter in line gets its turn."""
         spent = self._woken.pop(info.key, None)
         if spent is not None:
-            self._dirty.add(spent)
+            self.dirty.add(spent)
 
     def release(self, node: QuotaNode, charge: dict[FlavorResource, int]) -> list["WorkloadInfo"]:
         """Account quota released at ClusterQueue ``node``; return the deficit-waiters it reached
@@ -107,7 +109,7 @@ class WakeIndex:
         for fr, amount in charge.items():
             key = (tree, fr)
             if key in self._buckets:
-                self._dirty.add(key)
+                self.dirty.add(key)
             heap = self._heaps.get(key)
             if not heap:
                 continue
@@ -124,11 +126,11 @@ class WakeIndex:
     def affordable(self) -> list["WorkloadInfo"]:
         """Wake root-bound waiters of released trees, best order first, while the root's free
         quota covers them; clears the release marks."""
-        if not self._dirty:
+        if not self.dirty:
             return []
         woken = []
         self._woken.clear()
-        for key in sorted(self._dirty):
+        for key in sorted(self.dirty):
             if key not in self._buckets:
                 continue
             root, buckets = self._buckets[key]
@@ -154,7 +156,7 @@ class WakeIndex:
                 del buckets[val]
             if not buckets:
                 del self._buckets[key]
-        self._dirty.clear()
+        self.dirty.clear()
         return woken
 
     def clear(self) -> None:
@@ -162,26 +164,24 @@ class WakeIndex:
         self._released.clear()
         self._heaps.clear()
         self._buckets.clear()
-        self._dirty.clear()
+        self.dirty.clear()
         self._woken.clear()
 
 
 def _root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
     """Whether ``val`` of ``fr`` would fit at ClusterQueue ``node`` given only enough free quota at
     its root: no lending limit on the path and every borrowing-limit cap allows ``val``."""
-    path = node.path_to_root()
-    cap = None
-    for i in range(len(path) - 2, -1, -1):
-        n = path[i]
+    n = node
+    while n.parent is not None:
         if fr in n.lending_limit:
             return False
         bl = n.borrowing_limit.get(fr)
         if bl is not None:
             usage = n.usage.get(fr, 0)
-            limit = n.subtree.get(fr, 0) - (usage if usage > 0 else 0) + bl
-            if cap is None or limit < cap:
-                cap = limit
-    return cap is None or cap >= val
+            if n.subtree.get(fr, 0) - (usage if usage > 0 else 0) + bl < val:
+                return False
+        n = n.parent
+    return True
 
 
 def run_cycles(cluster: "ClusterState") -> None:
@@ -190,8 +190,10 @@ def run_cycles(cluster: "ClusterState") -> None:
     queues = cluster.queues
     hierarchy_cqs = cluster.hierarchy.cluster_queues
     max_capacity = cluster.max_capacity
+    wake_index = cluster.wake_index
     while True:
-        cluster.wake_affordable()
+        if wake_index.dirty:
+            cluster.wake_affordable()
         if not ready:
             return
         names = sorted(ready)
