@@ -71,7 +71,8 @@ def _positional_constructor(cls: type) -> Callable[..., Any]:
     ``__init__``'s ``object.__setattr__`` calls.  Used for the per-event hot classes only.
     """
     fields = [f.name for f in dataclasses.fields(cls)]
-    if hasattr(cls, "__post_init__") or not cls.__dataclass_params__.frozen or "__slots__" not in cls.__dict__:
+    params = getattr(cls, "__dataclass_params__")
+    if hasattr(cls, "__post_init__") or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} must be a frozen, slotted dataclass without __post_init__")
     ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     for f in fields:
@@ -569,7 +570,7 @@ def _pod_sets(raw: Any) -> tuple[PodSet, ...]:
         raise EventError("", _type_problem(raw, "a list"))
     if not raw:
         raise EventError("", "must not be empty")
-    out = []
+    out: list[PodSet] = []
     for i, ps in enumerate(raw):
         try:
             pod_set = _pod_set(ps)
@@ -743,7 +744,7 @@ def _parse_engine_config(o: dict, name: str, v1beta1: bool, time_ms: int) -> Eng
             weights.append((res, _milli_number(w, f"{ap}.resourceWeights[{res}]")))
         afs = AdmissionFairSharingConfig(half_life, interval, tuple(sorted(weights)))
     enable = False
-    strategies = _DEFAULT_STRATEGIES
+    strategies: tuple[str, ...] = _DEFAULT_STRATEGIES
     fs = _opt_obj(spec, "fairSharing", p)
     if fs is not None:
         fp = f"{p}.fairSharing"

@@ -91,9 +91,10 @@ def parse_time(value: object, path: str) -> int:
     Semantics: RFC 3339 section 5.6 (Kubernetes ``metav1.Time`` JSON form); EVENTS.md envelope ``time``.
     """
     if type(value) is str:
-        ms = _parse_rfc3339(value)
-        if type(ms) is str:
-            raise EventError(path, ms)
+        parsed = _parse_rfc3339(value)
+        if isinstance(parsed, str):
+            raise EventError(path, parsed)
+        ms = parsed
     elif type(value) is int:
         ms = value
     else:

@@ -1,0 +1,33 @@
+"""Build hook: compile the engine's hot path with mypyc.
+
+The modules below are plain, fully annotated Python; mypyc turns them into C extensions that run
+the same code about twice as fast (benchmarks/kueue_scale.py).  Results are identical either way:
+all state arithmetic is on Python ints.  Set ``QUOTALEDGER_PURE_PYTHON=1`` to skip compilation.
+"""
+
+import os
+
+from setuptools import setup
+
+COMPILED = [
+    "statemodel/resource_node.py",
+    "statemodel/hierarchy.py",
+    "statemodel/workload.py",
+    "statemodel/queues.py",
+    "statemodel/flavorassigner.py",
+    "statemodel/scheduler.py",
+    "statemodel/cluster.py",
+    "statemodel/decisions.py",
+    "statemodel/engine.py",
+    "statemodel/events.py",
+    "statemodel/quantity.py",
+    "statemodel/timefmt.py",
+]
+
+ext_modules = []
+if os.environ.get("QUOTALEDGER_PURE_PYTHON") != "1":
+    from mypyc.build import mypycify
+
+    ext_modules = mypycify(COMPILED, opt_level="3")
+
+setup(ext_modules=ext_modules)
