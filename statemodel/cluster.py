@@ -337,8 +337,10 @@ class ClusterState:
                 fr = (ps.flavors.get(res, ""), res)
                 charge[fr] = charge.get(fr, 0) + amount
         if info.status == ADMITTED:
-            agrees = (info.observed is None and info.cluster_queue == admission.cluster_queue
-                      and info.charge == charge) or bool(info.observed)
+            if info.observed is None:  # the engine had admitted it: same queue and flavors?
+                agrees = info.cluster_queue == admission.cluster_queue and info.charge == charge
+            else:  # a repeated observation keeps the verdict of the first one
+                agrees = info.observed
             self._release(info)
         else:
             self._dequeue(info)

@@ -93,6 +93,7 @@ def _cluster(cluster: "ClusterState") -> dict:
             "clusterQueue": info.cluster_queue,
             "localQueue": info.local_queue,
             "priority": info.obj.priority,
+            "queuedAt": format_time(info.queued_ms),
             "reason": info.reason if info.status == PENDING else None,
             "message": info.message if info.status == PENDING else "",
             "positionInClusterQueue": position[0] if position else None,
