@@ -20,6 +20,7 @@ COMPILED = [
     "statemodel/decisions.py",
     "statemodel/engine.py",
     "statemodel/events.py",
+    "statemodel/decimal_scan.py",
     "statemodel/quantity.py",
     "statemodel/timefmt.py",
 ]

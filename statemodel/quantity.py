@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from statemodel.decimal_scan import DIGITS, scan_decimal
 from statemodel.errors import EventError
 
 MAX_AMOUNT = 2**63 - 1
@@ -29,7 +30,6 @@ MAX_AMOUNT = 2**63 - 1
 
 _DECIMAL_SUFFIX = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DIGITS = frozenset("0123456789")
 _INT32_MAX = 2**31 - 1
 
 
@@ -44,17 +44,7 @@ def _split(s: str) -> tuple[int, int, int] | str:
     if n and s[0] in "+-":
         negative = s[0] == "-"
         i = 1
-    start = i
-    while i < n and s[i] in _DIGITS:
-        i += 1
-    int_part = s[start:i]
-    frac_part = ""
-    if i < n and s[i] == ".":
-        i += 1
-        fstart = i
-        while i < n and s[i] in _DIGITS:
-            i += 1
-        frac_part = s[fstart:i]
+    int_part, frac_part, i = scan_decimal(s, i)
     if not int_part and not frac_part:
         return f"invalid quantity {s!r}"
     suffix = s[i:]
@@ -67,7 +57,7 @@ def _split(s: str) -> tuple[int, int, int] | str:
     elif len(suffix) > 1 and suffix[0] in "eE":
         e = suffix[1:]
         digits = e[1:] if e[0] in "+-" else e
-        if not digits or not all(c in _DIGITS for c in digits):
+        if not digits or not all(c in DIGITS for c in digits):
             return f"invalid quantity {s!r}"
         ev = int(e)
         if abs(ev) > _INT32_MAX:  # Go parses the exponent as int32

@@ -10,11 +10,11 @@ the local timezone or on ``float``.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import re
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
+from statemodel.decimal_scan import DIGITS, scan_decimal
 from statemodel.errors import EventError
 
 MIN_MS = -62135596800000
@@ -22,7 +22,6 @@ MIN_MS = -62135596800000
 MAX_MS = 253402300799999
 """9999-12-31T23:59:59.999Z in ms since the epoch (largest accepted time)."""
 
-_DIGITS = frozenset("0123456789")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ONE_MS = timedelta(milliseconds=1)
 
@@ -180,21 +179,11 @@ def _duration_ns(s: str) -> tuple[int, bool] | None:
     total = 0
     sub_ns = False
     while i < n:
-        start = i
-        while i < n and s[i] in _DIGITS:
-            i += 1
-        int_part = s[start:i]
-        frac_part = ""
-        if i < n and s[i] == ".":
-            i += 1
-            fstart = i
-            while i < n and s[i] in _DIGITS:
-                i += 1
-            frac_part = s[fstart:i]
+        int_part, frac_part, i = scan_decimal(s, i)
         if not int_part and not frac_part:
             return None
         ustart = i
-        while i < n and s[i] not in _DIGITS and s[i] != ".":
+        while i < n and s[i] not in DIGITS and s[i] != ".":
             i += 1
         unit = _DURATION_UNITS.get(s[ustart:i])
         if unit is None:
