@@ -22,9 +22,12 @@ Lifecycle semantics (reference/kueue.md §6, EVENTS.md "Types"):
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
 from statemodel.decisions import EVICTED, Decision
 from statemodel.event_types import Event
+from statemodel.fairsharing import FairSharingLedgers, flatten
 from statemodel.flavorassigner import Assignment, fits_now
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
@@ -39,6 +42,7 @@ from statemodel.scheduler import WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo
 
 NOT_STOPPED = "None"
+USAGE_BASED = "UsageBasedAdmissionFairSharing"
 
 
 class ClusterState:
@@ -55,6 +59,7 @@ class ClusterState:
         by_local_queue: not-finished workloads per LocalQueue key.
         admitted: admitted workloads per ClusterQueue name.
         max_capacity: memo of ``potentialAvailable`` per (ClusterQueue, flavor-resource); config-only.
+        afs: admission-fair-sharing configuration and consumed usage per LocalQueue.
     """
 
     def __init__(self, name: str) -> None:
@@ -74,6 +79,9 @@ class ClusterState:
         self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
         self.wake_index = WakeIndex()
         self.max_capacity: dict = {}
+        self.afs = FairSharingLedgers()
+        self._scope_cache: dict[str, tuple[int, str | None]] = {}
+        self._lqs_by_cq: tuple[int, dict[str, list[str]]] = (-1, {})
         self.decisions: list[Decision] = []
         self._cause = ""
         self._config_generation = 0
@@ -89,6 +97,9 @@ class ClusterState:
         """
         self.decisions = []
         self._cause = event.id
+        params = self.afs.params
+        if params is not None and event.time_ms // params.interval_ms > self.clock_ms // params.interval_ms:
+            self._scores_moved()
         if event.type == "Batch":
             for inner in event.events:
                 self._apply_one(inner)
@@ -127,6 +138,7 @@ class ClusterState:
         if isinstance(obj, ClusterQueue):
             self.hierarchy.apply_cluster_queue(obj)
             self._queue(obj.name).strategy = obj.queueing_strategy
+            self._refresh_scorer(obj.name)
             if obj.stop_policy == "HoldAndDrain":
                 self._drain(list(self.admitted.get(obj.name, {}).values()), CLUSTER_QUEUE_STOPPED,
                             "The ClusterQueue is stopped")
@@ -134,6 +146,8 @@ class ClusterState:
             self.hierarchy.apply_cohort(obj)
         elif isinstance(obj, LocalQueue):
             self.local_queues[obj.key] = obj
+            if obj.afs_status is not None:
+                self.afs.seed(obj.key, obj.afs_status.consumed_resources, obj.afs_status.last_update_ms)
             members = list(self.by_local_queue.get(obj.key, {}).values())
             if obj.stop_policy == "HoldAndDrain":
                 self._drain([m for m in members if m.status == ADMITTED], LOCAL_QUEUE_STOPPED,
@@ -144,7 +158,7 @@ class ClusterState:
         elif isinstance(obj, Node):
             self.nodes[obj.name] = obj
         elif isinstance(obj, EngineConfig):
-            self.config = obj
+            self._set_engine_config(obj)
         self._configuration_changed()
 
     def _delete(self, ref) -> None:
@@ -156,6 +170,8 @@ class ClusterState:
             return
         if kind == "ClusterQueue":
             self.hierarchy.delete_cluster_queue(name)
+            if name in self.queues:
+                self._refresh_scorer(name)
         elif kind == "Cohort":
             self.hierarchy.delete_cohort(name)
         elif kind == "LocalQueue":
@@ -167,8 +183,23 @@ class ClusterState:
         elif kind == "Node":
             self.nodes.pop(name, None)
         elif kind == "EngineConfig":
-            self.config = EngineConfig()
+            self._set_engine_config(EngineConfig())
         self._configuration_changed()
+
+    def _set_engine_config(self, config: EngineConfig) -> None:
+        self.config = config
+        admitted = [(info.local_queue, flatten(info.charge))
+                    for per_cq in self.admitted.values() for info in per_cq.values()]
+        self.afs.configure(config.admission_fair_sharing, self.clock_ms, admitted)
+        for name in self.queues:
+            self._refresh_scorer(name)
+
+    def _refresh_scorer(self, cq_name: str) -> None:
+        """Order the queue of ``cq_name`` by LocalQueue usage iff AFS is on and the queue is usage based."""
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        usage_based = (self.afs.params is not None and entry is not None and entry.spec is not None
+                       and entry.spec.admission_mode == USAGE_BASED)
+        self._queue(cq_name).set_scorer(self.local_queue_score if usage_based else None)
 
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
@@ -281,6 +312,8 @@ class ClusterState:
         info.admitted_ms = self.clock_ms
         info.reason, info.message = None, ""
         self.admitted.setdefault(cq_name, {})[info.key] = info
+        self.afs.charged(info.local_queue, info.key, flatten(charge), self.clock_ms,
+                         penalize=self._penalized(cq_name))
         if entry is not None:
             node = entry.node
             for fr, amount in charge.items():
@@ -294,6 +327,7 @@ class ClusterState:
         info.assignment = None
         if cq_name is None:
             return
+        self.afs.released(info.local_queue, info.key, flatten(charge), self.clock_ms)
         self.admitted.get(cq_name, {}).pop(info.key, None)
         entry = self.hierarchy.cluster_queues.get(cq_name)
         if entry is None:
@@ -383,6 +417,68 @@ class ClusterState:
         else:
             self._dequeue(info)
         self._track(info, False)
+
+    # -- admission fair sharing --------------------------------------------------------------
+
+    def local_queue_score(self, lq_key: str) -> Decimal:
+        """AFS score of a LocalQueue now (its weight applies; a missing LocalQueue weighs 1)."""
+        lq = self.local_queues.get(lq_key)
+        return self.afs.score([lq_key], lq.fair_weight_milli if lq is not None else 1000, self.clock_ms)
+
+    def local_queues_of(self, cq_name: str) -> list[str]:
+        """Keys of the LocalQueues feeding ``cq_name``, sorted (cached per configuration)."""
+        generation, by_cq = self._lqs_by_cq
+        if generation != self._config_generation:
+            by_cq = {}
+            for key in sorted(self.local_queues):
+                by_cq.setdefault(self.local_queues[key].cluster_queue, []).append(key)
+            self._lqs_by_cq = (self._config_generation, by_cq)
+        return by_cq.get(cq_name, [])
+
+    def cluster_queue_score(self, cq_name: str) -> Decimal:
+        """AFS score of a ClusterQueue: its LocalQueues' consumed usage, with its own weight."""
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        weight = entry.spec.fair_weight_milli if entry is not None and entry.spec is not None else 1000
+        return self.afs.score(self.local_queues_of(cq_name), weight, self.clock_ms)
+
+    def admission_scope(self, cq_name: str) -> str | None:
+        """The topmost Cohort above ``cq_name`` whose admissionScope is usage based (KEP-4136: with two
+        scopes on the path the higher one is used), or ``None``; only while AFS is configured."""
+        if self.afs.params is None:
+            return None
+        cached = self._scope_cache.get(cq_name)
+        if cached is not None and cached[0] == self._config_generation:
+            return cached[1]
+        scope = None
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        name = entry.cohort_name if entry is not None else None
+        seen: set[str] = set()
+        while name is not None and name not in seen:
+            seen.add(name)
+            cohort = self.hierarchy.cohorts.get(name)
+            if cohort is None:
+                break
+            if cohort.spec is not None and cohort.spec.admission_mode == USAGE_BASED:
+                scope = name
+            name = cohort.parent_name
+        self._scope_cache[cq_name] = (self._config_generation, scope)
+        return scope
+
+    def _penalized(self, cq_name: str) -> bool:
+        """Whether admissions in ``cq_name`` carry the entry penalty (usage-based queue or scope)."""
+        if self.afs.params is None:
+            return False
+        entry = self.hierarchy.cluster_queues.get(cq_name)
+        return ((entry is not None and entry.spec is not None and entry.spec.admission_mode == USAGE_BASED)
+                or self.admission_scope(cq_name) is not None)
+
+    def _scores_moved(self) -> None:
+        """A sampling instant passed: AFS order may have changed, so StrictFIFO queues blocked on a
+        head look again (BestEffortFIFO heads are always re-read)."""
+        for name, queue in self.queues.items():
+            if queue.scorer is not None and queue.blocked is not None:
+                queue.blocked = None
+                self.ready.add(name)
 
     def _decide(self, decision: Decision) -> None:
         self.seq += 1

@@ -290,12 +290,24 @@ def _parse_resource_flavor(o: dict, name: str, v1beta1: bool, time_ms: int) -> R
     return ResourceFlavor(name, _smap(spec.get("nodeLabels"), "object.spec.nodeLabels"))
 
 
+def _admission_mode(spec: dict, p: str) -> str | None:
+    """``spec.admissionScope.admissionMode`` of a ClusterQueue or Cohort (KEP-4136), or ``None``."""
+    scope = _opt_obj(spec, "admissionScope", p)
+    if scope is None:
+        return None
+    sp = f"{p}.admissionScope"
+    mode = _enum(scope, "admissionMode", sp, _ADMISSION_MODE, None)
+    if mode is None:
+        _fail(f"{sp}.admissionMode", "required")
+    return mode
+
+
 def _parse_cohort(o: dict, name: str, v1beta1: bool, time_ms: int) -> Cohort:
     p = "object.spec"
     spec = _opt_obj(o, "spec", "object") or {}
     parent = _opt_str(spec, "parent" if v1beta1 else "parentName", p, None)
     groups = _resource_groups(spec, p, False, parent is not None)
-    return Cohort(name, parent, groups, _weight(spec, p))
+    return Cohort(name, parent, groups, _weight(spec, p), _admission_mode(spec, p))
 
 
 _WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
@@ -349,13 +361,7 @@ def _parse_cluster_queue(o: dict, name: str, v1beta1: bool, time_ms: int) -> Clu
             _fail(f"{fp}.preference", "only allowed when whenCanBorrow and whenCanPreempt are TryNextFlavor")
         fungibility = FlavorFungibility(borrow, preempt, preference)
 
-    admission_mode = None
-    scope = _opt_obj(spec, "admissionScope", p)
-    if scope is not None:
-        sp = f"{p}.admissionScope"
-        admission_mode = _enum(scope, "admissionMode", sp, _ADMISSION_MODE, None)
-        if admission_mode is None:
-            _fail(f"{sp}.admissionMode", "required")
+    admission_mode = _admission_mode(spec, p)
 
     return ClusterQueue(
         name,
@@ -742,7 +748,9 @@ def _parse_engine_config(o: dict, name: str, v1beta1: bool, time_ms: int) -> Eng
             if not res:
                 _fail(f"{ap}.resourceWeights", "resource name must not be empty")
             weights.append((res, _milli_number(w, f"{ap}.resourceWeights[{res}]")))
-        afs = AdmissionFairSharingConfig(half_life, interval, tuple(sorted(weights)))
+        rp = a.get("resetInactivityPeriod")
+        reset = 0 if rp is None else parse_duration(rp, f"{ap}.resetInactivityPeriod")
+        afs = AdmissionFairSharingConfig(half_life, interval, tuple(sorted(weights)), reset)
     enable = False
     strategies: tuple[str, ...] = _DEFAULT_STRATEGIES
     fs = _opt_obj(spec, "fairSharing", p)

@@ -53,13 +53,16 @@ class ResourceFlavor:
 class Cohort:
     """Kueue ``Cohort`` (KEP-79): an inner node of the quota tree.
 
-    ``fair_weight_milli`` is ``spec.fairSharing.weight`` × 1000 (default 1000).
+    ``fair_weight_milli`` is ``spec.fairSharing.weight`` × 1000 (default 1000).  ``admission_mode`` is
+    ``spec.admissionScope.admissionMode`` — KEP-4136's cohort-level admission scope (an addition to
+    EVENTS.md v1; Kueue has not implemented it).
     """
 
     name: str
     parent: str | None = None
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_weight_milli: int = 1000
+    admission_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +205,16 @@ class EngineConfig:
 
 @dataclass(frozen=True, slots=True)
 class AdmissionFairSharingConfig:
-    """Kueue ``AdmissionFairSharing`` config; ``resource_weights_milli`` = weight × 1000 per resource."""
+    """Kueue ``AdmissionFairSharing`` config; ``resource_weights_milli`` = weight × 1000 per resource.
+
+    ``reset_inactivity_period_ms`` is KEP-4136's ``resetInactivityPeriod`` (0 = never reset), an
+    addition to EVENTS.md v1.
+    """
 
     usage_half_life_ms: int = 0
     usage_sampling_interval_ms: int = 300_000
     resource_weights_milli: tuple[tuple[str, int], ...] = ()
+    reset_inactivity_period_ms: int = 0
 
 
 KubeObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload | Node | EngineConfig

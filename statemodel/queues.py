@@ -1,7 +1,12 @@
 """Pending queues of one ClusterQueue (Kueue ``pkg/cache/queue/cluster_queue.go``).
 
-One heap per ClusterQueue, fed by all its LocalQueues, ordered by priority (desc), creation time
-(asc), UID (asc).  ``QueueingStrategy`` decides what happens to a head that does not fit:
+One queue per ClusterQueue, fed by all its LocalQueues, ordered by priority (desc), creation time
+(asc), UID (asc).  With admission fair sharing (``UsageBasedAdmissionFairSharing``) the LocalQueue's
+current score comes first (lower usage first, reference/kueue.md §5.5): the queue then keeps one
+heap per LocalQueue and the head is the best of their heads, scored at the moment it is asked for,
+since scores move with time and admissions.
+
+``QueueingStrategy`` decides what happens to a head that does not fit:
 
 * ``BestEffortFIFO``: the head is **parked** (Kueue's inadmissible set) and the next workload
   becomes the head; parked workloads return when capacity that could make them fit is released
@@ -17,32 +22,63 @@ entries (``statemodel.scheduler.WakeIndex``).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
+from decimal import Decimal
 
 from statemodel.workload import WorkloadInfo
 
 STRICT_FIFO = "StrictFIFO"
 BEST_EFFORT_FIFO = "BestEffortFIFO"
 
+Entry = tuple[tuple[int, int, str], int, WorkloadInfo]
+Scorer = Callable[[str], Decimal]
+"""LocalQueue key → its admission-fair-sharing score now."""
+
 
 class ClusterQueueQueue:
-    """Pending workloads of one ClusterQueue name (it may exist before its ClusterQueue object)."""
+    """Pending workloads of one ClusterQueue name (it may exist before its ClusterQueue object).
 
-    __slots__ = ("name", "strategy", "_heap", "parked", "members", "blocked")
+    Attributes:
+        scorer: ``None`` for plain priority order; else the LocalQueue score function (AFS order).
+        members: every pending workload queued here; parked: the BestEffortFIFO set-aside ones;
+        blocked: the StrictFIFO head that did not fit.
+    """
+
+    __slots__ = ("name", "strategy", "scorer", "_heaps", "parked", "members", "blocked")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.strategy = BEST_EFFORT_FIFO
-        self._heap: list[tuple[tuple[int, int, str], int, WorkloadInfo]] = []
+        self.scorer: Scorer | None = None
+        self._heaps: dict[str, list[Entry]] = {}
         self.parked: dict[str, WorkloadInfo] = {}
         self.members: dict[str, WorkloadInfo] = {}
         self.blocked: WorkloadInfo | None = None
 
-    def push(self, info: WorkloadInfo) -> None:
-        """Add (or re-add) a pending workload to the active heap."""
+    def _enter(self, info: WorkloadInfo) -> None:
         info.token += 1
+        heap_key = info.local_queue if self.scorer is not None else ""
+        heap = self._heaps.get(heap_key)
+        if heap is None:
+            heap = self._heaps[heap_key] = []
+        heapq.heappush(heap, (info.order, info.token, info))
+
+    def set_scorer(self, scorer: Scorer | None) -> None:
+        """Switch between plain and AFS order; rebuilds the heaps from the active members."""
+        if (scorer is None) == (self.scorer is None):
+            self.scorer = scorer
+            return
+        self.scorer = scorer
+        self._heaps = {}
+        for info in self.members.values():
+            if info.key not in self.parked:
+                self._enter(info)
+
+    def push(self, info: WorkloadInfo) -> None:
+        """Add (or re-add) a pending workload to contention."""
         self.members[info.key] = info
         self.parked.pop(info.key, None)
-        heapq.heappush(self._heap, (info.order, info.token, info))
+        self._enter(info)
 
     def remove(self, info: WorkloadInfo) -> None:
         """Take a workload out (admitted, finished, deleted or moved); O(1), heap entry goes stale."""
@@ -53,15 +89,33 @@ class ClusterQueueQueue:
             if self.blocked is info:
                 self.blocked = None
 
-    def head(self) -> WorkloadInfo | None:
-        """The first active workload in queue order, or ``None``."""
-        heap = self._heap
+    def _top(self, heap: list[Entry]) -> WorkloadInfo | None:
+        members, parked = self.members, self.parked
         while heap:
             _, token, info = heap[0]
-            if token == info.token and info.key in self.members and info.key not in self.parked:
+            if token == info.token and info.key in members and info.key not in parked:
                 return info
             heapq.heappop(heap)
         return None
+
+    def head(self) -> WorkloadInfo | None:
+        """The first active workload in queue order, or ``None``."""
+        if self.scorer is None:
+            heap = self._heaps.get("")
+            return self._top(heap) if heap else None
+        if len(self._heaps) == 1:  # one LocalQueue: its score cannot change the order
+            for heap in self._heaps.values():
+                return self._top(heap)
+        best: WorkloadInfo | None = None
+        best_key: tuple | None = None
+        for lq_key in sorted(self._heaps):
+            info = self._top(self._heaps[lq_key])
+            if info is None:
+                continue
+            key = (self.scorer(lq_key), info.order)
+            if best_key is None or key < best_key:
+                best, best_key = info, key
+        return best
 
     def ready_head(self) -> WorkloadInfo | None:
         """The head to try this cycle: ``None`` when empty or blocked (StrictFIFO) on that head."""
@@ -84,8 +138,7 @@ class ClusterQueueQueue:
             self.blocked = None
             return True
         if self.parked.pop(info.key, None) is not None:
-            info.token += 1
-            heapq.heappush(self._heap, (info.order, info.token, info))
+            self._enter(info)
             return True
         return False
 
@@ -94,16 +147,18 @@ class ClusterQueueQueue:
         if self.blocked is not None:
             self.blocked.park += 1
         self.blocked = None
-        for info in self.parked.values():
-            info.token += 1
-            info.park += 1
-            self._heap.append((info.order, info.token, info))
+        parked = list(self.parked.values())
         self.parked.clear()
-        heapq.heapify(self._heap)
+        for info in parked:
+            info.park += 1
+            self._enter(info)
 
     def __len__(self) -> int:
         return len(self.members)
 
     def ordered(self) -> list[WorkloadInfo]:
         """All pending members in queue order (Kueue visibility: heap + inadmissible, same comparator)."""
-        return sorted(self.members.values(), key=lambda info: info.order)
+        if self.scorer is None:
+            return sorted(self.members.values(), key=lambda info: info.order)
+        scores = {lq: self.scorer(lq) for lq in sorted({info.local_queue for info in self.members.values()})}
+        return sorted(self.members.values(), key=lambda info: (scores[info.local_queue], info.order))

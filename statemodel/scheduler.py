@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from statemodel.flavorassigner import assign_flavors, fits_now
 from statemodel.objects import FlavorResource
 from statemodel.queues import BEST_EFFORT_FIFO
-from statemodel.reasons import NO_LONGER_FITS, WAITING_FOR_QUOTA
+from statemodel.reasons import NO_LONGER_FITS, PENDING, WAITING_FOR_QUOTA
 from statemodel.resource_node import QuotaNode
 
 if TYPE_CHECKING:
@@ -184,6 +184,33 @@ def _root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
     return True
 
 
+def _one_sticking_out_per_scope(cluster: "ClusterState", entries: list, ready: set[str]) -> list:
+    """KEP-4136 cohort admission scope: heads that fit within their ClusterQueue's nominal quota go
+    ahead; of the heads that would borrow ("sticking out") under the same scope, only the first by
+    ClusterQueue usage, priority and creation time (then ClusterQueue name) is tried this cycle.
+    The others stay at the head of their queues for the next cycle."""
+    best: dict[str, tuple] = {}
+    keep = []
+    for entry in entries:
+        borrowing, order, name, _, assignment = entry[0], entry[1], entry[2], entry[3], entry[4]
+        scope = cluster.admission_scope(name) if assignment.fits and borrowing > 0 else None
+        if scope is None:
+            keep.append(entry)
+            continue
+        key = (cluster.cluster_queue_score(name), order[0], order[1], name)
+        current = best.get(scope)
+        deferred = entry
+        if current is None or key < current[0]:
+            best[scope] = (key, entry)
+            deferred = current[1] if current is not None else None
+        if deferred is not None:
+            deferred[3].reason = PENDING
+            deferred[3].message = f"waiting for its turn in the admission scope of cohort {scope}"
+            ready.add(deferred[2])
+    keep.extend(entry for _, entry in best.values())
+    return keep
+
+
 def run_cycles(cluster: "ClusterState") -> None:
     """Run admission cycles until no ClusterQueue has a ready head; decisions go to ``cluster``."""
     ready = cluster.ready
@@ -211,6 +238,8 @@ def run_cycles(cluster: "ClusterState") -> None:
             entry = hierarchy_cqs[name]
             assignment = assign_flavors(entry, info, max_capacity)
             entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
+        if cluster.afs.params is not None and len(entries) > 1:
+            entries = _one_sticking_out_per_scope(cluster, entries, ready)
         entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
         admitted_any = False
         for _, _, name, info, assignment, entry, queue in entries:

@@ -1,5 +1,10 @@
 """The state JSON (issue 2 "Public CLI contract"): a read-only view of the engine, built on demand.
 
+With admission fair sharing configured, LocalQueues, ClusterQueues and Cohorts carry
+``admissionFairSharing`` (consumed, penalty, score, lastUpdate; a ClusterQueue sums its
+LocalQueues, a Cohort the ClusterQueues below it), each cluster carries ``config`` and the top
+level carries ``config`` when every cluster has the same one.
+
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
 ``potentialAvailable`` ignores usage.  Positions are 0-based, in the queue's own order over every
 pending workload (active and set aside), as Kueue's visibility API reports them.
@@ -10,9 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from statemodel.decisions import assignments_json
+from statemodel.fairsharing import CONTEXT, INFINITY, FairSharingLedgers, score, unit_divisor
 from statemodel.hierarchy import Hierarchy
 from statemodel.resource_node import QuotaNode, available, potential_available
-from statemodel.timefmt import format_time
+from statemodel.timefmt import format_duration, format_time
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import ADMITTED, FINISHED, PENDING
 
@@ -41,16 +47,67 @@ def _by_flavor(node: QuotaNode, cluster_queue: bool) -> dict:
     return out
 
 
-def _cohorts(hierarchy: Hierarchy) -> dict:
+def _afs_view(afs: FairSharingLedgers, lq_keys: list[str], weight_milli: int, now_ms: int) -> dict:
+    """``admissionFairSharing`` of a LocalQueue, ClusterQueue or Cohort: numbers in Kueue's score
+    units (cores for cpu, base units otherwise); ``score`` is ``null`` for a zero weight (+∞)."""
+    assert afs.params is not None
+    consumed, penalty, last = afs.totals(lq_keys, now_ms)
+    value = score(afs.params, consumed, penalty, weight_milli)
+    return {
+        "consumed": {res: float(CONTEXT.divide(v, unit_divisor(res))) for res, v in consumed.items()},
+        "penalty": {res: float(CONTEXT.divide(v, unit_divisor(res))) for res, v in penalty.items()},
+        "score": None if value == INFINITY else float(value),
+        "lastUpdate": format_time(last),
+    }
+
+
+def _afs_config(cluster: "ClusterState") -> dict | None:
+    config = cluster.config.admission_fair_sharing
+    params = cluster.afs.params
+    if config is None or params is None:
+        return None
+    return {
+        "usageHalfLifeTime": format_duration(config.usage_half_life_ms),
+        "usageSamplingInterval": format_duration(config.usage_sampling_interval_ms),
+        "resourceWeights": {res: milli / 1000 for res, milli in config.resource_weights_milli},
+        "resetInactivityPeriod": format_duration(config.reset_inactivity_period_ms),
+        "alpha": float(params.alpha),
+    }
+
+
+def _subtree_cluster_queues(hierarchy: Hierarchy, cohort: str) -> list[str]:
+    """ClusterQueues below ``cohort`` along structural edges (each cohort visited once)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    stack = [cohort]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in hierarchy.cohorts:
+            continue
+        seen.add(name)
+        entry = hierarchy.cohorts[name]
+        out.extend(entry.child_cluster_queues)
+        stack.extend(entry.child_cohorts)
+    return sorted(out)
+
+
+def _cohorts(cluster: "ClusterState") -> dict:
+    hierarchy = cluster.hierarchy
+    afs_on = cluster.afs.params is not None
     out = {}
     for name in sorted(hierarchy.cohorts):
         entry = hierarchy.cohorts[name]
-        out[name] = {
+        view = {
             "parent": entry.parent_name,
             "explicit": entry.explicit,
             "active": not hierarchy.has_cycle(name),
             "resources": _by_flavor(entry.node, False),
         }
+        if afs_on:
+            lqs = [lq for cq in _subtree_cluster_queues(hierarchy, name) for lq in cluster.local_queues_of(cq)]
+            weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000
+            view["admissionFairSharing"] = _afs_view(cluster.afs, lqs, weight, cluster.clock_ms)
+        out[name] = view
     return out
 
 
@@ -67,6 +124,7 @@ def _cluster(cluster: "ClusterState") -> dict:
             per_lq[info.local_queue] = lq_index + 1
             positions[info.key] = (index, lq_index)
 
+    afs_on = cluster.afs.params is not None
     cluster_queues = {}
     for name in sorted(hierarchy.cluster_queues):
         entry = hierarchy.cluster_queues[name]
@@ -77,6 +135,10 @@ def _cluster(cluster: "ClusterState") -> dict:
             "admitted": len(cluster.admitted.get(name, {})),
             "resources": _by_flavor(entry.node, True),
         }
+        if afs_on:
+            weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000
+            cluster_queues[name]["admissionFairSharing"] = _afs_view(
+                cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts: dict[str, list[int]] = {}
     workloads = {}
@@ -109,11 +171,15 @@ def _cluster(cluster: "ClusterState") -> dict:
         lq = cluster.local_queues[key]
         counts = lq_counts.get(key, [0, 0])
         local_queues[key] = {"clusterQueue": lq.cluster_queue, "pending": counts[0], "admitted": counts[1]}
+        if afs_on:
+            local_queues[key]["admissionFairSharing"] = _afs_view(
+                cluster.afs, [key], lq.fair_weight_milli, cluster.clock_ms)
 
     return {
         "time": format_time(cluster.clock_ms),
         "decisions": cluster.seq,
-        "cohorts": _cohorts(hierarchy),
+        "config": {"admissionFairSharing": _afs_config(cluster)},
+        "cohorts": _cohorts(cluster),
         "clusterQueues": cluster_queues,
         "localQueues": local_queues,
         "workloads": workloads,
@@ -128,10 +194,13 @@ def render_state(engine: "Engine") -> dict:
         view = _cluster(engine.clusters[name])
         view["hash"] = engine.chains[name].hex()
         clusters[name] = view
+    configs = [view["config"] for view in clusters.values()]
+    shared = configs[0] if configs and all(c == configs[0] for c in configs) else {"admissionFairSharing": None}
     return {
         "engineVersion": ENGINE_VERSION,
         "hash": engine.hash,
         "time": format_time(clock),
         "events": {"applied": engine.applied, "rejected": engine.rejected, "duplicates": engine.duplicates},
+        "config": shared,
         "clusters": clusters,
     }

@@ -196,3 +196,22 @@ def _duration_ns(s: str) -> tuple[int, bool] | None:
                 sub_ns = True
             total += num // scale
     return total, sub_ns
+
+
+def format_duration(ms: int) -> str:
+    """Go ``time.Duration.String`` of ``ms`` milliseconds: ``"168h0m0s"``, ``"5m0s"``, ``"1.5s"``, ``"300ms"``, ``"0s"``."""
+    if ms == 0:
+        return "0s"
+    sign = "-" if ms < 0 else ""
+    ms = abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    hours, rem = divmod(ms, 3_600_000)
+    minutes, rem = divmod(rem, 60_000)
+    seconds, milli = divmod(rem, 1000)
+    secs = f"{seconds}.{milli:03d}".rstrip("0") if milli else str(seconds)
+    if hours:
+        return f"{sign}{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{sign}{minutes}m{secs}s"
+    return f"{sign}{secs}s"

@@ -1,3 +1,3 @@
 """Engine version: bumped whenever the same events could produce different decisions or state."""
 
-ENGINE_VERSION = "0.1.0"
+ENGINE_VERSION = "0.2.0"
