@@ -12,7 +12,7 @@ timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and
 (``decode_event`` + ``Engine.apply``).  Prints events/s and µs per admission per size.
 
     python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
-    python benchmarks/kueue_scale.py --sizes 1000
+    python benchmarks/kueue_scale.py --sizes 1000 --afs   # with and without admission fair sharing
 """
 
 from __future__ import annotations
@@ -49,9 +49,13 @@ def _cohort_names(n_queues: int) -> list[tuple[str, str | None]]:
     return cohorts
 
 
-def config_events(n_queues: int) -> list[dict]:
-    """ResourceFlavor, Cohorts, ClusterQueues and LocalQueues of the shape, as EVENTS.md dicts."""
+def config_events(n_queues: int, afs: bool) -> list[dict]:
+    """ResourceFlavor, Cohorts, ClusterQueues and LocalQueues of the shape, as EVENTS.md dicts; with
+    ``afs``, an EngineConfig turning admission fair sharing on and every ClusterQueue usage based."""
     out: list[dict] = [{"kind": "ResourceFlavor", "metadata": {"name": "default"}}]
+    if afs:
+        out.insert(0, {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
+                       "spec": {"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1s"}}})
     cohorts = _cohort_names(n_queues)
     for name, parent in cohorts:
         out.append({"kind": "Cohort", "metadata": {"name": name}, "spec": {"parentName": parent} if parent else {}})
@@ -61,14 +65,15 @@ def config_events(n_queues: int) -> list[dict]:
         out.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": {
             "cohortName": leaf[min(i // per_leaf, len(leaf) - 1)],
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            **({"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}} if afs else {}),
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "20", "borrowingLimit": "100"}]}]}]}})
         out.append({"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": f"ns{i}"},
                     "spec": {"clusterQueue": f"cq{i}"}})
-    return [{"type": "Applied", "object": {"apiVersion": API if o["kind"] != "ResourceFlavor" else API, **o}} for o in out]
+    return [{"type": "Applied", "object": {"apiVersion": API, **o}} for o in out]
 
 
-def generate(n_queues: int, path: Path) -> dict:
+def generate(n_queues: int, path: Path, afs: bool = False) -> dict:
     """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts."""
     engine = Engine()
     seq = 0
@@ -82,7 +87,7 @@ def generate(n_queues: int, path: Path) -> dict:
         lines.append(line)
         return engine.apply(decode_event(line))
 
-    for event in config_events(n_queues):
+    for event in config_events(n_queues, afs):
         emit(event, 0)
     pending: list[tuple[int, int, str, dict | str]] = []
     order = 0
@@ -148,18 +153,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated ClusterQueue counts")
     parser.add_argument("--workdir", default="benchmarks/out", type=Path)
+    parser.add_argument("--afs", action="store_true",
+                        help="also run every size with admission fair sharing on for every ClusterQueue")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        path = args.workdir / f"kueue-scale-{n}.ndjson"
-        gen = generate(n, path)
-        result = measure(path)
-        assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
-        rows.append((n, result))
-        print(f"{n:>6} CQs  {result['events']:>8} events  {result['admissions']:>7} admissions  "
-              f"orjson {result['decode_eps']:>10,.0f} ev/s  engine {result['engine_eps']:>8,.0f} ev/s  "
-              f"{result['us_per_admission']:7.1f} µs/admission", flush=True)
+        for afs in (False, True) if args.afs else (False,):
+            path = args.workdir / f"kueue-scale-{n}{'-afs' if afs else ''}.ndjson"
+            gen = generate(n, path, afs)
+            result = measure(path)
+            assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
+            print(f"{n:>6} CQs{' AFS' if afs else '    '}  {result['events']:>8} events  {result['admissions']:>7} admissions  "
+                  f"orjson {result['decode_eps']:>10,.0f} ev/s  engine {result['engine_eps']:>8,.0f} ev/s  "
+                  f"{result['us_per_admission']:7.1f} µs/admission", flush=True)
+            if afs:
+                print(f"        AFS on: {result['engine_eps'] / rows[-1][1]['engine_eps']:.0%} of the events/s without AFS")
+            else:
+                rows.append((n, result))
     if len(rows) > 1:
         base = rows[0][1]["us_per_admission"]
         for n, result in rows[1:]:
