@@ -14,6 +14,7 @@ COMPILED = [
     "statemodel/hierarchy.py",
     "statemodel/workload.py",
     "statemodel/queues.py",
+    "statemodel/fairsharing.py",
     "statemodel/flavorassigner.py",
     "statemodel/scheduler.py",
     "statemodel/cluster.py",

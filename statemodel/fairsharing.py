@@ -94,9 +94,11 @@ class DecayParams:
         return self.weights.get(resource, ONE)
 
 
-def _blend(keep: Decimal, old: Decimal, current: int) -> Decimal:
-    """``keep × old + (1 - keep) × current`` in ``CONTEXT``."""
-    return CONTEXT.add(CONTEXT.multiply(keep, old), CONTEXT.multiply(CONTEXT.subtract(ONE, keep), Decimal(current)))
+def _blend(keep: Decimal, take: Decimal, old: Decimal, current: int) -> Decimal:
+    """``keep × old + take × current`` in ``CONTEXT`` (``take = 1 - keep``)."""
+    if not current:
+        return CONTEXT.multiply(keep, old)
+    return CONTEXT.add(CONTEXT.multiply(keep, old), CONTEXT.multiply(take, Decimal(current)))
 
 
 class UsageLedger:
@@ -139,14 +141,19 @@ class UsageLedger:
         if params.half_life_ms == 0:
             return {}, last
         keep_first = params.retained(first - anchor_ms)
+        take_first = CONTEXT.subtract(ONE, keep_first)
         keep_rest = params.retained_after(samples) if samples else ONE
+        take_rest = CONTEXT.subtract(ONE, keep_rest)
+        current = self.current
         out: dict[str, Decimal] = {}
-        for res in sorted(set(anchor) | set(self.current)):
-            current = self.current.get(res, 0)
-            value = _blend(keep_first, anchor.get(res, ZERO), current)
-            if samples:
-                value = _blend(keep_rest, value, current)
-            out[res] = value
+        for res, old in anchor.items():  # anchor keys, then new ones: a deterministic order
+            amount = current.get(res, 0)
+            value = _blend(keep_first, take_first, old, amount)
+            out[res] = _blend(keep_rest, take_rest, value, amount) if samples else value
+        for res, amount in current.items():
+            if res not in out:
+                value = _blend(keep_first, take_first, ZERO, amount)
+                out[res] = _blend(keep_rest, take_rest, value, amount) if samples else value
         return out, last
 
     def set_current(self, params: DecayParams, now_ms: int, resource_deltas: dict[str, int]) -> None:
@@ -175,11 +182,16 @@ class UsageLedger:
     def add_penalty(self, params: DecayParams, now_ms: int, workload: str, requests: dict[str, int]) -> None:
         """Charge ``A(samplingInterval) × requests`` for a workload admitted at ``now_ms``."""
         interval = params.interval_ms
-        self.penalties = {k: v for k, v in self.penalties.items()
-                          if (v[0] // interval + 1) * interval > now_ms}
+        penalties = self.penalties
+        while penalties:  # admission order: sampled penalties are at the front
+            first = next(iter(penalties))
+            if (penalties[first][0] // interval + 1) * interval > now_ms:
+                break
+            del penalties[first]
+        penalties.pop(workload, None)
         if params.alpha:
-            self.penalties[workload] = (now_ms, {res: CONTEXT.multiply(params.alpha, Decimal(amount))
-                                                 for res, amount in sorted(requests.items())})
+            penalties[workload] = (now_ms, {res: CONTEXT.multiply(params.alpha, Decimal(amount))
+                                            for res, amount in sorted(requests.items())})
 
     def drop_penalty(self, workload: str) -> None:
         """The workload left (or its penalty was sampled): forget its penalty."""

@@ -42,6 +42,9 @@ from statemodel.events import parse_event
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
+ENGINE_CONFIG_API = "quotaledger.io/v1alpha1"
+USAGE_BASED = "UsageBasedAdmissionFairSharing"
+NO_AFS = "NoAdmissionFairSharing"
 
 QuotaSpec = Any  # nominal | (nominal, borrowingLimit, lendingLimit)
 
@@ -83,6 +86,14 @@ def resource_groups(quotas: dict | None = None, groups: list | None = None, flav
             ],
         })
     return out
+
+
+def _fair_sharing(spec: dict, admission_mode: str | None, weight: Any) -> None:
+    """``spec.admissionScope.admissionMode`` and ``spec.fairSharing.weight`` of a ClusterQueue or Cohort."""
+    if admission_mode is not None:
+        spec["admissionScope"] = {"admissionMode": admission_mode}
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
 
 
 def _requests(cpu=None, gpu=None, memory=None, requests=None) -> dict:
@@ -180,21 +191,25 @@ class Scenario:
         return self._apply({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}, at)
 
     def cohort(self, name: str, parent: str | None = None, quotas: dict | None = None, groups: list | None = None,
-               flavor: str = "default", at: float | None = None) -> dict:
+               flavor: str = "default", admission_mode: str | None = None, weight: Any = None,
+               at: float | None = None) -> dict:
         spec: dict[str, Any] = {}
         if parent is not None:
             spec["parentName"] = parent
         rgs = resource_groups(quotas, groups, flavor)
         if rgs:
             spec["resourceGroups"] = rgs
+        _fair_sharing(spec, admission_mode, weight)
         return self._apply({"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}, at)
 
     def cq(self, name: str, cohort: str | None = None, quotas: dict | None = None, groups: list | None = None,
            flavor: str = "default", strategy: str | None = None, when_can_borrow: str | None = None,
-           when_can_preempt: str | None = None, stop_policy: str | None = None, at: float | None = None) -> dict:
+           when_can_preempt: str | None = None, stop_policy: str | None = None, admission_mode: str | None = None,
+           weight: Any = None, at: float | None = None) -> dict:
         spec: dict[str, Any] = {}
         if cohort is not None:
             spec["cohortName"] = cohort
+        _fair_sharing(spec, admission_mode, weight)
         spec["resourceGroups"] = resource_groups(quotas, groups, flavor)
         if strategy is not None:
             spec["queueingStrategy"] = strategy
@@ -209,13 +224,46 @@ class Scenario:
             spec["stopPolicy"] = stop_policy
         return self._apply({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}, at)
 
-    def lq(self, key: str, cluster_queue: str, stop_policy: str | None = None, at: float | None = None) -> dict:
+    def lq(self, key: str, cluster_queue: str, stop_policy: str | None = None, weight: Any = None,
+           afs_status: tuple[dict, float] | None = None, at: float | None = None) -> dict:
+        """A LocalQueue; ``afs_status=(consumedResources, lastUpdate seconds)`` is Kueue's persisted
+        ``status.fairSharing.admissionFairSharingStatus``."""
         ns, name = key.split("/")
         spec: dict[str, Any] = {"clusterQueue": cluster_queue}
         if stop_policy is not None:
             spec["stopPolicy"] = stop_policy
-        return self._apply({"apiVersion": KUEUE, "kind": "LocalQueue",
-                            "metadata": {"namespace": ns, "name": name}, "spec": spec}, at)
+        if weight is not None:
+            spec["fairSharing"] = {"weight": weight}
+        obj: dict[str, Any] = {"apiVersion": KUEUE, "kind": "LocalQueue",
+                               "metadata": {"namespace": ns, "name": name}, "spec": spec}
+        if afs_status is not None:
+            consumed, last_update = afs_status
+            obj["status"] = {"fairSharing": {"admissionFairSharingStatus": {
+                "consumedResources": dict(consumed), "lastUpdate": rfc3339(last_update)}}}
+        return self._apply(obj, at)
+
+    def engine_config(self, halfLife: str | None = "168h", interval: str | None = "5m", weights: dict | None = None,
+                      reset: str | None = None, afs: bool = True, at: float | None = None) -> dict:
+        """The ``EngineConfig`` (``quotaledger.io/v1alpha1``); ``afs=False`` omits ``admissionFairSharing``.
+        ``None`` leaves a field out (engine default)."""
+        spec: dict[str, Any] = {}
+        if afs:
+            a: dict[str, Any] = {}
+            if halfLife is not None:
+                a["usageHalfLifeTime"] = halfLife
+            if interval is not None:
+                a["usageSamplingInterval"] = interval
+            if weights is not None:
+                a["resourceWeights"] = dict(weights)
+            if reset is not None:
+                a["resetInactivityPeriod"] = reset
+            spec["admissionFairSharing"] = a
+        return self._apply({"apiVersion": ENGINE_CONFIG_API, "kind": "EngineConfig", "metadata": {"name": "c"},
+                            "spec": spec}, at)
+
+    def delete_engine_config(self, at: float | None = None) -> dict:
+        return self.emit("Deleted", at=at, object={"apiVersion": ENGINE_CONFIG_API, "kind": "EngineConfig",
+                                                   "metadata": {"name": "c"}})
 
     def delete_cohort(self, name: str, at: float | None = None) -> dict:
         return self._delete("Cohort", name, at=at)
@@ -329,6 +377,14 @@ class Scenario:
 
     def cohort_state(self, name: str) -> dict:
         return self.state()["cohorts"][name]
+
+    def lq_state(self, key: str) -> dict:
+        return self.state()["localQueues"][key]
+
+    def afs(self, kind: str, key: str) -> dict:
+        """``admissionFairSharing`` of a ``"lq"``, ``"cq"`` or ``"cohort"``."""
+        section = {"lq": "localQueues", "cq": "clusterQueues", "cohort": "cohorts"}[kind]
+        return self.state()[section][key]["admissionFairSharing"]
 
     def cohort_resource(self, name: str, resource: str = "cpu", flavor: str = "default") -> dict:
         return self.cohort_state(name)["resources"][flavor][resource]
