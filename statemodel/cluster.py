@@ -38,7 +38,7 @@ from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
 )
 from statemodel.resource_node import add_usage
-from statemodel.scheduler import WakeIndex, run_cycles
+from statemodel.scheduler import ScopeGate, WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo
 
 NOT_STOPPED = "None"
@@ -80,6 +80,7 @@ class ClusterState:
         self.wake_index = WakeIndex()
         self.max_capacity: dict = {}
         self.afs = FairSharingLedgers()
+        self.scope_gate = ScopeGate()
         self._scope_cache: dict[str, tuple[int, str | None]] = {}
         self._lqs_by_cq: tuple[int, dict[str, list[str]]] = (-1, {})
         self.decisions: list[Decision] = []
@@ -97,9 +98,7 @@ class ClusterState:
         """
         self.decisions = []
         self._cause = event.id
-        params = self.afs.params
-        if params is not None and event.time_ms // params.interval_ms > self.clock_ms // params.interval_ms:
-            self._scores_moved()
+        self._sampling_instants_until(event.time_ms)
         if event.type == "Batch":
             for inner in event.events:
                 self._apply_one(inner)
@@ -136,7 +135,12 @@ class ClusterState:
 
     def _apply_config(self, obj) -> None:
         if isinstance(obj, ClusterQueue):
-            self.hierarchy.apply_cluster_queue(obj)
+            is_new = obj.name not in self.hierarchy.cluster_queues
+            entry = self.hierarchy.apply_cluster_queue(obj)
+            if is_new:  # observed admissions may have named it before it existed (Kueue's cache adds them)
+                for info in self.admitted.get(obj.name, {}).values():
+                    for fr, amount in info.charge.items():
+                        add_usage(entry.node, fr, amount)
             self._queue(obj.name).strategy = obj.queueing_strategy
             self._refresh_scorer(obj.name)
             if obj.stop_policy == "HoldAndDrain":
@@ -148,6 +152,8 @@ class ClusterState:
             self.local_queues[obj.key] = obj
             if obj.afs_status is not None:
                 self.afs.seed(obj.key, obj.afs_status.consumed_resources, obj.afs_status.last_update_ms)
+            if self.afs.params is not None:
+                self.afs.ledger(obj.key, self.clock_ms)
             members = list(self.by_local_queue.get(obj.key, {}).values())
             if obj.stop_policy == "HoldAndDrain":
                 self._drain([m for m in members if m.status == ADMITTED], LOCAL_QUEUE_STOPPED,
@@ -191,6 +197,9 @@ class ClusterState:
         admitted = [(info.local_queue, flatten(info.charge))
                     for per_cq in self.admitted.values() for info in per_cq.values()]
         self.afs.configure(config.admission_fair_sharing, self.clock_ms, admitted)
+        if self.afs.params is not None:
+            for key in self.local_queues:
+                self.afs.ledger(key, self.clock_ms)
         for name in self.queues:
             self._refresh_scorer(name)
 
@@ -204,6 +213,7 @@ class ClusterState:
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
+        self.scope_gate.clear(self.ready)
         self.max_capacity.clear()
         self.wake_index.clear()
         for name in self.waiting:
@@ -341,9 +351,18 @@ class ClusterState:
             self.max_capacity.clear()
 
     def _wake(self, infos: list[WorkloadInfo]) -> None:
+        """Return woken workloads to contention.  In a queue ordered by AFS the whole set-aside set
+        returns, so the queue's own order — LocalQueue usage first — picks who uses the quota, as
+        after Kueue's requeue of every inadmissible workload."""
         for info in infos:
             queue = self.queues.get(info.cluster_queue) if info.cluster_queue else None
-            if queue is not None and queue.wake(info):
+            if queue is None:
+                continue
+            if queue.scorer is not None and (queue.parked or queue.blocked is not None):
+                info.park += 1
+                queue.wake_all()
+                self.ready.add(queue.name)
+            elif queue.wake(info):
                 self.ready.add(queue.name)
 
     def wake_affordable(self) -> None:
@@ -442,8 +461,9 @@ class ClusterState:
         return self.afs.score(self.local_queues_of(cq_name), weight, self.clock_ms)
 
     def admission_scope(self, cq_name: str) -> str | None:
-        """The topmost Cohort above ``cq_name`` whose admissionScope is usage based (KEP-4136: with two
-        scopes on the path the higher one is used), or ``None``; only while AFS is configured."""
+        """The topmost Cohort above ``cq_name`` with an admissionScope, if that scope is usage based
+        (KEP-4136: with two scopes on the path the higher one is used, even when it turns fair
+        sharing off), else ``None``; only while AFS is configured."""
         if self.afs.params is None:
             return None
         cached = self._scope_cache.get(cq_name)
@@ -458,8 +478,8 @@ class ClusterState:
             cohort = self.hierarchy.cohorts.get(name)
             if cohort is None:
                 break
-            if cohort.spec is not None and cohort.spec.admission_mode == USAGE_BASED:
-                scope = name
+            if cohort.spec is not None and cohort.spec.admission_mode is not None:
+                scope = name if cohort.spec.admission_mode == USAGE_BASED else None
             name = cohort.parent_name
         self._scope_cache[cq_name] = (self._config_generation, scope)
         return scope
@@ -472,13 +492,27 @@ class ClusterState:
         return ((entry is not None and entry.spec is not None and entry.spec.admission_mode == USAGE_BASED)
                 or self.admission_scope(cq_name) is not None)
 
-    def _scores_moved(self) -> None:
-        """A sampling instant passed: AFS order may have changed, so StrictFIFO queues blocked on a
-        head look again (BestEffortFIFO heads are always re-read)."""
-        for name, queue in self.queues.items():
-            if queue.scorer is not None and queue.blocked is not None:
-                queue.blocked = None
-                self.ready.add(name)
+    def _sampling_instants_until(self, time_ms: int) -> None:
+        """Run admission at every sampling instant before ``time_ms`` while a StrictFIFO queue ordered
+        by AFS is blocked: the order can change at an instant (usage is sampled, penalties end), and
+        Kueue would retry the new head then — not whenever the next event happens to arrive, so
+        ``Tick`` events change nothing.  Decisions made there carry the instant's time.
+        (BestEffortFIFO heads that did not fit wait for released quota, which only events bring.)"""
+        params = self.afs.params
+        if params is None or not self.waiting:
+            return
+        instant = (self.clock_ms // params.interval_ms + 1) * params.interval_ms
+        while instant <= time_ms:
+            blocked = [name for name in sorted(self.waiting)
+                       if self.queues[name].scorer is not None and self.queues[name].blocked is not None]
+            if not blocked:
+                return
+            self.clock_ms = instant
+            for name in blocked:
+                self.queues[name].blocked = None
+            self.ready.update(blocked)
+            run_cycles(self)
+            instant += params.interval_ms
 
     def _decide(self, decision: Decision) -> None:
         self.seq += 1

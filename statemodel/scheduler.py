@@ -184,31 +184,82 @@ def _root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
     return True
 
 
-def _one_sticking_out_per_scope(cluster: "ClusterState", entries: list, ready: set[str]) -> list:
-    """KEP-4136 cohort admission scope: heads that fit within their ClusterQueue's nominal quota go
-    ahead; of the heads that would borrow ("sticking out") under the same scope, only the first by
-    ClusterQueue usage, priority and creation time (then ClusterQueue name) is tried this cycle.
-    The others stay at the head of their queues for the next cycle."""
-    best: dict[str, tuple] = {}
-    keep = []
-    for entry in entries:
-        borrowing, order, name, _, assignment = entry[0], entry[1], entry[2], entry[3], entry[4]
-        scope = cluster.admission_scope(name) if assignment.fits and borrowing > 0 else None
-        if scope is None:
+class ScopeGate:
+    """KEP-4136 cohort admission scopes (seed 001, "Proposal", scenario 3; Kueue has not built them).
+
+    Within a Cohort whose ``admissionScope`` is usage based, heads that fit within their
+    ClusterQueue's nominal quota are admitted as usual.  Heads that would borrow, or do not fit
+    ("sticking out"), form one strict FIFO queue over the scope, ordered by ClusterQueue usage,
+    priority, creation time (then ClusterQueue name): only its first is tried, and while it waits
+    for quota the others wait behind it.  ``blockers`` holds that first workload per scope once it
+    did not fit; ``deferred`` the ClusterQueues whose heads wait behind it.
+    """
+
+    def __init__(self) -> None:
+        self.blockers: dict[str, "WorkloadInfo"] = {}
+        self.deferred: dict[str, set[str]] = {}
+
+    def release(self, cluster: "ClusterState") -> None:
+        """Let the heads behind a blocker that is no longer waiting (woken, admitted, gone) go again."""
+        for scope in sorted(self.blockers):
+            if not _set_aside(cluster, self.blockers[scope]):
+                del self.blockers[scope]
+                cluster.ready.update(self.deferred.pop(scope, ()))
+
+    def clear(self, ready: set[str]) -> None:
+        """Configuration changed: every deferred head goes again."""
+        for names in self.deferred.values():
+            ready.update(names)
+        self.blockers.clear()
+        self.deferred.clear()
+
+    def filter(self, cluster: "ClusterState", entries: list) -> tuple[list, dict[str, str]]:
+        """Keep the entries to process this cycle; returns them and the scope of each kept
+        sticking-out entry (by ClusterQueue name)."""
+        keep = []
+        best: dict[str, tuple] = {}
+        for entry in entries:
+            borrowing, order, name, info, assignment = entry[0], entry[1], entry[2], entry[3], entry[4]
+            scope = cluster.admission_scope(name) if (not assignment.fits or borrowing > 0) else None
+            if scope is None:
+                keep.append(entry)
+                continue
+            blocker = self.blockers.get(scope)
+            if blocker is not None and blocker is not info:
+                self._defer(scope, entry, f"waiting behind {blocker.key} in the admission scope of cohort {scope}")
+                continue
+            key = (cluster.cluster_queue_score(name), order[0], order[1], name)
+            current = best.get(scope)
+            if current is None or key < current[0]:
+                best[scope] = (key, entry)
+                entry = current[1] if current is not None else None
+            if entry is not None:
+                self._defer(scope, entry, f"waiting for its turn in the admission scope of cohort {scope}")
+        scopes = {}
+        for scope, (_, entry) in best.items():
             keep.append(entry)
-            continue
-        key = (cluster.cluster_queue_score(name), order[0], order[1], name)
-        current = best.get(scope)
-        deferred = entry
-        if current is None or key < current[0]:
-            best[scope] = (key, entry)
-            deferred = current[1] if current is not None else None
-        if deferred is not None:
-            deferred[3].reason = PENDING
-            deferred[3].message = f"waiting for its turn in the admission scope of cohort {scope}"
-            ready.add(deferred[2])
-    keep.extend(entry for _, entry in best.values())
-    return keep
+            scopes[entry[2]] = scope
+        return keep, scopes
+
+    def _defer(self, scope: str, entry: tuple, message: str) -> None:
+        entry[3].reason = PENDING
+        entry[3].message = message
+        self.deferred.setdefault(scope, set()).add(entry[2])
+
+    def outcome(self, cluster: "ClusterState", scope: str, info: "WorkloadInfo", admitted: bool) -> None:
+        """The scope's first sticking-out head was admitted (the next goes) or set aside (it blocks)."""
+        if admitted:
+            self.blockers.pop(scope, None)
+            cluster.ready.update(self.deferred.pop(scope, ()))
+        else:
+            self.blockers[scope] = info
+
+
+def _set_aside(cluster: "ClusterState", info: "WorkloadInfo") -> bool:
+    """Whether ``info`` is pending and parked or blocking in its queue."""
+    queue = cluster.queues.get(info.cluster_queue) if info.cluster_queue else None
+    return (queue is not None and info.key in queue.members
+            and (info.key in queue.parked or queue.blocked is info))
 
 
 def run_cycles(cluster: "ClusterState") -> None:
@@ -218,9 +269,12 @@ def run_cycles(cluster: "ClusterState") -> None:
     hierarchy_cqs = cluster.hierarchy.cluster_queues
     max_capacity = cluster.max_capacity
     wake_index = cluster.wake_index
+    gate = cluster.scope_gate
     while True:
         if wake_index.dirty:
             cluster.wake_affordable()
+        if gate.blockers:
+            gate.release(cluster)
         if not ready:
             return
         names = sorted(ready)
@@ -238,8 +292,9 @@ def run_cycles(cluster: "ClusterState") -> None:
             entry = hierarchy_cqs[name]
             assignment = assign_flavors(entry, info, max_capacity)
             entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
-        if cluster.afs.params is not None and len(entries) > 1:
-            entries = _one_sticking_out_per_scope(cluster, entries, ready)
+        scopes: dict[str, str] = {}
+        if cluster.afs.params is not None:
+            entries, scopes = gate.filter(cluster, entries)
         entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
         admitted_any = False
         for _, _, name, info, assignment, entry, queue in entries:
@@ -253,6 +308,8 @@ def run_cycles(cluster: "ClusterState") -> None:
                     cluster.wake_index.register(entry.node, name, info, assignment.wake)
                 if queue.strategy == BEST_EFFORT_FIFO:
                     ready.add(name)
+                if name in scopes:
+                    gate.outcome(cluster, scopes[name], info, False)
                 continue
             if admitted_any and not fits_now(entry, assignment.usage):
                 info.reason = WAITING_FOR_QUOTA
@@ -262,3 +319,5 @@ def run_cycles(cluster: "ClusterState") -> None:
             cluster.admit(info, entry, queue, assignment)
             admitted_any = True
             ready.add(name)
+            if name in scopes:
+                gate.outcome(cluster, scopes[name], info, True)

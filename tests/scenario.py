@@ -16,6 +16,13 @@ path is exercised) and returns the decisions they caused as JSON dicts.  Event t
 second per event unless ``at=`` (seconds after the scenario start) is given.  ``with s.batch():``
 collects the events emitted inside it into one ``Batch`` event.
 
+Admission fair sharing (KEP-4136): ``s.engine_config(halfLife="168h", interval="5m", weights={...},
+reset="24h")`` applies the ``EngineConfig`` (``afs=False`` omits its ``admissionFairSharing`` section);
+``cq(..., admission_mode=USAGE_BASED, weight="2")`` and ``cohort(..., admission_mode=...)`` set
+``spec.admissionScope`` / ``spec.fairSharing``; ``lq(..., weight="0", afs_status=({"cpu": "4"}, -3600))``
+sets the LocalQueue weight and Kueue's persisted ``admissionFairSharingStatus`` (consumed, lastUpdate in
+scenario seconds); ``s.afs("lq" | "cq" | "cohort", name)`` reads the ``admissionFairSharing`` state.
+
 Quota shorthands (``quotas=`` / ``groups=``):
 
 * a resource spec is ``nominal`` or ``(nominal, borrowingLimit, lendingLimit)``; ``None`` limits are

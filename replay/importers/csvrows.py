@@ -1,0 +1,42 @@
+"""CSV reading shared by the importers: rows as dicts with their physical line numbers."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from replay.importers.jobs import TraceImportError
+
+
+def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line, row)`` for every data row of a CSV file with a header line.
+
+    ``line`` is the 1-based physical line where the row ends (the header is line 1, so the first
+    data row is line 2; a quoted field spanning lines counts every line).  Values are the raw
+    strings; a row with fewer fields than the header has ``""`` for the missing ones.
+
+    Raises:
+        TraceImportError: the file cannot be opened, is empty, or its header lacks a ``required``
+            column.
+    """
+    try:
+        f = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise TraceImportError(f"cannot read {path}: {exc}") from exc
+    with f:
+        reader = csv.reader(f, delimiter=delimiter)
+        header = next(reader, None)
+        if not header:
+            raise TraceImportError(f"{path}: empty file (no header line)")
+        header = [h.strip() for h in header]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise TraceImportError(f"{path}: header has no column {', '.join(missing)}")
+        width = len(header)
+        for values in reader:
+            if not values:
+                continue
+            if len(values) < width:
+                values = values + [""] * (width - len(values))
+            yield reader.line_num, dict(zip(header, values))
