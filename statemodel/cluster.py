@@ -358,7 +358,7 @@ class ClusterState:
             queue = self.queues.get(info.cluster_queue) if info.cluster_queue else None
             if queue is None:
                 continue
-            if queue.scorer is not None and (queue.parked or queue.blocked is not None):
+            if queue.usage_ordered() and (queue.parked or queue.blocked is not None):
                 info.park += 1
                 queue.wake_all()
                 self.ready.add(queue.name)

@@ -44,7 +44,7 @@ class ClusterQueueQueue:
         blocked: the StrictFIFO head that did not fit.
     """
 
-    __slots__ = ("name", "strategy", "scorer", "_heaps", "parked", "members", "blocked")
+    __slots__ = ("name", "strategy", "scorer", "_heaps", "parked", "members", "blocked", "_per_local_queue")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -54,6 +54,7 @@ class ClusterQueueQueue:
         self.parked: dict[str, WorkloadInfo] = {}
         self.members: dict[str, WorkloadInfo] = {}
         self.blocked: WorkloadInfo | None = None
+        self._per_local_queue: dict[str, int] = {}
 
     def _enter(self, info: WorkloadInfo) -> None:
         info.token += 1
@@ -76,6 +77,8 @@ class ClusterQueueQueue:
 
     def push(self, info: WorkloadInfo) -> None:
         """Add (or re-add) a pending workload to contention."""
+        if info.key not in self.members:
+            self._per_local_queue[info.local_queue] = self._per_local_queue.get(info.local_queue, 0) + 1
         self.members[info.key] = info
         self.parked.pop(info.key, None)
         self._enter(info)
@@ -83,6 +86,11 @@ class ClusterQueueQueue:
     def remove(self, info: WorkloadInfo) -> None:
         """Take a workload out (admitted, finished, deleted or moved); O(1), heap entry goes stale."""
         if self.members.pop(info.key, None) is not None:
+            left = self._per_local_queue[info.local_queue] - 1
+            if left:
+                self._per_local_queue[info.local_queue] = left
+            else:
+                del self._per_local_queue[info.local_queue]
             info.token += 1
             info.park += 1
             self.parked.pop(info.key, None)
@@ -152,6 +160,10 @@ class ClusterQueueQueue:
         for info in parked:
             info.park += 1
             self._enter(info)
+
+    def usage_ordered(self) -> bool:
+        """Whether AFS order matters here: ordered by usage and fed by more than one LocalQueue."""
+        return self.scorer is not None and len(self._per_local_queue) > 1
 
     def __len__(self) -> int:
         return len(self.members)
