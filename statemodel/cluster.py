@@ -82,6 +82,7 @@ class ClusterState:
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
         self._scope_cache: dict[str, tuple[int, str | None]] = {}
+        self._scopes_present: tuple[int, bool] = (-1, False)
         self._lqs_by_cq: tuple[int, dict[str, list[str]]] = (-1, {})
         self.decisions: list[Decision] = []
         self._cause = ""
@@ -484,13 +485,24 @@ class ClusterState:
         self._scope_cache[cq_name] = (self._config_generation, scope)
         return scope
 
+    def has_admission_scopes(self) -> bool:
+        """Whether AFS is on and some Cohort declares an admissionScope (cached per configuration)."""
+        if self.afs.params is None:
+            return False
+        generation, present = self._scopes_present
+        if generation != self._config_generation:
+            present = any(c.spec is not None and c.spec.admission_mode is not None
+                          for c in self.hierarchy.cohorts.values())
+            self._scopes_present = (self._config_generation, present)
+        return present
+
     def _penalized(self, cq_name: str) -> bool:
         """Whether admissions in ``cq_name`` carry the entry penalty (usage-based queue or scope)."""
         if self.afs.params is None:
             return False
         entry = self.hierarchy.cluster_queues.get(cq_name)
         return ((entry is not None and entry.spec is not None and entry.spec.admission_mode == USAGE_BASED)
-                or self.admission_scope(cq_name) is not None)
+                or (self.has_admission_scopes() and self.admission_scope(cq_name) is not None))
 
     def _sampling_instants_until(self, time_ms: int) -> None:
         """Run admission at every sampling instant before ``time_ms`` while a StrictFIFO queue ordered

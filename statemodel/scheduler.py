@@ -277,7 +277,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             gate.release(cluster)
         if not ready:
             return
-        names = sorted(ready)
+        names = sorted(ready) if len(ready) > 1 else list(ready)
         ready.clear()
         entries = []
         for name in names:
@@ -293,7 +293,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             assignment = assign_flavors(entry, info, max_capacity)
             entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
         scopes: dict[str, str] = {}
-        if cluster.afs.params is not None:
+        if cluster.has_admission_scopes():
             entries, scopes = gate.filter(cluster, entries)
         entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
         admitted_any = False
