@@ -118,6 +118,7 @@ def generate(n_queues: int, path: Path, afs: bool = False) -> dict:
 
 def _replay(lines: list[bytes]) -> tuple[float, int, str]:
     """One engine pass over ``lines``: (seconds, admissions, hash)."""
+    gc.collect()  # the cyclic GC is paused while timing; start each pass clean
     engine = Engine()
     admissions = 0
     start = time.perf_counter()
@@ -128,10 +129,10 @@ def _replay(lines: list[bytes]) -> tuple[float, int, str]:
 
 
 def measure(path: Path) -> dict:
-    """Time raw decode and engine replay of ``path``, each the best of several passes (at least
-    200,000 events' worth, at most 5 passes), with the cyclic GC paused as ``replay.runner`` does."""
+    """Time raw decode and engine replay of ``path``, each the best of several passes (2 to 5, about
+    300,000 events' worth), with the cyclic GC paused as ``replay.runner`` does."""
     lines = path.read_bytes().splitlines()
-    passes = max(1, min(5, 200_000 // len(lines)))
+    passes = max(2, min(5, 300_000 // len(lines)))
     decode_s = min(_time(lambda: [orjson.loads(line) for line in lines]) for _ in range(passes))
     gc.disable()
     try:

@@ -143,7 +143,7 @@ class ClusterState:
                     for fr, amount in info.charge.items():
                         add_usage(entry.node, fr, amount)
             self._queue(obj.name).strategy = obj.queueing_strategy
-            self._refresh_scorer(obj.name)
+            self._refresh_order(obj.name)
             if obj.stop_policy == "HoldAndDrain":
                 self._drain(list(self.admitted.get(obj.name, {}).values()), CLUSTER_QUEUE_STOPPED,
                             "The ClusterQueue is stopped")
@@ -178,7 +178,7 @@ class ClusterState:
         if kind == "ClusterQueue":
             self.hierarchy.delete_cluster_queue(name)
             if name in self.queues:
-                self._refresh_scorer(name)
+                self._refresh_order(name)
         elif kind == "Cohort":
             self.hierarchy.delete_cohort(name)
         elif kind == "LocalQueue":
@@ -202,14 +202,14 @@ class ClusterState:
             for key in self.local_queues:
                 self.afs.ledger(key, self.clock_ms)
         for name in self.queues:
-            self._refresh_scorer(name)
+            self._refresh_order(name)
 
-    def _refresh_scorer(self, cq_name: str) -> None:
+    def _refresh_order(self, cq_name: str) -> None:
         """Order the queue of ``cq_name`` by LocalQueue usage iff AFS is on and the queue is usage based."""
         entry = self.hierarchy.cluster_queues.get(cq_name)
         usage_based = (self.afs.params is not None and entry is not None and entry.spec is not None
                        and entry.spec.admission_mode == USAGE_BASED)
-        self._queue(cq_name).set_scorer(self.local_queue_score if usage_based else None)
+        self._queue(cq_name).set_by_usage(usage_based)
 
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
@@ -283,7 +283,7 @@ class ClusterState:
     def set_aside_all(self, queue: ClusterQueueQueue, reason: tuple[str, str]) -> None:
         """An inactive ClusterQueue: every pending workload gets its reason and waits for a config change."""
         self.waiting.add(queue.name)
-        for info in queue.ordered():
+        for info in queue.ordered(self.local_queue_score):
             info.reason, info.message = reason
             queue.set_aside(info)
             if queue.blocked is not None:
@@ -516,7 +516,7 @@ class ClusterState:
         instant = (self.clock_ms // params.interval_ms + 1) * params.interval_ms
         while instant <= time_ms:
             blocked = [name for name in sorted(self.waiting)
-                       if self.queues[name].scorer is not None and self.queues[name].blocked is not None]
+                       if self.queues[name].by_usage and self.queues[name].blocked is not None]
             if not blocked:
                 return
             self.clock_ms = instant

@@ -4,7 +4,8 @@ One queue per ClusterQueue, fed by all its LocalQueues, ordered by priority (des
 (asc), UID (asc).  With admission fair sharing (``UsageBasedAdmissionFairSharing``) the LocalQueue's
 current score comes first (lower usage first, reference/kueue.md §5.5): the queue then keeps one
 heap per LocalQueue and the head is the best of their heads, scored at the moment it is asked for,
-since scores move with time and admissions.
+since scores move with time and admissions.  The score function is passed in by the caller (the
+cluster), so a queue holds no reference back to it.
 
 ``QueueingStrategy`` decides what happens to a head that does not fit:
 
@@ -39,17 +40,17 @@ class ClusterQueueQueue:
     """Pending workloads of one ClusterQueue name (it may exist before its ClusterQueue object).
 
     Attributes:
-        scorer: ``None`` for plain priority order; else the LocalQueue score function (AFS order).
+        by_usage: AFS order (LocalQueue score first) instead of plain priority order.
         members: every pending workload queued here; parked: the BestEffortFIFO set-aside ones;
         blocked: the StrictFIFO head that did not fit.
     """
 
-    __slots__ = ("name", "strategy", "scorer", "_heaps", "parked", "members", "blocked", "_per_local_queue")
+    __slots__ = ("name", "strategy", "by_usage", "_heaps", "parked", "members", "blocked", "_per_local_queue")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.strategy = BEST_EFFORT_FIFO
-        self.scorer: Scorer | None = None
+        self.by_usage = False
         self._heaps: dict[str, list[Entry]] = {}
         self.parked: dict[str, WorkloadInfo] = {}
         self.members: dict[str, WorkloadInfo] = {}
@@ -58,18 +59,17 @@ class ClusterQueueQueue:
 
     def _enter(self, info: WorkloadInfo) -> None:
         info.token += 1
-        heap_key = info.local_queue if self.scorer is not None else ""
+        heap_key = info.local_queue if self.by_usage else ""
         heap = self._heaps.get(heap_key)
         if heap is None:
             heap = self._heaps[heap_key] = []
         heapq.heappush(heap, (info.order, info.token, info))
 
-    def set_scorer(self, scorer: Scorer | None) -> None:
+    def set_by_usage(self, by_usage: bool) -> None:
         """Switch between plain and AFS order; rebuilds the heaps from the active members."""
-        if (scorer is None) == (self.scorer is None):
-            self.scorer = scorer
+        if by_usage == self.by_usage:
             return
-        self.scorer = scorer
+        self.by_usage = by_usage
         self._heaps = {}
         for info in self.members.values():
             if info.key not in self.parked:
@@ -106,9 +106,9 @@ class ClusterQueueQueue:
             heapq.heappop(heap)
         return None
 
-    def head(self) -> WorkloadInfo | None:
-        """The first active workload in queue order, or ``None``."""
-        if self.scorer is None:
+    def head(self, scorer: Scorer) -> WorkloadInfo | None:
+        """The first active workload in queue order, or ``None`` (``scorer`` is used in AFS order)."""
+        if not self.by_usage:
             heap = self._heaps.get("")
             return self._top(heap) if heap else None
         if len(self._heaps) == 1:  # one LocalQueue: its score cannot change the order
@@ -120,14 +120,14 @@ class ClusterQueueQueue:
             info = self._top(self._heaps[lq_key])
             if info is None:
                 continue
-            key = (self.scorer(lq_key), info.order)
+            key = (scorer(lq_key), info.order)
             if best_key is None or key < best_key:
                 best, best_key = info, key
         return best
 
-    def ready_head(self) -> WorkloadInfo | None:
+    def ready_head(self, scorer: Scorer) -> WorkloadInfo | None:
         """The head to try this cycle: ``None`` when empty or blocked (StrictFIFO) on that head."""
-        info = self.head()
+        info = self.head(scorer)
         if info is None or info is self.blocked:
             return None
         return info
@@ -163,14 +163,14 @@ class ClusterQueueQueue:
 
     def usage_ordered(self) -> bool:
         """Whether AFS order matters here: ordered by usage and fed by more than one LocalQueue."""
-        return self.scorer is not None and len(self._per_local_queue) > 1
+        return self.by_usage and len(self._per_local_queue) > 1
 
     def __len__(self) -> int:
         return len(self.members)
 
-    def ordered(self) -> list[WorkloadInfo]:
+    def ordered(self, scorer: Scorer) -> list[WorkloadInfo]:
         """All pending members in queue order (Kueue visibility: heap + inadmissible, same comparator)."""
-        if self.scorer is None:
+        if not self.by_usage:
             return sorted(self.members.values(), key=lambda info: info.order)
-        scores = {lq: self.scorer(lq) for lq in sorted({info.local_queue for info in self.members.values()})}
+        scores = {lq: scorer(lq) for lq in sorted({info.local_queue for info in self.members.values()})}
         return sorted(self.members.values(), key=lambda info: (scores[info.local_queue], info.order))

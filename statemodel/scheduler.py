@@ -270,6 +270,7 @@ def run_cycles(cluster: "ClusterState") -> None:
     max_capacity = cluster.max_capacity
     wake_index = cluster.wake_index
     gate = cluster.scope_gate
+    scorer = cluster.local_queue_score
     while True:
         if wake_index.dirty:
             cluster.wake_affordable()
@@ -282,7 +283,7 @@ def run_cycles(cluster: "ClusterState") -> None:
         entries = []
         for name in names:
             queue = queues[name]
-            info = queue.ready_head()
+            info = queue.ready_head(scorer)
             if info is None:
                 continue
             inactive = cluster.inactive_reason(name)

@@ -117,7 +117,7 @@ def _cluster(cluster: "ClusterState") -> dict:
     pending_by_cq: dict[str, int] = {}
     for name, queue in cluster.queues.items():
         per_lq: dict[str, int] = {}
-        ordered = queue.ordered()
+        ordered = queue.ordered(cluster.local_queue_score)
         pending_by_cq[name] = len(ordered)
         for index, info in enumerate(ordered):
             lq_index = per_lq.get(info.local_queue, 0)
