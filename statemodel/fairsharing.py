@@ -156,11 +156,14 @@ class UsageLedger:
                 out[res] = _blend(keep_rest, take_rest, value, amount) if samples else value
         return out, last
 
-    def set_current(self, params: DecayParams, now_ms: int, resource_deltas: dict[str, int]) -> None:
-        """Admitted usage changes at ``now_ms`` by ``resource_deltas``: fold with the old usage first."""
-        self.anchor, self.anchor_ms = self.consumed_at(params, now_ms)
-        for res, delta in resource_deltas.items():
-            self.current[res] = self.current.get(res, 0) + delta
+    def set_current(self, params: DecayParams, now_ms: int, usage: dict[str, int], sign: int = 1) -> None:
+        """Admitted usage changes at ``now_ms`` by ``sign × usage``: fold with the old usage first."""
+        interval = params.interval_ms
+        if (self.anchor_ms // interval + 1) * interval <= now_ms or params.reset_ms:
+            self.anchor, self.anchor_ms = self.consumed_at(params, now_ms)
+        current = self.current
+        for res, amount in usage.items():
+            current[res] = current.get(res, 0) + sign * amount
         self.active_ms = now_ms
 
     def rebase(self, params: DecayParams, now_ms: int) -> None:
@@ -190,8 +193,9 @@ class UsageLedger:
             del penalties[first]
         penalties.pop(workload, None)
         if params.alpha:
-            penalties[workload] = (now_ms, {res: CONTEXT.multiply(params.alpha, Decimal(amount))
-                                            for res, amount in sorted(requests.items())})
+            alpha = params.alpha
+            penalties[workload] = (now_ms, {res: CONTEXT.multiply(alpha, Decimal(amount))
+                                            for res, amount in requests.items()})
 
     def drop_penalty(self, workload: str) -> None:
         """The workload left (or its penalty was sampled): forget its penalty."""
@@ -275,7 +279,7 @@ class FairSharingLedgers:
         if self.params is None:
             return
         ledger = self.ledger(lq_key, now_ms)
-        ledger.set_current(self.params, now_ms, {res: -amount for res, amount in usage.items()})
+        ledger.set_current(self.params, now_ms, usage, -1)
         ledger.drop_penalty(workload)
 
     def totals(self, lq_keys: list[str], now_ms: int) -> tuple[dict[str, Decimal], dict[str, Decimal], int]:

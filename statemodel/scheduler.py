@@ -271,6 +271,7 @@ def run_cycles(cluster: "ClusterState") -> None:
     wake_index = cluster.wake_index
     gate = cluster.scope_gate
     scorer = cluster.local_queue_score
+    scoped = cluster.has_admission_scopes()
     while True:
         if wake_index.dirty:
             cluster.wake_affordable()
@@ -294,7 +295,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             assignment = assign_flavors(entry, info, max_capacity)
             entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
         scopes: dict[str, str] = {}
-        if cluster.has_admission_scopes():
+        if scoped:
             entries, scopes = gate.filter(cluster, entries)
         entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
         admitted_any = False
