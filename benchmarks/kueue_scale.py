@@ -4,8 +4,10 @@ Kueue's ``test/performance/scheduler/configs/large-scale``: 1,000 ClusterQueues 
 borrowingLimit 100), per ClusterQueue 35 small (1 cpu, 200 ms, priority 50, one every 100 ms),
 11 medium (5 cpu, 500 ms, priority 100, every 500 ms) and 4 large (20 cpu, 1,000 ms, priority 200,
 every 1,200 ms) workloads = 50,000 workloads.  Here the ClusterQueues sit under a three-level
-cohort tree (root → mid cohorts → leaf cohorts of 100 ClusterQueues), with the same per-queue
-workload mix and the same depth for every size.
+cohort tree (root → mid cohorts → leaf cohorts of 100 ClusterQueues), the same depth for every
+size.  By default every size gets the same 50,000 workloads (dealt round-robin over its queues),
+so sizes differ only in the number of queues; ``--per-queue`` gives every queue Kueue's own 50
+instead (500,000 workloads at 10,000 queues).
 
 The event file is produced closed-loop (each admitted workload finishes after its run time), then
 timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and the engine alone
@@ -73,8 +75,12 @@ def config_events(n_queues: int, afs: bool) -> list[dict]:
     return [{"type": "Applied", "object": {"apiVersion": API, **o}} for o in out]
 
 
-def generate(n_queues: int, path: Path, afs: bool = False) -> dict:
-    """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts."""
+def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000) -> dict:
+    """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts.
+
+    ``total`` workloads in Kueue's 35 : 11 : 4 mix are dealt round-robin over the queues (each
+    queue's share submitted at its class interval); ``None`` gives every queue Kueue's own 50.
+    """
     engine = Engine()
     seq = 0
     lines: list[bytes] = []
@@ -92,17 +98,18 @@ def generate(n_queues: int, path: Path, afs: bool = False) -> dict:
     pending: list[tuple[int, int, str, dict | str]] = []
     order = 0
     runtimes: dict[str, int] = {}
-    for i in range(n_queues):
-        for cls, cpu, run_ms, prio, every, count in CLASSES:
-            for k in range(count):
-                name = f"{cls}-{k}"
-                runtimes[f"ns{i}/{name}"] = run_ms
-                order += 1
-                wl = {"type": "Applied", "object": {"apiVersion": API, "kind": "Workload",
-                      "metadata": {"name": name, "namespace": f"ns{i}"},
-                      "spec": {"queueName": "lq", "priority": prio,
-                               "podSets": [{"name": "main", "count": 1, "requests": {"cpu": cpu}}]}}}
-                heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", wl))
+    for cls, cpu, run_ms, prio, every, count in CLASSES:
+        per_class = count * n_queues if total is None else total * count // 50
+        for j in range(per_class):
+            i, k = j % n_queues, j // n_queues
+            name = f"{cls}-{k}"
+            runtimes[f"ns{i}/{name}"] = run_ms
+            order += 1
+            wl = {"type": "Applied", "object": {"apiVersion": API, "kind": "Workload",
+                  "metadata": {"name": name, "namespace": f"ns{i}"},
+                  "spec": {"queueName": "lq", "priority": prio,
+                           "podSets": [{"name": "main", "count": 1, "requests": {"cpu": cpu}}]}}}
+            heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", wl))
     admissions = 0
     while pending:
         at, _, what, payload = heapq.heappop(pending)
@@ -154,6 +161,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated ClusterQueue counts")
     parser.add_argument("--workdir", default="benchmarks/out", type=Path)
+    parser.add_argument("--per-queue", action="store_true",
+                        help="50 workloads per queue (Kueue's per-queue mix) instead of 50,000 in all")
     parser.add_argument("--afs", action="store_true",
                         help="also run every size with admission fair sharing on for every ClusterQueue")
     args = parser.parse_args()
@@ -161,8 +170,8 @@ def main() -> None:
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         for afs in (False, True) if args.afs else (False,):
-            path = args.workdir / f"kueue-scale-{n}{'-afs' if afs else ''}.ndjson"
-            gen = generate(n, path, afs)
+            path = args.workdir / f"kueue-scale-{n}{'-pq' if args.per_queue else ''}{'-afs' if afs else ''}.ndjson"
+            gen = generate(n, path, afs, None if args.per_queue else 50_000)
             result = measure(path)
             assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
             print(f"{n:>6} CQs{' AFS' if afs else '    '}  {result['events']:>8} events  {result['admissions']:>7} admissions  "

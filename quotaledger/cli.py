@@ -213,6 +213,88 @@ def demo() -> None:
 
 
 @app.command()
+def simulate(
+    out: str = typer.Option(..., "--out", help="Write the simulated event history (NDJSON) here."),
+    trace: str = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping)."),
+    mapping: Optional[str] = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace."),
+    quota: Optional[str] = typer.Option(
+        None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree."),
+    quota_out: Optional[str] = typer.Option(
+        None, "--quota-out", help="Write the quota configuration used (as Kueue manifests) to this folder."),
+    until: Optional[str] = typer.Option(
+        None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time."),
+    tick: str = typer.Option("5m", "--tick", help="Tick interval (duration; 0 = no ticks)."),
+    finish_at_horizon: bool = typer.Option(
+        False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
+) -> None:
+    """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
+
+    The output is a normal event file: `quotaledger replay OUT` gives the same decisions and hash.
+    Rows the importer cannot read are reported on stderr with their line numbers and skipped.
+    """
+    from replay.importers.jobs import TraceImportError
+    from replay.importers.mapping import MappingError
+    from replay.manifests import QuotaConfigError, load_manifests, write_manifests
+    from replay.quota_tree import generate_quota
+    from replay.simulator import simulate as run_simulation
+    from replay.traces import parse_until
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=200)
+    try:
+        imported = _load_trace(trace, mapping)
+        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+        tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
+    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    for bad in imported.bad_rows[:20]:
+        err.print(f"skipped {bad}", markup=False, highlight=False)
+    if len(imported.bad_rows) > 20:
+        err.print(f"… {len(imported.bad_rows) - 20} more skipped rows", markup=False, highlight=False)
+    err.print(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
+              f"{len(imported.nodes)} nodes", markup=False, highlight=False)
+    for note in config.notes:
+        err.print(note, markup=False, highlight=False)
+    if quota_out:
+        header = "\n".join([f"quotaledger quota configuration for trace {imported.name}", *config.notes])
+        written = write_manifests(config, quota_out, header)
+        err.print(f"wrote {len(written)} manifest files to {quota_out}", markup=False, highlight=False)
+    start = imported.trace_start_ms
+    horizon = until_ms if until_ms is not None else imported.trace_end_ms
+    try:
+        if err.is_terminal:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            with Progress(TextColumn("simulating {task.description}"), BarColumn(),
+                          TextColumn("{task.percentage:>3.0f}% of trace time"), TimeElapsedColumn(),
+                          console=err, transient=True) as bar:
+                task = bar.add_task(imported.name, total=max(1, horizon - start))
+                result = run_simulation(imported, config, out, until_ms=until_ms, tick_ms=tick_ms,
+                                        finish_at_horizon=finish_at_horizon,
+                                        progress=lambda t: bar.update(task, completed=max(0, t - start)))
+        else:
+            result = run_simulation(imported, config, out, until_ms=until_ms, tick_ms=tick_ms,
+                                    finish_at_horizon=finish_at_horizon)
+    except OSError as exc:
+        err.print(f"error: cannot write {out}: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    if result.unroutable:
+        err.print(f"warning: {result.unroutable} jobs have no LocalQueue in the quota configuration "
+                  "(they stay pending)", markup=False, highlight=False)
+    typer.echo(f"wrote {out}: {result.summary()}")
+    typer.echo(f"simulated in {result.seconds:.2f}s ({result.events / max(result.seconds, 1e-9):,.0f} events/s)")
+
+
+def _load_trace(trace: str, mapping: str | None) -> Any:
+    from replay.traces import load_trace
+
+    return load_trace(trace, mapping)
+
+
+@app.command()
 def version() -> None:
     """Print the distribution version and the engine version."""
     from importlib.metadata import PackageNotFoundError

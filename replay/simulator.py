@@ -117,7 +117,8 @@ def workload_object(job: Job, namespace: str, queue: str, admission: dict | None
 
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
              until_ms: int | None = None, tick_ms: int = DEFAULT_TICK_MS, finish_at_horizon: bool = False,
-             progress: Callable[[int], None] | None = None, engine: Engine | None = None) -> SimulationResult:
+             progress: Callable[[int], None] | None = None, engine: Engine | None = None,
+             on_decision: Callable[[object], None] | None = None) -> SimulationResult:
     """Run the closed loop (module docstring) and write the event file.
 
     Args:
@@ -129,6 +130,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         finish_at_horizon: finish the jobs still running with no recorded end at ``until_ms``.
         progress: called now and then with the current simulated time (ms).
         engine: the engine to drive (default: a fresh one).
+        on_decision: called with every ``statemodel.decisions.Decision``, in order.
 
     Returns:
         the :class:`SimulationResult`.
@@ -160,7 +162,11 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         write(line + b"\n")
         res.events += 1
         decisions = apply(decode(line))
-        res.decisions += len(decisions)
+        if decisions:
+            res.decisions += len(decisions)
+            if on_decision is not None:
+                for d in decisions:
+                    on_decision(d)
         return decisions
 
     heap: list[tuple[int, int, int, int, int]] = []  # (time, seq, kind, job index, generation)

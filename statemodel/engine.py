@@ -4,10 +4,12 @@ The only public surface of the pure core (STYLE.md).  It routes each event to th
 cluster, drops duplicate ids, and keeps one hash chain per cluster (DESIGN.md "Determinism
 rules"):
 
-    h_n = SHA-256(h_{n-1} || canonical(event_n) || 0x0a || canonical(decisions_n))
+    h_n = SHA-256(h_{n-1} || canonical(event_n) || 0x0a || canonical(decisions_n) [|| 0x0a || afs_n])
 
 where ``canonical`` is JSON with sorted keys and no whitespace, so the same events give the same
-chain whatever their key order or spacing, on any machine.  ``Engine.hash`` combines the
+chain whatever their key order or spacing, on any machine; ``afs_n`` is the canonical text of the
+admission-fair-sharing ledgers the event changed (decimal values as exact strings), so the chain
+also covers the decayed usage.  ``Engine.hash`` combines the
 per-cluster chains in cluster-name order.  Rejected and duplicate events are counted but do not
 enter the chain.
 """
@@ -65,9 +67,13 @@ class Engine:
                 inner.append(sub)
             if len(inner) != len(event.events):
                 event = Event(event.id, event.time_ms, name, "Batch", event.canonical, events=tuple(inner))
-        decisions = self.clusters[name].apply(event)
+        cluster = self.clusters[name]
+        decisions = cluster.apply(event)
         self.applied += 1
         body = orjson.dumps([d.to_json() for d in decisions], option=orjson.OPT_SORT_KEYS) if decisions else b"[]"
+        fair_sharing = cluster.afs.take_changes()
+        if fair_sharing:
+            body += b"\n" + fair_sharing
         self.chains[name] = hashlib.sha256(self.chains[name] + event.canonical + b"\n" + body).digest()
         return decisions
 

@@ -231,17 +231,19 @@ class FairSharingLedgers:
     Kueue's ``afs.Enabled``); ledgers seeded from a persisted status are kept for when it is on.
     """
 
-    __slots__ = ("params", "ledgers")
+    __slots__ = ("params", "ledgers", "_touched")
 
     def __init__(self) -> None:
         self.params: DecayParams | None = None
         self.ledgers: dict[str, UsageLedger] = {}
+        self._touched: dict[str, None] = {}
 
     def configure(self, config: AdmissionFairSharingConfig | None, now_ms: int,
                   admitted: list[tuple[str, dict[str, int]]]) -> None:
         """Apply a new configuration at ``now_ms``; ``admitted`` lists ``(LocalQueue, usage)`` of every
         admitted workload (used when AFS turns on)."""
         old = self.params
+        self._touched.update(dict.fromkeys(self.ledgers))
         if old is not None:
             for ledger in self.ledgers.values():
                 ledger.rebase(old, now_ms)
@@ -258,12 +260,14 @@ class FairSharingLedgers:
         ledger = self.ledgers.get(lq_key)
         if ledger is None:
             ledger = self.ledgers[lq_key] = UsageLedger(now_ms)
+        self._touched[lq_key] = None
         return ledger
 
     def seed(self, lq_key: str, consumed: tuple[tuple[str, int], ...], last_update_ms: int) -> None:
         """Start a new LocalQueue from Kueue's persisted ``admissionFairSharingStatus``."""
         if lq_key not in self.ledgers:
             self.ledgers[lq_key] = UsageLedger(last_update_ms, {res: Decimal(amount) for res, amount in consumed})
+            self._touched[lq_key] = None
 
     def charged(self, lq_key: str, workload: str, usage: dict[str, int], now_ms: int, penalize: bool) -> None:
         """A workload of ``lq_key`` now holds ``usage``; ``penalize`` adds its entry penalty."""
@@ -281,6 +285,23 @@ class FairSharingLedgers:
         ledger = self.ledger(lq_key, now_ms)
         ledger.set_current(self.params, now_ms, usage, -1)
         ledger.drop_penalty(workload)
+
+    def take_changes(self) -> bytes:
+        """Canonical bytes of every ledger changed since the last call (anchor, usage, penalties), so
+        the hash chain covers the decayed values themselves; ``b""`` when none changed."""
+        if not self._touched:
+            return b""
+        parts = []
+        for key in self._touched:
+            ledger = self.ledgers.get(key)
+            if ledger is None:
+                continue
+            anchor = ",".join(f"{res}={value}" for res, value in sorted(ledger.anchor.items()))
+            current = ",".join(f"{res}={value}" for res, value in sorted(ledger.current.items()))
+            penalties = ",".join(f"{wl}@{at}" for wl, (at, _) in sorted(ledger.penalties.items()))
+            parts.append(f"{key}|{ledger.anchor_ms}|{anchor}|{current}|{ledger.active_ms}|{penalties}")
+        self._touched.clear()
+        return "\n".join(parts).encode()
 
     def totals(self, lq_keys: list[str], now_ms: int) -> tuple[dict[str, Decimal], dict[str, Decimal], int]:
         """Summed consumed and penalty (base units) of ``lq_keys`` at ``now_ms``, and the last fold time."""
