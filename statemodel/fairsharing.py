@@ -156,15 +156,19 @@ class UsageLedger:
                 out[res] = _blend(keep_rest, take_rest, value, amount) if samples else value
         return out, last
 
-    def set_current(self, params: DecayParams, now_ms: int, usage: dict[str, int], sign: int = 1) -> None:
-        """Admitted usage changes at ``now_ms`` by ``sign × usage``: fold with the old usage first."""
+    def set_current(self, params: DecayParams, now_ms: int, usage: dict[str, int], sign: int = 1) -> bool:
+        """Admitted usage changes at ``now_ms`` by ``sign × usage``: fold with the old usage first.
+
+        Returns whether the anchor moved (a sampling instant or reset passed since it)."""
         interval = params.interval_ms
-        if (self.anchor_ms // interval + 1) * interval <= now_ms or params.reset_ms:
+        moved = (self.anchor_ms // interval + 1) * interval <= now_ms or bool(params.reset_ms)
+        if moved:
             self.anchor, self.anchor_ms = self.consumed_at(params, now_ms)
         current = self.current
         for res, amount in usage.items():
             current[res] = current.get(res, 0) + sign * amount
         self.active_ms = now_ms
+        return moved
 
     def rebase(self, params: DecayParams, now_ms: int) -> None:
         """Fold up to ``now_ms`` under ``params`` (before the configuration changes)."""
@@ -260,7 +264,7 @@ class FairSharingLedgers:
         ledger = self.ledgers.get(lq_key)
         if ledger is None:
             ledger = self.ledgers[lq_key] = UsageLedger(now_ms)
-        self._touched[lq_key] = None
+            self._touched[lq_key] = None
         return ledger
 
     def seed(self, lq_key: str, consumed: tuple[tuple[str, int], ...], last_update_ms: int) -> None:
@@ -274,7 +278,8 @@ class FairSharingLedgers:
         if self.params is None:
             return
         ledger = self.ledger(lq_key, now_ms)
-        ledger.set_current(self.params, now_ms, usage)
+        if ledger.set_current(self.params, now_ms, usage):
+            self._touched[lq_key] = None
         if penalize:
             ledger.add_penalty(self.params, now_ms, workload, usage)
 
@@ -283,12 +288,14 @@ class FairSharingLedgers:
         if self.params is None:
             return
         ledger = self.ledger(lq_key, now_ms)
-        ledger.set_current(self.params, now_ms, usage, -1)
+        if ledger.set_current(self.params, now_ms, usage, -1):
+            self._touched[lq_key] = None
         ledger.drop_penalty(workload)
 
     def take_changes(self) -> bytes:
-        """Canonical bytes of every ledger changed since the last call (anchor, usage, penalties), so
-        the hash chain covers the decayed values themselves; ``b""`` when none changed."""
+        """Canonical bytes of every ledger whose anchor — the decayed value — moved since the last
+        call, so the hash chain covers the decayed values themselves (admitted usage and penalties
+        follow from the decisions, which it covers already); ``b""`` when none moved."""
         if not self._touched:
             return b""
         parts = []
@@ -297,9 +304,7 @@ class FairSharingLedgers:
             if ledger is None:
                 continue
             anchor = ",".join(f"{res}={value}" for res, value in sorted(ledger.anchor.items()))
-            current = ",".join(f"{res}={value}" for res, value in sorted(ledger.current.items()))
-            penalties = ",".join(f"{wl}@{at}" for wl, (at, _) in sorted(ledger.penalties.items()))
-            parts.append(f"{key}|{ledger.anchor_ms}|{anchor}|{current}|{ledger.active_ms}|{penalties}")
+            parts.append(f"{key}|{ledger.anchor_ms}|{anchor}")
         self._touched.clear()
         return "\n".join(parts).encode()
 
