@@ -43,7 +43,6 @@ Shape (tenant paths and names: ``replay.manifests.queue_names``)::
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
