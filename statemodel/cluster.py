@@ -81,6 +81,7 @@ class ClusterState:
         self.max_capacity: dict = {}
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
+        self._heads_woken: set[str] = set()
         self._scope_cache: dict[str, tuple[int, str | None]] = {}
         self._scopes_present: tuple[int, bool] = (-1, False)
         self._lqs_by_cq: tuple[int, dict[str, list[str]]] = (-1, {})
@@ -99,6 +100,7 @@ class ClusterState:
         """
         self.decisions = []
         self._cause = event.id
+        self._heads_woken.clear()
         self._sampling_instants_until(event.time_ms)
         if event.type == "Batch":
             for inner in event.events:
@@ -352,18 +354,21 @@ class ClusterState:
             self.max_capacity.clear()
 
     def _wake(self, infos: list[WorkloadInfo]) -> None:
-        """Return woken workloads to contention.  In a queue ordered by AFS the whole set-aside set
-        returns, so the queue's own order — LocalQueue usage first — picks who uses the quota, as
-        after Kueue's requeue of every inadmissible workload."""
+        """Return woken workloads to contention.  In a queue ordered by AFS with several LocalQueues
+        the first set-aside workload of every LocalQueue returns too, so the queue's own order —
+        LocalQueue usage first — picks who uses the quota, as after Kueue's requeue of every
+        inadmissible workload (workloads behind a LocalQueue's first one come back through their own
+        wake-up conditions).  That happens once per queue per event: a LocalQueue head that did not
+        fit then waits for the next release like everyone else."""
         for info in infos:
             queue = self.queues.get(info.cluster_queue) if info.cluster_queue else None
             if queue is None:
                 continue
-            if queue.usage_ordered() and (queue.parked or queue.blocked is not None):
-                info.park += 1
-                queue.wake_all()
-                self.ready.add(queue.name)
-            elif queue.wake(info):
+            woke = queue.wake(info)
+            if queue.usage_ordered() and queue.name not in self._heads_woken:
+                self._heads_woken.add(queue.name)
+                woke = queue.wake_local_queue_heads() or woke
+            if woke:
                 self.ready.add(queue.name)
 
     def wake_affordable(self) -> None:
@@ -443,7 +448,7 @@ class ClusterState:
     def local_queue_score(self, lq_key: str) -> Decimal:
         """AFS score of a LocalQueue now (its weight applies; a missing LocalQueue weighs 1)."""
         lq = self.local_queues.get(lq_key)
-        return self.afs.score([lq_key], lq.fair_weight_milli if lq is not None else 1000, self.clock_ms)
+        return self.afs.local_queue_score(lq_key, lq.fair_weight_milli if lq is not None else 1000, self.clock_ms)
 
     def local_queues_of(self, cq_name: str) -> list[str]:
         """Keys of the LocalQueues feeding ``cq_name``, sorted (cached per configuration)."""

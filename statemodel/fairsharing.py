@@ -112,9 +112,10 @@ class UsageLedger:
         penalties: per workload key, (admission time, penalty per resource in base units).
     """
 
-    __slots__ = ("anchor_ms", "anchor", "current", "active_ms", "penalties")
+    __slots__ = ("anchor_ms", "anchor", "current", "active_ms", "penalties", "version")
 
     def __init__(self, now_ms: int, consumed: dict[str, Decimal] | None = None) -> None:
+        self.version = 0
         self.anchor_ms = now_ms
         self.anchor: dict[str, Decimal] = consumed or {}
         self.current: dict[str, int] = {}
@@ -168,6 +169,7 @@ class UsageLedger:
         for res, amount in usage.items():
             current[res] = current.get(res, 0) + sign * amount
         self.active_ms = now_ms
+        self.version += 1
         return moved
 
     def rebase(self, params: DecayParams, now_ms: int) -> None:
@@ -196,6 +198,7 @@ class UsageLedger:
                 break
             del penalties[first]
         penalties.pop(workload, None)
+        self.version += 1
         if params.alpha:
             alpha = params.alpha
             penalties[workload] = (now_ms, {res: CONTEXT.multiply(alpha, Decimal(amount))
@@ -203,7 +206,8 @@ class UsageLedger:
 
     def drop_penalty(self, workload: str) -> None:
         """The workload left (or its penalty was sampled): forget its penalty."""
-        self.penalties.pop(workload, None)
+        if self.penalties.pop(workload, None) is not None:
+            self.version += 1
 
 
 def score(params: DecayParams, consumed: dict[str, Decimal], penalty: dict[str, Decimal], weight_milli: int) -> Decimal:
@@ -235,18 +239,20 @@ class FairSharingLedgers:
     Kueue's ``afs.Enabled``); ledgers seeded from a persisted status are kept for when it is on.
     """
 
-    __slots__ = ("params", "ledgers", "_touched")
+    __slots__ = ("params", "ledgers", "_touched", "_scores")
 
     def __init__(self) -> None:
         self.params: DecayParams | None = None
         self.ledgers: dict[str, UsageLedger] = {}
         self._touched: dict[str, None] = {}
+        self._scores: dict[str, tuple[int, int, int, Decimal]] = {}
 
     def configure(self, config: AdmissionFairSharingConfig | None, now_ms: int,
                   admitted: list[tuple[str, dict[str, int]]]) -> None:
         """Apply a new configuration at ``now_ms``; ``admitted`` lists ``(LocalQueue, usage)`` of every
         admitted workload (used when AFS turns on)."""
         old = self.params
+        self._scores.clear()
         self._touched.update(dict.fromkeys(self.ledgers))
         if old is not None:
             for ledger in self.ledgers.values():
@@ -331,3 +337,14 @@ class FairSharingLedgers:
         assert self.params is not None
         consumed, penalty, _ = self.totals(lq_keys, now_ms)
         return score(self.params, consumed, penalty, weight_milli)
+
+    def local_queue_score(self, lq_key: str, weight_milli: int, now_ms: int) -> Decimal:
+        """``score([lq_key], ...)``, memoized until the ledger changes or time moves on."""
+        ledger = self.ledgers.get(lq_key)
+        version = ledger.version if ledger is not None else -1
+        cached = self._scores.get(lq_key)
+        if cached is not None and cached[0] == now_ms and cached[1] == version and cached[2] == weight_milli:
+            return cached[3]
+        value = self.score([lq_key], weight_milli, now_ms)
+        self._scores[lq_key] = (now_ms, version, weight_milli, value)
+        return value

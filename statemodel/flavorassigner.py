@@ -27,6 +27,38 @@ from statemodel.workload import PodSetAssignment, WorkloadInfo
 _REASON_BY_SEVERITY = {sev: reason for reason, sev in SEVERITY.items()}
 
 
+def _status_text(status: tuple) -> str:
+    kind = status[0]
+    if kind == "unavailable":
+        return f"resource {status[1]} unavailable in ClusterQueue"
+    if kind == "max":
+        _, r, flavor, before, request, cap = status
+        return (f"insufficient quota for {r} in flavor {flavor}, previously considered podsets requests "
+                f"({format_quantity(r, before)}) + current podset request ({format_quantity(r, request)}) "
+                f"> maximum capacity ({format_quantity(r, cap)})")
+    _, r, flavor, missing = status
+    return f"insufficient unused quota for {r} in flavor {flavor}, {format_quantity(r, missing)} more needed"
+
+
+class NoFitMessage:
+    """Kueue's ``couldn't assign flavors to pod set <ps>: <reasons sorted, joined ", ">`` (pod sets
+    joined by ``"; "``), kept as data and rendered only when someone reads it: a workload that waits
+    is re-evaluated far more often than its message is looked at."""
+
+    __slots__ = ("failures", "_text")
+
+    def __init__(self, failures: list[tuple[str, list[tuple]]]) -> None:
+        self.failures = failures
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = "; ".join(
+                f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(_status_text(st) for st in statuses))}"
+                for ps, statuses in self.failures)
+        return self._text
+
+
 class Assignment:
     """Result of assigning flavors to a whole workload.
 
@@ -35,10 +67,11 @@ class Assignment:
         borrowing: max borrowing height over the chosen flavors (0 = within nominal).
         pod_sets: the assignment per podSet (when ``fits``).
         usage: total quota to charge per ``(flavor, resource)``.
-        reason / message: Kueue ``QuotaReserved=False`` reason and message (when not ``fits``).
-        wake: ``[((flavor, resource), needed, available)]``: for every flavor that could fit once
-            enough quota is released, the resource it is shortest of (empty ⇒ only a configuration
-            change can help).
+        reason / message: Kueue ``QuotaReserved=False`` reason and message (when not ``fits``; the
+            message is a ``NoFitMessage``, rendered by ``str``).
+        wake: for every flavor that could fit once enough quota is released, the resources it is short
+            of as ``((flavor, resource), needed, available)``, largest deficit first (empty ⇒ only a
+            configuration change can help).
     """
 
     __slots__ = ("fits", "borrowing", "pod_sets", "usage", "reason", "message", "wake")
@@ -49,8 +82,8 @@ class Assignment:
         self.pod_sets: list[PodSetAssignment] = []
         self.usage: dict[FlavorResource, int] = {}
         self.reason: str | None = None
-        self.message = ""
-        self.wake: list[tuple[FlavorResource, int, int]] = []
+        self.message: str | NoFitMessage = ""
+        self.wake: list[list[tuple[FlavorResource, int, int]]] = []
 
 
 def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict) -> Assignment:
@@ -67,7 +100,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
     try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == "TryNextFlavor"
     result = Assignment()
     assumed = result.usage
-    failures: list[str] = []
+    failures: list[tuple[str, list[tuple]]] = []
     worst = 0
     for ps_name, count, totals in info.totals:
         requests = list(totals)
@@ -77,7 +110,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
         chosen: dict[str, str] = {}
         handled: set[str] = set()
         ps_usage: dict[str, int] = {}
-        ps_statuses: list[str] = []
+        ps_statuses: list[tuple] = []
         ps_severity = 0
         for res, amount in requests:
             if res in handled:
@@ -85,7 +118,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
             group = rg_by_resource.get(res)
             if group is None:
                 if amount:
-                    ps_statuses.append(f"resource {res} unavailable in ClusterQueue")
+                    ps_statuses.append(("unavailable", res))
                     ps_severity = max(ps_severity, SEVERITY[NO_MATCHING_FLAVOR])
                 continue
             covered = group.covered_resources
@@ -100,7 +133,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
                 fname = flavor.name
                 borrow = 0
                 flavor_sev = 0
-                short: tuple[FlavorResource, int, int] | None = None
+                shorts: list[tuple[FlavorResource, int, int]] = []
                 for r, a in group_requests:
                     fr = (fname, r)
                     before = assumed.get(fr, 0)
@@ -109,29 +142,25 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
                     if cap is None:
                         cap = max_capacity[(node.name, fr)] = potential_available(node, fr)
                     if val > cap:
-                        ps_statuses.append(
-                            f"insufficient quota for {r} in flavor {fname}, previously considered podsets requests "
-                            f"({format_quantity(r, before)}) + current podset request ({format_quantity(r, a)}) "
-                            f"> maximum capacity ({format_quantity(r, cap)})")
+                        ps_statuses.append(("max", r, fname, before, a, cap))
                         flavor_sev = max(flavor_sev, SEVERITY[EXCEEDS_MAX_QUOTA])
                         continue
                     free = available(node, fr)
                     if free < 0:
                         free = 0
                     if val > free:
-                        ps_statuses.append(
-                            f"insufficient unused quota for {r} in flavor {fname}, {format_quantity(r, val - free)} more needed")
+                        ps_statuses.append(("unused", r, fname, val - free))
                         flavor_sev = max(flavor_sev, SEVERITY[WAITING_FOR_QUOTA])
-                        if short is None or val - free > short[1] - short[2]:
-                            short = (fr, val, free)
+                        shorts.append((fr, val, free))
                         continue
                     height = borrowing_height(node, fr, val)
                     if height > borrow:
                         borrow = height
                 if flavor_sev:
                     group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
-                    if flavor_sev == SEVERITY[WAITING_FOR_QUOTA] and short is not None:
-                        result.wake.append(short)
+                    if flavor_sev == SEVERITY[WAITING_FOR_QUOTA] and shorts:
+                        shorts.sort(key=lambda x: x[2] - x[1])  # largest deficit first
+                        result.wake.append(shorts)
                     continue
                 if best is None or borrow < best[0]:
                     best = (borrow, index, fname)
@@ -151,14 +180,14 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
         if ps_severity:
             result.fits = False
             worst = max(worst, ps_severity)
-            failures.append(f"couldn't assign flavors to pod set {ps_name}: {', '.join(sorted(ps_statuses))}")
+            failures.append((ps_name, ps_statuses))
         else:
             result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
     if not result.fits:
         if worst > SEVERITY[WAITING_FOR_QUOTA]:
             result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = _REASON_BY_SEVERITY[worst]
-        result.message = "; ".join(failures)
+        result.message = NoFitMessage(failures)
         result.pod_sets = []
     return result
 

@@ -150,6 +150,23 @@ class ClusterQueueQueue:
             return True
         return False
 
+    def wake_local_queue_heads(self) -> bool:
+        """Return the first parked workload of every LocalQueue (in priority order) to contention, so
+        the AFS order can pick among the LocalQueues' heads; ``True`` if anything changed."""
+        heads: dict[str, WorkloadInfo] = {}
+        for info in self.parked.values():
+            best = heads.get(info.local_queue)
+            if best is None or info.order < best.order:
+                heads[info.local_queue] = info
+        blocked = self.blocked
+        changed = blocked is not None
+        if blocked is not None:
+            blocked.park += 1
+            self.blocked = None
+        for lq_key in sorted(heads):
+            changed = self.wake(heads[lq_key]) or changed
+        return changed
+
     def wake_all(self) -> None:
         """Return every parked workload and unblock the queue (configuration changed)."""
         if self.blocked is not None:

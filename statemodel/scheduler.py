@@ -29,7 +29,7 @@ from statemodel.flavorassigner import assign_flavors, fits_now
 from statemodel.objects import FlavorResource
 from statemodel.queues import BEST_EFFORT_FIFO
 from statemodel.reasons import NO_LONGER_FITS, PENDING, WAITING_FOR_QUOTA
-from statemodel.resource_node import QuotaNode
+from statemodel.resource_node import QuotaNode, available
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState
@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 class WakeIndex:
     """Who waits for how much quota, so that a release wakes only workloads it could help.
 
-    A workload set aside with ``WaitingForQuota`` records, per flavor it could use, one resource it
-    is short of: ``val`` needed, ``available`` now.  Two cases (``register``):
+    A workload set aside with ``WaitingForQuota`` records, per flavor it could use, every resource
+    it is short of, and waits on the largest shortage: ``val`` needed, ``available`` now.  When
+    that one is met, the others are checked (cheaply, without a flavor assignment); the first one
+    still unmet becomes what it waits on.  Two ways to wait on a shortage (``_wait``):
 
     * **root-bound**: no lending limit on its path and no borrowing limit that binds below
       ``val`` — it fits exactly when its tree's root has ``val`` free.  Such workloads wait in
@@ -73,24 +75,42 @@ class WakeIndex:
         return root, (root.is_cluster_queue, root.name)
 
     def register(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo",
-                 shortages: list[tuple[FlavorResource, int, int]]) -> None:
-        """Remember that ``info`` (queued at ClusterQueue ``node``) waits for any of ``shortages``
-        (``(fr, val needed, available now)`` each)."""
-        root, tree = self._tree(node)
+                 options: list[list[tuple[FlavorResource, int, int]]]) -> None:
+        """Remember that ``info`` (queued at ClusterQueue ``node``) waits until one of ``options`` —
+        per flavor, every ``(fr, needed, available now)`` it is short of — is met."""
         info.park += 1
-        for fr, val, free in shortages:
-            key = (tree, fr)
-            self._seq += 1
-            if _root_bound(node, fr, val):
-                buckets = self._buckets.get(key)
-                if buckets is None:
-                    buckets = self._buckets[key] = (root, {})
-                order = info.order
-                heapq.heappush(buckets[1].setdefault(val, []),
-                               (order[0], order[1], cq_name, order[2], self._seq, info, info.park))
-            else:
-                heapq.heappush(self._heaps.setdefault(key, []),
-                               (self._released.get(key, 0) + val - free, self._seq, info, info.park))
+        for needs in options:
+            fr, val, free = needs[0]
+            self._wait(node, cq_name, info, [(f, v) for f, v, _ in needs], fr, val, free)
+
+    def _wait(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo", needs: list[tuple[FlavorResource, int]],
+              fr: FlavorResource, val: int, free: int) -> None:
+        """Park one option on the need ``fr`` (``val`` needed, ``free`` available now)."""
+        root, tree = self._tree(node)
+        key = (tree, fr)
+        self._seq += 1
+        entry = (info, info.park, node, cq_name, needs)
+        if _root_bound(node, fr, val):
+            buckets = self._buckets.get(key)
+            if buckets is None:
+                buckets = self._buckets[key] = (root, {})
+            order = info.order
+            heapq.heappush(buckets[1].setdefault(val, []), (order[0], order[1], cq_name, order[2], self._seq, entry))
+        else:
+            heapq.heappush(self._heaps.setdefault(key, []), (self._released.get(key, 0) + val - free, self._seq, entry))
+
+    def _all_met(self, entry: tuple) -> bool:
+        """Whether every need of a parked option is met now; if not, re-park it on the first unmet one
+        (cheap: O(needs × depth), no flavor assignment)."""
+        info, park, node, cq_name, needs = entry
+        if park != info.park:
+            return False
+        for fr, val in needs:
+            free = available(node, fr)
+            if free < val:
+                self._wait(node, cq_name, info, needs, fr, val, free)
+                return False
+        return True
 
     def set_aside(self, info: "WorkloadInfo") -> None:
         """``info`` did not fit; if it had been woken on its tree's free quota, give that quota back
@@ -105,7 +125,7 @@ class WakeIndex:
         if not self._heaps and not self._buckets:
             return []
         _, tree = self._tree(node)
-        woken = []
+        woken: list["WorkloadInfo"] = []
         for fr, amount in charge.items():
             key = (tree, fr)
             if key in self._buckets:
@@ -114,13 +134,13 @@ class WakeIndex:
             if not heap:
                 continue
             total = self._released[key] = self._released.get(key, 0) + amount
+            due = []
             while heap and heap[0][0] <= total:
-                _, _, info, park = heapq.heappop(heap)
-                if park == info.park:
-                    woken.append(info)
+                due.append(heapq.heappop(heap)[2])
             if not heap:
                 del self._heaps[key]
                 del self._released[key]
+            woken.extend(entry[0] for entry in due if self._all_met(entry))
         return woken
 
     def affordable(self) -> list["WorkloadInfo"]:
@@ -141,16 +161,19 @@ class WakeIndex:
                 for val, heap in buckets.items():
                     if val > budget:
                         continue
-                    while heap and heap[0][6] != heap[0][5].park:
+                    while heap and heap[0][5][1] != heap[0][5][0].park:
                         heapq.heappop(heap)
                     if heap and (best is None or heap[0] < buckets[best][0]):
                         best = val
                 if best is None:
                     break
-                entry = heapq.heappop(buckets[best])
-                woken.append(entry[5])
-                self._woken[entry[5].key] = key
-                entry[5].park += 1
+                entry = heapq.heappop(buckets[best])[5]
+                if not self._all_met(entry):
+                    continue
+                info = entry[0]
+                woken.append(info)
+                self._woken[info.key] = key
+                info.park += 1
                 budget -= best
             for val in [v for v, heap in buckets.items() if not heap]:
                 del buckets[val]

@@ -157,7 +157,7 @@ def _cluster(cluster: "ClusterState") -> dict:
             "priority": info.obj.priority,
             "queuedAt": format_time(info.queued_ms),
             "reason": info.reason if info.status == PENDING else None,
-            "message": info.message if info.status == PENDING else "",
+            "message": str(info.message) if info.status == PENDING else "",
             "positionInClusterQueue": position[0] if position else None,
             "positionInLocalQueue": position[1] if position else None,
             "podSetAssignments": assignments_json(info.assignment) if info.assignment is not None else None,

@@ -41,7 +41,8 @@ class WorkloadInfo:
             quota of (``None`` when its LocalQueue is missing).
         assignment: podSet assignments while admitted; charge: quota held per ``(flavor, resource)``.
         borrowing: the admission's borrowing height (0 = within nominal).
-        reason / message: Kueue ``QuotaReserved=False`` reason and message while pending.
+        reason / message: Kueue ``QuotaReserved=False`` reason and message while pending (the message
+            may be an object rendered by ``str``, see ``flavorassigner.NoFitMessage``).
         token: bumped whenever the workload is (re)queued or leaves a queue, to invalidate stale
             heap entries.  park: bumped whenever it is set aside or woken, to invalidate wake entries.
         queued_ms: event time it (last) entered the queue; admitted_ms: time of admission.
@@ -61,7 +62,7 @@ class WorkloadInfo:
         self.charge: dict[FlavorResource, int] = {}
         self.borrowing = 0
         self.reason: str | None = None
-        self.message = ""
+        self.message: object = ""
         self.token = 0
         self.park = 0
         self.queued_ms = now_ms
