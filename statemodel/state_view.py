@@ -20,7 +20,7 @@ from statemodel.hierarchy import Hierarchy
 from statemodel.resource_node import QuotaNode, available, potential_available
 from statemodel.timefmt import format_duration, format_time
 from statemodel.version import ENGINE_VERSION
-from statemodel.workload import ADMITTED, FINISHED, PENDING
+from statemodel.workload import ADMITTED, PENDING
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState

@@ -6,7 +6,9 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from replay.importers.jobs import TraceImportError
+from collections.abc import Callable
+
+from replay.importers.jobs import BadRow, Job, TraceImportError, slug
 
 
 def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
@@ -40,3 +42,33 @@ def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str =
             if len(values) < width:
                 values = values + [""] * (width - len(values))
             yield reader.line_num, dict(zip(header, values))
+
+
+def read_jobs(path: str | Path, required: tuple[str, ...], read_row: Callable[[int, dict[str, str]], Job],
+              id_column: str) -> tuple[list[Job], list[BadRow]]:
+    """Read every row of a trace CSV into jobs with ``read_row(line, row)``.
+
+    A row ``read_row`` rejects (``ValueError``) or whose id repeats an earlier one becomes a
+    ``BadRow`` with its line number — reported, never silently dropped.
+
+    Raises:
+        TraceImportError: unreadable file, missing column, or no readable row at all.
+    """
+    jobs: list[Job] = []
+    bad: list[BadRow] = []
+    seen: dict[str, int] = {}
+    for line, row in iter_rows(path, required):
+        try:
+            job = read_row(line, row)
+            key = slug(job.id)
+        except ValueError as exc:
+            bad.append(BadRow(line, str(exc)))
+            continue
+        if key in seen:
+            bad.append(BadRow(line, f"{id_column}: duplicate id {job.id!r} (first on line {seen[key]})"))
+            continue
+        seen[key] = line
+        jobs.append(job)
+    if not jobs:
+        raise TraceImportError(f"{path}: no readable row")
+    return jobs, bad

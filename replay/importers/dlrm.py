@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.importers.csvrows import iter_rows
-from replay.importers.jobs import BadRow, ImportResult, Job, TraceImportError, decimal_of, hash_bucket, slug, to_ms, to_units
+from replay.importers.csvrows import read_jobs
+from replay.importers.jobs import ImportResult, Job, decimal_of, hash_bucket, slug, to_ms, to_units
 
 NAME = "dlrm"
 FILE = "disaggregated_DLRM_trace.csv"
@@ -157,23 +157,7 @@ def import_dlrm(path: str | Path) -> ImportResult:
     path = Path(path)
     if path.is_dir():
         path = path / FILE
-    jobs: list[Job] = []
-    bad: list[BadRow] = []
-    seen: dict[str, int] = {}
-    for line, row in iter_rows(path, COLUMNS):
-        try:
-            job = read_row(line, row)
-            key = slug(job.id)
-        except ValueError as exc:
-            bad.append(BadRow(line, str(exc)))
-            continue
-        if key in seen:
-            bad.append(BadRow(line, f"instance_sn: duplicate id {job.id!r} (first on line {seen[key]})"))
-            continue
-        seen[key] = line
-        jobs.append(job)
-    if not jobs:
-        raise TraceImportError(f"{path}: no readable row")
+    jobs, bad = read_jobs(path, COLUMNS, read_row, "instance_sn")
     flavors = sorted({j.flavor for j in jobs if j.flavor})
     return ImportResult(NAME, jobs, bad, EPOCH_BASE_MS, max(EPOCH_BASE_MS, trace_end(jobs)),
                         flavors=flavor_objects(flavors))

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.importers.csvrows import iter_rows
+from replay.importers.csvrows import iter_rows, read_jobs
 from replay.importers.jobs import (
-    BadRow, ImportResult, Job, TraceImportError, decimal_of, hash_bucket, quantity_string, slug, to_ms, to_units,
+    BadRow, ImportResult, Job, decimal_of, hash_bucket, quantity_string, slug, to_ms, to_units,
 )
 
 NAME = "openb"
@@ -191,23 +191,7 @@ def import_openb(path: str | Path, nodes_path: str | Path | None = None) -> Impo
     if nodes_path is None:
         candidate = pods_path.parent / NODES_FILE
         nodes_path = candidate if candidate.exists() else None
-    jobs: list[Job] = []
-    bad: list[BadRow] = []
-    seen: dict[str, int] = {}
-    for line, row in iter_rows(pods_path, POD_COLUMNS):
-        try:
-            job = read_pod(line, row)
-            key = slug(job.id)
-        except ValueError as exc:
-            bad.append(BadRow(line, str(exc)))
-            continue
-        if key in seen:
-            bad.append(BadRow(line, f"name: duplicate id {job.id!r} (first on line {seen[key]})"))
-            continue
-        seen[key] = line
-        jobs.append(job)
-    if not jobs:
-        raise TraceImportError(f"{pods_path}: no readable row")
+    jobs, bad = read_jobs(pods_path, POD_COLUMNS, read_pod, "name")
     result = ImportResult(NAME, jobs, bad, EPOCH_BASE_MS, max(EPOCH_BASE_MS, trace_end(jobs)))
     if nodes_path is not None:
         nodes, flavors, capacity, node_bad = read_nodes(nodes_path)
