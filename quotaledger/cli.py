@@ -309,5 +309,75 @@ def version() -> None:
     typer.echo(f"quotaledger {dist} (engine {ENGINE_VERSION})")
 
 
+# --------------------------------------------------------------------------- db
+
+
+DEFAULT_DB = "sqlite:///quotaledger.db"
+"""The embedded default store; ``QUOTALEDGER_DB`` overrides it, ``--db`` overrides both."""
+
+db_app = typer.Typer(
+    name="db",
+    help="Create, upgrade or downgrade the SQL store's schema (Alembic migrations).",
+    no_args_is_help=True,
+)
+app.add_typer(db_app, name="db")
+
+DB_OPTION = typer.Option(
+    None, "--db",
+    help="SQLAlchemy URL, e.g. sqlite:///quotaledger.db or postgresql+psycopg://user@host/db "
+         "(default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db).",
+)
+
+
+def db_url(option: str | None) -> str:
+    """The database URL: ``--db``, else ``$QUOTALEDGER_DB``, else ``sqlite:///quotaledger.db``."""
+    import os
+
+    return option or os.environ.get("QUOTALEDGER_DB") or DEFAULT_DB
+
+
+def _alembic(command_name: str, url: str, revision: str) -> None:
+    from alembic import command
+    from alembic.util.exc import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    import migrations
+
+    cfg = migrations.config(url)
+    try:
+        getattr(command, command_name)(cfg, revision)
+    except (CommandError, SQLAlchemyError) as exc:
+        typer.echo(f"quotaledger db {command_name}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{command_name} to {revision}: done ({_redacted(url)})", err=True)
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - only for display
+        return url
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: str = typer.Argument("head", help="Target revision (default: head)."),
+    db: Optional[str] = DB_OPTION,
+) -> None:
+    """Upgrade the database schema to REVISION (default: the newest, ``head``)."""
+    _alembic("upgrade", db_url(db), revision)
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: str = typer.Argument("base", help="Target revision (default: base = drop everything)."),
+    db: Optional[str] = DB_OPTION,
+) -> None:
+    """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
+    _alembic("downgrade", db_url(db), revision)
+
+
 if __name__ == "__main__":
     app()
