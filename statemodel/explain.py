@@ -1,0 +1,101 @@
+"""Explanations: why a workload is where it is, as data (STYLE.md: one source, rendered by the CLI).
+
+``explain(cluster, key)`` gives a workload's status, Kueue reason and message, queue positions, its
+request, and — for every level of its cohort tree, from its ClusterQueue up to the root — the
+numbers the admission condition looks at (reference/kueue.md §1.3–1.4): nominal quota, borrowing
+and lending limits, subtree quota, local (non-lendable) quota, usage, ``available`` and
+``potentialAvailable``, per flavor and resource the workload asks for.  For an admitted workload
+the same numbers include its own charge, and the admission (flavors, borrowing height, time) is
+listed.  Quantities are integers in base units.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from statemodel.decisions import assignments_json
+from statemodel.resource_node import QuotaNode, available, potential_available
+from statemodel.timefmt import format_time
+from statemodel.workload import ADMITTED, PENDING
+
+if TYPE_CHECKING:
+    from statemodel.cluster import ClusterState
+
+
+class UnknownWorkload(KeyError):
+    """The cluster has no workload of that key."""
+
+
+def _level(node: QuotaNode, frs: list[tuple[str, str]]) -> dict:
+    resources: dict[str, dict[str, dict]] = {}
+    for fr in frs:
+        flavor, resource = fr
+        resources.setdefault(flavor, {})[resource] = {
+            "nominal": node.nominal.get(fr, 0),
+            "borrowingLimit": node.borrowing_limit.get(fr),
+            "lendingLimit": node.lending_limit.get(fr),
+            "subtreeQuota": node.subtree.get(fr, 0),
+            "localQuota": node.local.get(fr, 0),
+            "usage": node.usage.get(fr, 0),
+            "available": available(node, fr),
+            "potentialAvailable": potential_available(node, fr),
+        }
+    return {"kind": "ClusterQueue" if node.is_cluster_queue else "Cohort", "name": node.name,
+            "resources": resources}
+
+
+def explain(cluster: "ClusterState", key: str) -> dict:
+    """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready.
+
+    Raises:
+        UnknownWorkload: no such workload in the cluster.
+    """
+    info = cluster.workloads.get(key)
+    if info is None:
+        raise UnknownWorkload(key)
+    position_cq = position_lq = None
+    queue = cluster.queues.get(info.cluster_queue) if info.cluster_queue and info.status == PENDING else None
+    if queue is not None and key in queue.members:
+        lq_index = 0
+        for index, other in enumerate(queue.ordered(cluster.local_queue_score)):
+            if other is info:
+                position_cq, position_lq = index, lq_index
+                break
+            if other.local_queue == info.local_queue:
+                lq_index += 1
+    out: dict = {
+        "workload": key,
+        "status": info.status,
+        "clusterQueue": info.cluster_queue,
+        "localQueue": info.local_queue,
+        "priority": info.obj.priority,
+        "queuedAt": format_time(info.queued_ms),
+        "reason": info.reason if info.status == PENDING else None,
+        "message": str(info.message) if info.status == PENDING else "",
+        "positionInClusterQueue": position_cq,
+        "positionInLocalQueue": position_lq,
+        "request": [{"podSet": name, "count": count, "total": dict(totals)} for name, count, totals in info.totals],
+        "admission": None,
+        "levels": [],
+    }
+    if info.status == ADMITTED:
+        out["admission"] = {
+            "admittedAt": format_time(info.admitted_ms) if info.admitted_ms is not None else None,
+            "borrowing": info.borrowing,
+            "podSetAssignments": assignments_json(info.assignment or []),
+            "observed": info.observed is not None,
+            "engineAgreed": info.observed,
+        }
+    entry = cluster.hierarchy.cluster_queues.get(info.cluster_queue) if info.cluster_queue else None
+    if entry is None:
+        return out
+    requested = {res for _, _, totals in info.totals for res, _ in totals}
+    if entry.covers_pods:
+        requested.add("pods")
+    if info.status == ADMITTED:
+        frs = sorted(info.charge)
+    else:
+        frs = sorted({(flavor.name, res) for group in (entry.spec.resource_groups if entry.spec else ())
+                      for flavor in group.flavors for res in group.covered_resources if res in requested})
+    out["levels"] = [_level(node, frs) for node in entry.node.path_to_root()]
+    return out
