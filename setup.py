@@ -20,6 +20,7 @@ COMPILED = [
     "statemodel/cluster.py",
     "statemodel/decisions.py",
     "statemodel/engine.py",
+    "statemodel/snapshot.py",
     "statemodel/events.py",
     "statemodel/decimal_scan.py",
     "statemodel/quantity.py",
