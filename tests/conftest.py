@@ -23,3 +23,50 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"statemodel/{', '.join(stale)} changed after it was compiled; rebuild with "
             "`.venv/bin/pip install -q -e .` (or delete statemodel/*.so to run the pure-Python code)")
+
+
+# --------------------------------------------------------------------------- SQL databases (SQLite and PostgreSQL)
+
+import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the local PostgreSQL for this test run, dropped afterwards (see tests/sqlhelpers.py)."""
+    import sqlalchemy as sa
+
+    from tests.sqlhelpers import PG_ADMIN_URL, in_ci
+
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool,
+                             connect_args={"connect_timeout": 3})
+    name = f"quotaledger_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        reason = f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
+        if in_ci():
+            pytest.fail(f"{reason} (CI=true: PostgreSQL tests must not be skipped)", pytrace=False)
+        pytest.skip(reason)
+    try:
+        yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """URL of an empty database (schema at ``base``) of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'quotaledger.db'}"
+        return
+    from alembic import command
+
+    from tests.sqlhelpers import alembic_config
+
+    url = request.getfixturevalue("postgres_url")
+    command.downgrade(alembic_config(url), "base")  # the run's database is shared by the tests: start empty
+    yield url

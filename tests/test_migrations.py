@@ -1,4 +1,5 @@
-"""Alembic migrations of the SQL store, on SQLite and on PostgreSQL.
+"""Alembic migrations of the SQL store, on SQLite and on PostgreSQL (fixtures ``db`` / ``postgres_url``
+in conftest.py, see tests/sqlhelpers.py).
 
 PostgreSQL is the one at ``$QUOTALEDGER_TEST_PG`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``,
 trust auth); a fresh, uniquely named database is created for the test run and dropped after it.
@@ -8,10 +9,6 @@ When PostgreSQL cannot be reached the PostgreSQL cases are SKIPPED with the reas
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -19,55 +16,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from typer.testing import CliRunner
 
-import migrations
 from quotaledger.cli import DEFAULT_DB, app, db_url
 from statemodel.sql_schema import metadata
+from tests.sqlhelpers import alembic_config
 
-PG_ADMIN_URL = os.environ.get("QUOTALEDGER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 TABLES = set(metadata.tables)
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh database on the local PostgreSQL for this test run, dropped afterwards."""
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 3})
-    name = f"quotaledger_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        reason = f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
-        if _in_ci():
-            pytest.fail(f"{reason} (CI=true: PostgreSQL tests must not be skipped)", pytrace=False)
-        pytest.skip(reason)
-    try:
-        yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """URL of an empty database (schema at ``base``) of each kind."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'quotaledger.db'}"
-        return
-    url = request.getfixturevalue("postgres_url")
-    command.downgrade(_config(url), "base")  # the run's database is shared by the tests: start empty
-    yield url
-
-
-def _config(url: str):
-    cfg = migrations.config(url)
-    cfg.attributes["skip_logging_config"] = True
-    return cfg
+_config = alembic_config
 
 
 def _tables(url: str) -> set[str]:

@@ -210,7 +210,7 @@ def upgrade() -> None:
     sa.Column('queued_at_ms', sa.BigInteger(), nullable=True, comment='epoch milliseconds'),
     sa.Column('admitted_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('admitted_at_ms', sa.BigInteger(), nullable=True, comment='epoch milliseconds'),
-    sa.Column('borrowing', sa.Boolean(), nullable=True, comment='admitted only'),
+    sa.Column('borrowing', sa.BigInteger(), nullable=True, comment='admitted only: borrowing height, 0 = within nominal quota, n = borrows n cohort levels up'),
     sa.Column('admission', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True, comment='podSetAssignments JSON of an admitted workload'),
     sa.Column('wait_ms', sa.BigInteger(), nullable=True, comment='admitted: admitted_at - queued_at; pending: state time - queued_at; milliseconds'),
     sa.CheckConstraint("status IN ('Pending', 'Admitted', 'Finished')", name=op.f('ck_workloads_status')),

@@ -1,0 +1,105 @@
+"""Database plumbing shared by the SQL sink and ``verify``: engines, schema upgrade, row helpers.
+
+JSON columns are written with orjson; an archived event's ``payload`` is the received JSON text
+itself (``RawJSON``), so it is neither parsed nor re-serialized on the way in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+
+from statemodel.errors import EventError
+from statemodel.timefmt import parse_time
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class SinkError(Exception):
+    """A SQL replay or verify cannot proceed (schema, conflicting rows, database error); the message says why."""
+
+
+class RawJSON(str):
+    """JSON text to store verbatim in a JSON column (already known to be valid JSON)."""
+
+    __slots__ = ()
+
+
+def _dumps(value: Any) -> str:
+    if type(value) is RawJSON:
+        return value
+    return orjson.dumps(value).decode()
+
+
+def create_db_engine(url: str) -> sa.Engine:
+    """A SQLAlchemy engine for ``url`` whose JSON columns use orjson (and pass ``RawJSON`` through)."""
+    try:
+        return sa.create_engine(url, json_serializer=_dumps, json_deserializer=orjson.loads,
+                                poolclass=sa.pool.NullPool)
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise SinkError(f"bad database URL {redacted(url)}: {exc}") from None
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - display only
+        return url
+
+
+def upgrade_schema(url: str) -> None:
+    """``alembic upgrade head`` on ``url`` (a no-op when the schema is current).
+
+    Raises:
+        SinkError: the database is unreachable, or its schema is at a revision this version of
+            quotaledger does not know (newer than it), or the upgrade failed.
+    """
+    from alembic import command
+    from alembic.util.exc import CommandError
+
+    import migrations
+
+    cfg = migrations.config(url)
+    cfg.attributes["skip_logging_config"] = True
+    try:
+        command.upgrade(cfg, "head")
+    except (CommandError, sa.exc.SQLAlchemyError) as exc:
+        raise SinkError(f"cannot bring the schema of {redacted(url)} to the current revision "
+                        f"(alembic upgrade head): {str(exc).splitlines()[0]}") from None
+
+
+def ms_to_datetime(ms: int | None) -> datetime | None:
+    """Epoch milliseconds → timezone-aware UTC datetime (exact, any year the engine accepts)."""
+    return None if ms is None else EPOCH + timedelta(milliseconds=ms)
+
+
+def time_ms(text: str | None) -> int | None:
+    """An RFC 3339 time of the state JSON → epoch milliseconds (``None`` stays ``None``)."""
+    return None if text is None else parse_time(text, "time")
+
+
+def salvage(line: bytes) -> tuple[str, RawJSON | None, int | None, str | None]:
+    """What can be read from a line that failed validation: ``(cluster, payload, time_ms, type)``.
+
+    ``cluster`` is the envelope's when it is a non-empty string, else ``"default"`` (the decoder's
+    default); ``payload`` is the line's JSON text when it is a JSON object, else ``None``.
+    """
+    try:
+        raw = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return "default", None, None, None
+    if not isinstance(raw, dict):
+        return "default", None, None, None
+    cluster = raw.get("cluster")
+    if not isinstance(cluster, str) or not cluster:
+        cluster = "default"
+    try:
+        when = parse_time(raw.get("time"), "time")
+    except EventError:
+        when = None
+    etype = raw.get("type")
+    return cluster, RawJSON(line.strip().decode()), when, etype if isinstance(etype, str) else None
