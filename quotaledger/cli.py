@@ -23,6 +23,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from quotaledger.display import qty
+
 app = typer.Typer(
     name="quotaledger",
     help="Event-sourced engine for Kueue-style hierarchical quota: replay events, inspect state.",
@@ -77,25 +79,25 @@ def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
         raise typer.Exit(1) from exc
 
 
+def _run_db(source: str, url: str, batch_size: int, replace: bool, on_decision: Any) -> tuple[Any, Any]:
+    """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
+    from replay.sql_db import SinkError
+    from replay.sql_sink import replay_to_db
+
+    try:
+        return replay_to_db(source, url, batch_size=batch_size, replace=replace, on_decision=on_decision,
+                            on_reject=_print_reject)
+    except SinkError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    except (OSError, EOFError) as exc:
+        sys.stderr.write(f"error: cannot read {source}: {exc}\n")
+        raise typer.Exit(1) from exc
+
+
 def _dump_state(state: dict) -> bytes:
     """State JSON: indent 2, the engine's key order, trailing newline."""
     return orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-
-
-_BINARY_SUFFIXES = ((1 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki"))
-
-
-def _qty(resource: str, value: Any) -> str:
-    """Human form of a base-unit quantity, for display only (state JSON stays in base units)."""
-    if not isinstance(value, int):
-        return "-" if value is None else str(value)
-    if resource == "cpu":
-        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
-    if "memory" in resource or "storage" in resource:
-        for factor, suffix in _BINARY_SUFFIXES:
-            if value and value % factor == 0:
-                return f"{value // factor}{suffix}"
-    return str(value)
 
 
 def _cluster_queue_tables(state: dict) -> list[Table]:
@@ -114,7 +116,7 @@ def _cluster_queue_tables(state: dict) -> list[Table]:
         table.add_column("nominal", justify="right")
         for name, cq in cstate.get("clusterQueues", {}).items():
             rows = [
-                (flavor, res, _qty(res, q.get("usage")), _qty(res, q.get("nominal")))
+                (flavor, res, qty(res, q.get("usage")), qty(res, q.get("nominal")))
                 for flavor, resources in cq.get("resources", {}).items()
                 for res, q in resources.items()
             ] or [("-", "-", "-", "-")]
@@ -148,20 +150,36 @@ def replay(
     state_out: Optional[str] = typer.Option(
         None, "--state-out", help="Write the final state JSON here (- for stdout)."
     ),
+    db: Optional[str] = typer.Option(
+        None, "--db",
+        help="Also archive events, decisions, projections and a final snapshot in this SQL store "
+             "(SQLAlchemy URL; default: $QUOTALEDGER_DB, else no database). The schema is upgraded first.",
+    ),
+    batch_size: int = typer.Option(
+        5000, "--batch-size", min=1, help="With --db: input events per database transaction."),
+    replace: bool = typer.Option(
+        False, "--replace", help="With --db: delete the rows of clusters already in the database first."),
 ) -> None:
     """Replay EVENTS through the engine; write decisions and the final state.
 
     Rejected events are reported on stderr and counted, never fatal (exit 0).
-    A one-line summary goes to stderr at the end.
+    A one-line summary goes to stderr at the end.  With --db (or $QUOTALEDGER_DB) everything is
+    also written to the SQL store; a cluster already stored is refused unless --replace.
     """
+    import os
+
+    url = db or os.environ.get("QUOTALEDGER_DB") or None
     with _binary_out(decisions_out) as out:
-        if out is None:
-            engine, result = _run(events)
-        else:
+        on_decision = None
+        if out is not None:
             write = out.write
             dumps = orjson.dumps
             opt = orjson.OPT_APPEND_NEWLINE
-            engine, result = _run(events, on_decision=lambda d: write(dumps(d.to_json(), option=opt)))
+            on_decision = lambda d: write(dumps(d.to_json(), option=opt))  # noqa: E731
+        if url is None:
+            engine, result = _run(events, on_decision=on_decision)
+        else:
+            engine, result = _run_db(events, url, batch_size, replace, on_decision)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:
@@ -295,6 +313,47 @@ def _load_trace(trace: str, mapping: str | None) -> Any:
 
 
 @app.command()
+def explain(
+    workload: str = typer.Argument(..., help="the workload, ns/name"),
+    events: str = typer.Argument(..., help="NDJSON event file (plain or .gz), or - for stdin"),
+    at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
+    cluster: str = typer.Option("default", "--cluster", help="the cluster the workload belongs to"),
+    as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
+) -> None:
+    """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
+    every level of its cohort tree (available, limits, usage)."""
+    from replay.runner import run_file
+    from statemodel.errors import EventError
+    from statemodel.explain import UnknownWorkload, explain as explain_workload
+    from statemodel.timefmt import parse_time
+
+    try:
+        until = parse_time(at, "--at") if at is not None else None
+    except EventError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from exc
+    try:
+        engine, _ = run_file(events, until_ms=until)
+    except (OSError, EOFError) as exc:
+        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+        raise typer.Exit(1) from exc
+    state = engine.clusters.get(cluster)
+    try:
+        if state is None:
+            raise UnknownWorkload(workload)
+        out = explain_workload(state, workload)
+    except UnknownWorkload as exc:
+        sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        return
+    from quotaledger.explain_view import print_explanation
+
+    print_explanation(_console(), out)
+
+
+@app.command()
 def version() -> None:
     """Print the distribution version and the engine version."""
     from importlib.metadata import PackageNotFoundError
@@ -307,6 +366,35 @@ def version() -> None:
     except PackageNotFoundError:
         dist = "unknown"
     typer.echo(f"quotaledger {dist} (engine {ENGINE_VERSION})")
+
+
+@app.command()
+def verify(
+    source: Optional[str] = typer.Argument(
+        None, help="Recompute from this NDJSON file instead of the archived events (.gz accepted, - for stdin)."),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL (default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db)."),
+) -> None:
+    """Recompute decisions and hash chains from the archived events (or SOURCE) and compare them with
+    the stored decisions and snapshot hashes.
+
+    Prints `OK: N events, M decisions, hash H` and exits 0, or prints the first divergence with both
+    sides (event, expected vs recorded decision or hash) and exits 1.
+    """
+    from replay.sql_db import SinkError
+    from replay.verify import verify as run_verify
+
+    try:
+        result = run_verify(db_url(db), source)
+    except SinkError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from None
+    except (OSError, EOFError) as exc:
+        sys.stderr.write(f"error: cannot read {source}: {exc}\n")
+        raise typer.Exit(2) from exc
+    typer.echo(result.summary())
+    if not result.ok:
+        raise typer.Exit(1)
 
 
 # --------------------------------------------------------------------------- db

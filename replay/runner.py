@@ -73,8 +73,10 @@ def run_file(
     engine: Engine | None = None,
     on_decision: DecisionCallback | None = None,
     on_reject: RejectCallback | None = None,
+    until_ms: int | None = None,
 ) -> tuple[Engine, ReplayResult]:
-    """Replay an NDJSON event source through an engine.
+    """Replay an NDJSON event source through an engine (up to the first event later than
+    ``until_ms``, epoch ms, when given: the state as of that moment).
 
     Each non-blank line is decoded with ``statemodel.events.decode_event``.  A line
     that raises ``EventError`` is counted with ``engine.reject(error.event_id, error)``
@@ -123,6 +125,8 @@ def run_file(
                     if on_reject is not None:
                         on_reject(line_no, err)
                     continue
+                if until_ms is not None and event.time_ms > until_ms:
+                    break
                 decisions = apply(event)
                 if decisions:
                     n_decisions += len(decisions)

@@ -56,3 +56,26 @@ def test_admitted_workload_shows_its_admission():
 def test_unknown_workload():
     with pytest.raises(UnknownWorkload):
         explain(_tree().engine.clusters["default"], "a/nope")
+
+
+def test_cli_explain_as_of_a_time(tmp_path):
+    """``quotaledger explain`` replays the file up to ``--at`` and explains the workload then."""
+    from typer.testing import CliRunner
+
+    from quotaledger.cli import app
+
+    s = _tree()
+    s.finish("a/w1", at=60)  # a/w2 then fits
+    s.run()
+    path = tmp_path / "events.ndjson"
+    path.write_bytes(s.events_ndjson())
+    runner = CliRunner()
+    before = runner.invoke(app, ["explain", "a/w2", str(path), "--at", "2026-01-01T00:00:59Z", "--json"])
+    assert before.exit_code == 0, before.output
+    assert '"status": "Pending"' in before.stdout and "1 more needed" in before.stdout
+    after = runner.invoke(app, ["explain", "a/w2", str(path), "--json"])
+    assert '"status": "Admitted"' in after.stdout
+    table = runner.invoke(app, ["explain", "a/w2", str(path), "--at", "2026-01-01T00:00:59Z"])
+    assert table.exit_code == 0 and "Cohort root" in table.stdout and "WaitingForQuota" in table.stdout
+    missing = runner.invoke(app, ["explain", "a/nope", str(path)])
+    assert missing.exit_code == 1

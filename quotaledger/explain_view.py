@@ -1,0 +1,47 @@
+"""Rich rendering of ``statemodel.explain.explain`` output for ``quotaledger explain``."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from quotaledger.display import qty
+
+
+def print_explanation(console: Console, out: dict) -> None:
+    """Print a workload's status, reason, request and the numbers of every level of its tree."""
+    console.print(f"[bold]{out['workload']}[/bold]  {out['status']}  "
+                  f"ClusterQueue {out['clusterQueue'] or '-'}  LocalQueue {out['localQueue']}  "
+                  f"priority {out['priority']}  queued {out['queuedAt']}")
+    if out["status"] == "Pending":
+        console.print(f"  reason [bold]{out['reason']}[/bold]: {out['message']}")
+        if out["positionInClusterQueue"] is not None:
+            console.print(f"  position {out['positionInClusterQueue']} in its ClusterQueue, "
+                          f"{out['positionInLocalQueue']} in its LocalQueue")
+    for ps in out["request"]:
+        total = ", ".join(f"{res} {qty(res, amount)}" for res, amount in ps["total"].items())
+        console.print(f"  podSet {ps['podSet']} × {ps['count']}: {total}")
+    admission = out["admission"]
+    if admission is not None:
+        flavors = "; ".join(f"{ps['name']}: " + ", ".join(f"{r}→{f}" for r, f in ps["flavors"].items())
+                            for ps in admission["podSetAssignments"])
+        how = "observed" if admission["observed"] else "by the engine"
+        console.print(f"  admitted {how} at {admission['admittedAt']}, borrowing height {admission['borrowing']}: {flavors}")
+    if not out["levels"]:
+        return
+    table = Table(title="the numbers at every level (available = what this node could still take now)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("level", "flavor", "resource"):
+        table.add_column(header)
+    for header in ("nominal", "borrowLimit", "lendLimit", "subtree", "local", "usage", "available", "maxAvail"):
+        table.add_column(header, justify="right")
+    for level in out["levels"]:
+        first = True
+        for flavor, resources in level["resources"].items():
+            for res, row in resources.items():
+                table.add_row(f"{level['kind']} {level['name']}" if first else "", flavor, res,
+                              *(qty(res, row[k]) for k in ("nominal", "borrowingLimit", "lendingLimit", "subtreeQuota",
+                                                           "localQuota", "usage", "available", "potentialAvailable")))
+                first = False
+    console.print(table)
