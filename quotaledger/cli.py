@@ -79,14 +79,15 @@ def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
         raise typer.Exit(1) from exc
 
 
-def _run_db(source: str, url: str, batch_size: int, replace: bool, on_decision: Any) -> tuple[Any, Any]:
+def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace: bool,
+            on_decision: Any) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
     from replay.sql_db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
-        return replay_to_db(source, url, batch_size=batch_size, replace=replace, on_decision=on_decision,
-                            on_reject=_print_reject)
+        return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
+                            on_decision=on_decision, on_reject=_print_reject)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
@@ -157,6 +158,8 @@ def replay(
     ),
     batch_size: int = typer.Option(
         5000, "--batch-size", min=1, help="With --db: input events per database transaction."),
+    snapshot_every: int = typer.Option(
+        50_000, "--snapshot-every", min=1, help="With --db: events of a cluster between restorable snapshots."),
     replace: bool = typer.Option(
         False, "--replace", help="With --db: delete the rows of clusters already in the database first."),
 ) -> None:
@@ -179,7 +182,7 @@ def replay(
         if url is None:
             engine, result = _run(events, on_decision=on_decision)
         else:
-            engine, result = _run_db(events, url, batch_size, replace, on_decision)
+            engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:
@@ -193,11 +196,50 @@ def replay(
 
 @app.command()
 def state(
-    events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
-    as_json: bool = typer.Option(False, "--json", help="Print the final state JSON instead of tables."),
+    events: Optional[str] = typer.Argument(None, help="NDJSON events file (.gz accepted), or - for stdin."),
+    as_json: bool = typer.Option(False, "--json", help="Print the state JSON instead of tables."),
+    db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
+    at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
+    seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ."),
+    cluster: str = typer.Option("default", "--cluster", help="With --db: the cluster."),
 ) -> None:
-    """Replay EVENTS and print the final state (tables, or JSON with --json)."""
-    engine, _ = _run(events)
+    """Print the state after EVENTS, or — with --db — at any past moment of a stored history
+    (nearest snapshot at or before it plus the archived tail)."""
+    import os
+
+    from statemodel.errors import EventError
+    from statemodel.timefmt import parse_time
+
+    try:
+        until = parse_time(at, "--at") if at is not None else None
+    except EventError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from exc
+    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    if url is not None:
+        from replay.point_in_time import engine_at
+        from replay.sql_db import SinkError
+
+        try:
+            engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
+        except SinkError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            raise typer.Exit(1) from exc
+        sys.stderr.write(f"cluster {cluster}: {end} events (snapshot at {start} + {end - start} archived)\n")
+    elif events is None:
+        sys.stderr.write("error: give an EVENTS file or --db\n")
+        raise typer.Exit(2)
+    elif seq is not None:
+        sys.stderr.write("error: --seq needs --db\n")
+        raise typer.Exit(2)
+    else:
+        from replay.runner import run_file
+
+        try:
+            engine, _ = run_file(events, on_reject=_print_reject, until_ms=until)
+        except (OSError, EOFError) as exc:
+            sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+            raise typer.Exit(1) from exc
     st = engine.state()
     if as_json:
         sys.stdout.flush()

@@ -13,6 +13,8 @@ import orjson
 import sqlalchemy as sa
 
 from statemodel.errors import EventError
+from statemodel.event_types import Event
+from statemodel.events import decode_event
 from statemodel.timefmt import parse_time
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -103,3 +105,14 @@ def salvage(line: bytes) -> tuple[str, RawJSON | None, int | None, str | None]:
         when = None
     etype = raw.get("type")
     return cluster, RawJSON(line.strip().decode()), when, etype if isinstance(etype, str) else None
+
+
+def archived_event(payload: object, reason: str | None, event_id: str | None) -> tuple[Event | None, EventError | None]:
+    """Re-decode an event stored in ``events``: ``(event, None)``, or ``(None, error)`` for one that was
+    rejected when it arrived (``payload`` is the stored JSON object, ``None`` when it was not one)."""
+    if payload is None:
+        return None, EventError("", reason or "not a JSON object", event_id)
+    try:
+        return decode_event(orjson.dumps(payload)), None
+    except EventError as err:
+        return None, err

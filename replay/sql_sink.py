@@ -8,11 +8,13 @@
   field path; ``payload`` the received JSON text; ``position`` 0-based per cluster;
   ``source_position`` the 1-based line number), rejected ones also to ``dead_letters``;
 - every decision to ``decisions`` (``payload`` = ``Decision.to_json()``);
+- every ``snapshot_every`` events of a cluster, with the batch that holds those events, and at
+  the end, a ``snapshots`` row: the restorable engine snapshot of that cluster
+  (``statemodel.snapshot``), its position, clock, last decision seq and hash-chain value (hex) as
+  ``state_hash`` — what ``verify`` checks against and ``replay.point_in_time`` restores from;
 - at the end, in one transaction: the projections (``cohorts``, ``cluster_queues``,
   ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) of each replayed cluster replaced
-  from ``engine.state()``, and one ``snapshots`` row per cluster with the final state
-  (``state-json+zlib``: zlib of the orjson state JSON restricted to that cluster) and the
-  cluster's hash-chain value (hex) as ``state_hash`` — what ``verify`` checks against.
+  from ``engine.state()``.
 
 Idempotence: a cluster that already has rows in ``events`` / ``decisions`` / ``snapshots`` is
 refused (``SinkError``) unless ``replace=True``, which deletes that cluster's rows in the same
@@ -24,12 +26,10 @@ from __future__ import annotations
 
 import gc
 import time
-import zlib
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 
 from replay.ndjson import open_source
@@ -39,10 +39,15 @@ from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events import decode_event
+from statemodel.snapshot import dump as dump_snapshot
 from statemodel.version import ENGINE_VERSION
 
-STATE_ENCODING = "state-json+zlib"
-"""``snapshots.state_encoding`` of the blobs written here: zlib(orjson(state JSON))."""
+STATE_ENCODING = "engine-snapshot-v1"
+"""``snapshots.state_encoding`` of the blobs written here: ``statemodel.snapshot.dump`` of the one
+cluster (zlib-compressed canonical JSON an engine is restored from)."""
+
+DEFAULT_SNAPSHOT_EVERY = 50_000
+"""Events of one cluster between two periodic snapshots."""
 
 DEFAULT_BATCH_SIZE = 5000
 
@@ -51,13 +56,6 @@ CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, 
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
 
 PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workloads, s.fair_sharing)
-
-
-def cluster_state_blob(state: dict, cluster: str) -> bytes:
-    """The snapshot blob of one cluster: the state JSON with only that cluster, orjson, zlib."""
-    view = dict(state)
-    view["clusters"] = {cluster: state["clusters"][cluster]}
-    return zlib.compress(orjson.dumps(view), 6)
 
 
 def _dec(v: float | None) -> Decimal | None:
@@ -144,6 +142,7 @@ class SqlSink:
         self.events_no_payload: list[dict] = []
         self.decisions: list[dict] = []
         self.dead: list[dict] = []
+        self.snapshots: list[dict] = []
         self.written_any = False
 
     def claim(self, cluster: str) -> int:
@@ -164,22 +163,39 @@ class SqlSink:
 
     def flush(self) -> None:
         """Write everything buffered in one transaction."""
-        if not (self.events or self.events_no_payload or self.decisions or self.dead or self.to_clear):
+        if not (self.events or self.events_no_payload or self.decisions or self.dead or self.to_clear
+                or self.snapshots):
             return
         with self.db.begin() as conn:
             for cluster in self.to_clear:
                 for table in CLUSTER_TABLES:
                     conn.execute(table.delete().where(table.c.cluster == cluster))
             for table, rows in ((s.events, self.events), (s.events, self.events_no_payload),
-                                (s.decisions, self.decisions), (s.dead_letters, self.dead)):
+                                (s.decisions, self.decisions), (s.dead_letters, self.dead),
+                                (s.snapshots, self.snapshots)):
                 if rows:
                     conn.execute(table.insert(), rows)
         self.written_any = True
         self.to_clear = []
         self.events, self.events_no_payload, self.decisions, self.dead = [], [], [], []
+        self.snapshots = []
 
-    def finish(self, engine: Engine, last_line: int) -> None:
-        """Replace the projections of this run's clusters and write their final snapshots (one transaction)."""
+    def snapshot(self, engine: Engine, cluster: str, source_position: int) -> None:
+        """Buffer a restorable snapshot of ``cluster`` as of now (written with the current batch, so
+        it never refers to events that are not stored)."""
+        state = engine.clusters[cluster]
+        self.snapshots.append({
+            "cluster": cluster, "position": self.positions[cluster], "event_time": ms_to_datetime(state.clock_ms),
+            "event_time_ms": state.clock_ms, "decision_seq": state.seq, "engine_version": ENGINE_VERSION,
+            "state_hash": engine.chains[cluster].hex(), "state_encoding": STATE_ENCODING,
+            "state": dump_snapshot(engine, [cluster]), "created_position": source_position})
+
+    def finish(self, engine: Engine, last_line: int, snapshotted: dict[str, int]) -> None:
+        """Write the final snapshot of every cluster (unless one was just taken at the same position)
+        and replace the projections of this run's clusters, in one transaction."""
+        for cluster in sorted(self.positions):
+            if cluster in engine.clusters and snapshotted.get(cluster) != self.positions[cluster]:
+                self.snapshot(engine, cluster, last_line)
         self.flush()
         state = engine.state()
         clusters = state.get("clusters", {})
@@ -193,12 +209,6 @@ class SqlSink:
                 for table, rows in projection_rows(cluster, cs).items():
                     if rows:
                         conn.execute(table.insert(), rows)
-                now = time_ms(cs.get("time")) or 0
-                conn.execute(s.snapshots.insert(), [{
-                    "cluster": cluster, "position": self.positions[cluster], "event_time": ms_to_datetime(now),
-                    "event_time_ms": now, "decision_seq": cs.get("decisions", 0), "engine_version": ENGINE_VERSION,
-                    "state_hash": engine.chains[cluster].hex(), "state_encoding": STATE_ENCODING,
-                    "state": cluster_state_blob(state, cluster), "created_position": last_line}])
 
     def cleanup(self) -> None:
         """After a failed run: delete what this run wrote for its clusters."""
@@ -217,6 +227,7 @@ def replay_to_db(
     url: str,
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
     replace: bool = False,
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
@@ -224,7 +235,9 @@ def replay_to_db(
     """Replay ``source`` (NDJSON path, plain or gzip, or ``-``) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
-    ``replay.runner.run_file`` (so file outputs keep working next to the database).
+    ``replay.runner.run_file`` (so file outputs keep working next to the database).  Every
+    ``snapshot_every`` events of a cluster, and at the end, a restorable snapshot of that cluster is
+    written in the same transaction as the events it covers.
 
     Raises:
         SinkError: schema cannot be upgraded, a cluster already in the database without
@@ -233,6 +246,9 @@ def replay_to_db(
     """
     if batch_size < 1:
         raise SinkError("--batch-size must be at least 1")
+    if snapshot_every < 1:
+        raise SinkError("--snapshot-every must be at least 1")
+    snapshotted: dict[str, int] = {}
     upgrade_schema(url)
     db = create_db_engine(url)
     engine = Engine()
@@ -299,6 +315,9 @@ def replay_to_db(
                                               "cluster_queue": d.cluster_queue, "payload": d.to_json()})
                             if on_decision is not None:
                                 on_decision(d)
+                    if (pos + 1) % snapshot_every == 0:
+                        sink.snapshot(engine, cluster, line_no)
+                        snapshotted[cluster] = pos + 1
                 pending += 1
                 if pending >= batch_size:
                     sink.flush()
@@ -306,7 +325,7 @@ def replay_to_db(
                                                            sink.dead)
                     pending = 0
         sink.flush()
-        sink.finish(engine, line_no)
+        sink.finish(engine, line_no, snapshotted)
     except sa.exc.SQLAlchemyError as exc:
         _cleanup(sink)
         raise SinkError(f"database error while writing to {redacted(url)}: {str(exc).splitlines()[0]}") from None

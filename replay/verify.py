@@ -21,7 +21,7 @@ import orjson
 import sqlalchemy as sa
 
 from replay.ndjson import open_source
-from replay.sql_db import SinkError, create_db_engine, redacted, salvage
+from replay.sql_db import SinkError, archived_event, create_db_engine, redacted, salvage
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
@@ -183,14 +183,7 @@ def _from_archive(checker: _Checker, db: sa.Engine, clusters: list[str]) -> None
                  .where(e.cluster == cluster).order_by(e.position))
             for row in conn.execution_options(yield_per=_YIELD).execute(q):
                 label = f"{row.event_id or '-'} at position {row.position}"
-                event = error = None
-                if row.payload is None:
-                    error = EventError("", row.reason or "not a JSON object", row.event_id)
-                else:
-                    try:
-                        event = decode_event(orjson.dumps(row.payload))
-                    except EventError as err:
-                        error = err
+                event, error = archived_event(row.payload, row.reason, row.event_id)
                 if event is not None and event.cluster != cluster:
                     raise _Found(Divergence(cluster, f"event {label}", f"cluster {cluster!r}",
                                             f"payload of cluster {event.cluster!r}"))

@@ -147,14 +147,16 @@ def _dump_cluster(c: ClusterState) -> dict:
     }
 
 
-def dump(engine: Engine) -> bytes:
-    """The engine's complete state as zlib-compressed canonical JSON."""
+def dump(engine: Engine, clusters: list[str] | None = None) -> bytes:
+    """The engine's complete state as zlib-compressed canonical JSON; with ``clusters``, only those
+    clusters (their chains, seen ids and state; the event counters stay engine-wide)."""
+    names = [n for n in engine.clusters if clusters is None or n in clusters]
     doc = {
         "format": SNAPSHOT_FORMAT, "engineVersion": ENGINE_VERSION,
         "counts": [engine.applied, engine.rejected, engine.duplicates],
-        "chains": {name: chain.hex() for name, chain in engine.chains.items()},
-        "seen": {name: sorted(ids) for name, ids in engine._seen.items()},
-        "clusters": [_dump_cluster(c) for c in engine.clusters.values()],
+        "chains": {name: engine.chains[name].hex() for name in names},
+        "seen": {name: sorted(engine._seen[name]) for name in names},
+        "clusters": [_dump_cluster(engine.clusters[name]) for name in names],
     }
     return zlib.compress(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS), 1)
 
