@@ -73,8 +73,11 @@ class QuotaNode:
         return path
 
     def flavor_resources(self) -> list[FlavorResource]:
-        """Every ``(flavor, resource)`` this node has quota, subtree quota or usage for, sorted."""
-        return sorted(set(self.nominal) | set(self.subtree) | set(self.usage))
+        """Every ``(flavor, resource)`` this node has configured quota for, or non-zero subtree quota or
+        usage, sorted (zero leftovers of children that moved away are not listed, so the answer does not
+        depend on the order the configuration arrived in)."""
+        return sorted(set(self.nominal) | {fr for fr, v in self.subtree.items() if v}
+                      | {fr for fr, v in self.usage.items() if v})
 
 
 def _recompute_quota(node: QuotaNode, fr: FlavorResource) -> None:
