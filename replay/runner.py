@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from replay.ndjson import open_source
 from statemodel.engine import Engine
 from statemodel.errors import EventError
+from statemodel.event_types import Event
 from statemodel.events import decode_event
 
 DecisionCallback = Callable[[Any], None]
@@ -68,6 +70,33 @@ def _event_counts(engine: Engine) -> tuple[int, int, int]:
         return ev["applied"], ev["rejected"], ev["duplicates"]
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a replay (see the GC note above); restores it after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def decoded_lines(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes, Event | EventError]]:
+    """``(line number, raw line, event or the EventError that rejects it)`` for every non-blank
+    line of an NDJSON stream (line numbers count blank lines too)."""
+    decode = decode_event
+    line_no = 0
+    for line in stream:
+        line_no += 1
+        if line.isspace():
+            continue
+        try:
+            yield line_no, line, decode(line)
+        except EventError as err:
+            yield line_no, line, err
+
+
 def run_file(
     source: str,
     engine: Engine | None = None,
@@ -102,40 +131,27 @@ def run_file(
     if engine is None:
         engine = Engine()
     applied0, rejected0, duplicates0 = _event_counts(engine)
-    decode = decode_event
     apply = engine.apply
     reject = engine.reject
     n_decisions = 0
     n_lines = 0
-    line_no = 0
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # see GC note in the module docstring
     started = time.perf_counter()
-    try:
-        with open_source(source) as stream:
-            for line in stream:
-                line_no += 1
-                if line.isspace():
-                    continue
-                n_lines += 1
-                try:
-                    event = decode(line)
-                except EventError as err:
-                    reject(err.event_id, err)
-                    if on_reject is not None:
-                        on_reject(line_no, err)
-                    continue
-                if until_ms is not None and event.time_ms > until_ms:
-                    break
-                decisions = apply(event)
-                if decisions:
-                    n_decisions += len(decisions)
-                    if on_decision is not None:
-                        for d in decisions:
-                            on_decision(d)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_paused(), open_source(source) as stream:
+        for line_no, _, item in decoded_lines(stream):
+            n_lines += 1
+            if isinstance(item, EventError):
+                reject(item.event_id, item)
+                if on_reject is not None:
+                    on_reject(line_no, item)
+                continue
+            if until_ms is not None and item.time_ms > until_ms:
+                break
+            decisions = apply(item)
+            if decisions:
+                n_decisions += len(decisions)
+                if on_decision is not None:
+                    for d in decisions:
+                        on_decision(d)
     seconds = time.perf_counter() - started
     applied1, rejected1, duplicates1 = _event_counts(engine)
     return engine, ReplayResult(

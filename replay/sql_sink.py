@@ -24,7 +24,6 @@ transaction as its first batch.  When a run fails, the rows it wrote for its clu
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -33,12 +32,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from replay.ndjson import open_source
-from replay.runner import ReplayResult
+from replay.runner import ReplayResult, decoded_lines, gc_paused
 from replay.sql_db import RawJSON, SinkError, create_db_engine, ms_to_datetime, redacted, salvage, time_ms, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.events import decode_event
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.version import ENGINE_VERSION
 
@@ -253,24 +251,17 @@ def replay_to_db(
     db = create_db_engine(url)
     engine = Engine()
     sink = SqlSink(db, source, replace)
-    decode = decode_event
     apply = engine.apply
     positions = sink.positions
     events, no_payload, decisions, dead = sink.events, sink.events_no_payload, sink.decisions, sink.dead
     n_lines = n_decisions = line_no = pending = 0
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as in replay.runner: the engine's garbage is freed by reference counting
     started = time.perf_counter()
     try:
-        with open_source(source) as stream:
-            for line in stream:
-                line_no += 1
-                if line.isspace():
-                    continue
+        with gc_paused(), open_source(source) as stream:
+            for line_no, line, event in decoded_lines(stream):
                 n_lines += 1
-                try:
-                    event = decode(line)
-                except EventError as err:
+                if isinstance(event, EventError):
+                    err = event
                     engine.reject(err.event_id, err)
                     cluster, payload, when, etype = salvage(line)
                     pos = positions.get(cluster)
@@ -333,8 +324,6 @@ def replay_to_db(
         _cleanup(sink)
         raise
     finally:
-        if gc_was_enabled:
-            gc.enable()
         db.dispose()
     seconds = time.perf_counter() - started
     return engine, ReplayResult(applied=engine.applied, rejected=engine.rejected, duplicates=engine.duplicates,

@@ -182,9 +182,6 @@ class ClusterQueueQueue:
         """Whether AFS order matters here: ordered by usage and fed by more than one LocalQueue."""
         return self.by_usage and len(self._per_local_queue) > 1
 
-    def __len__(self) -> int:
-        return len(self.members)
-
     def ordered(self, scorer: Scorer) -> list[WorkloadInfo]:
         """All pending members in queue order (Kueue visibility: heap + inadmissible, same comparator)."""
         if not self.by_usage:

@@ -56,13 +56,6 @@ class QuotaNode:
         self.cq_children = 0
         self.height = 0
 
-    def root(self) -> "QuotaNode":
-        """The top of this node's linked chain."""
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
-
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
         path = [self]
