@@ -511,3 +511,41 @@ def db_downgrade(
 
 if __name__ == "__main__":
     app()
+
+
+# --------------------------------------------------------------------------- Kafka
+
+
+@app.command("dev-broker")
+def dev_broker(
+    port: Optional[int] = typer.Option(None, "--port", help="Loopback port to listen on (default: a free one)."),
+) -> None:
+    """Run the embedded development Kafka broker (Tansu, in-memory) until Ctrl-C or SIGTERM.
+
+    For development and tests only: nothing survives a restart.  Use docker-compose.yml for a real
+    Apache Kafka.
+    """
+    import signal
+    import threading
+
+    from streams.devbroker import DevBroker, DevBrokerError
+
+    broker = DevBroker(port=port)
+    try:
+        broker.start()
+    except DevBrokerError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    typer.echo(f"dev broker (tansu) ready: --bootstrap {broker.bootstrap}  (log {broker.log_path}); Ctrl-C stops it")
+    try:
+        while not stop.wait(0.5):
+            if not broker.alive:
+                sys.stderr.write(f"error: the dev broker died; log {broker.log_path}\n")
+                raise typer.Exit(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    typer.echo("dev broker stopped")

@@ -70,3 +70,15 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     url = request.getfixturevalue("postgres_url")
     command.downgrade(alembic_config(url), "base")  # the run's database is shared by the tests: start empty
     yield url
+
+
+# --------------------------------------------------------------------------- Kafka broker
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """``host:port`` of a Kafka broker for this test run (see tests/kafkahelpers.py for which one)."""
+    from tests.kafkahelpers import session_broker
+
+    with session_broker() as bootstrap:
+        yield bootstrap
