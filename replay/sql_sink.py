@@ -1,4 +1,5 @@
-"""SQL sink: replay an NDJSON source through the engine and archive everything in the SQL store.
+"""SQL sink: replay an event source (NDJSON file or Kafka range) through the engine and archive
+everything in the SQL store.
 
 ``replay_to_db(source, url)`` streams the events through the very same ``Engine`` as
 ``replay.runner.run_file`` and writes, one transaction per batch of ``batch_size`` input events
@@ -6,7 +7,7 @@
 
 - every event to ``events`` (status ``applied`` / ``duplicate`` / ``rejected`` with reason and
   field path; ``payload`` the received JSON text; ``position`` 0-based per cluster;
-  ``source_position`` the 1-based line number), rejected ones also to ``dead_letters``;
+  ``source_position`` the 1-based line number, or the Kafka offset), rejected ones also to ``dead_letters``;
 - every decision to ``decisions`` (``payload`` = ``Decision.to_json()``);
 - every ``snapshot_every`` events of a cluster, with the batch that holds those events, and at
   the end, a ``snapshots`` row: the restorable engine snapshot of that cluster
@@ -31,8 +32,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from replay.ndjson import open_source
 from replay.runner import ReplayResult, decoded_lines, gc_paused
+from replay.sources import open_records
 from replay.sql_db import RawJSON, SinkError, create_db_engine, ms_to_datetime, redacted, salvage, time_ms, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
@@ -230,7 +231,7 @@ def replay_to_db(
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
 ) -> tuple[Engine, ReplayResult]:
-    """Replay ``source`` (NDJSON path, plain or gzip, or ``-``) into the SQL store at ``url``.
+    """Replay ``source`` (NDJSON path, plain or gzip, ``-``, or a ``kafka://`` range) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
     ``replay.runner.run_file`` (so file outputs keep working next to the database).  Every
@@ -257,8 +258,8 @@ def replay_to_db(
     n_lines = n_decisions = line_no = pending = 0
     started = time.perf_counter()
     try:
-        with gc_paused(), open_source(source) as stream:
-            for line_no, line, event in decoded_lines(stream):
+        with gc_paused(), open_records(source) as records:
+            for line_no, line, event in decoded_lines(records):
                 n_lines += 1
                 if isinstance(event, EventError):
                     err = event
