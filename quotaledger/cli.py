@@ -557,3 +557,8 @@ def dev_broker(
     finally:
         broker.stop()
     typer.echo("dev broker stopped")
+
+
+from quotaledger import cli_kafka  # noqa: E402
+
+cli_kafka.register(app)

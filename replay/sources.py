@@ -103,7 +103,7 @@ def _bound(name: str, value: str) -> tuple[int | None, int | None]:
     try:
         return None, parse_time(text, name)
     except EventError as exc:
-        raise SourceError(f"kafka:// {name}={value!r}: not an offset (integer >= 0), an RFC 3339 time or "
+        raise SourceError(f"kafka:// URL: {name}={value!r} is not an offset (integer >= 0), an RFC 3339 time or "
                           f"@epoch-milliseconds ({exc.problem})") from None
 
 
@@ -118,44 +118,44 @@ def parse_kafka_url(url: str) -> KafkaRange:
         raise SourceError(f"{url!r} is not a kafka:// URL")
     parts = urlsplit(url)
     if parts.fragment:
-        raise SourceError(f"{url}: unexpected '#{parts.fragment}' (parameters go after '?')")
+        raise SourceError(f"kafka:// URL: unexpected '#{parts.fragment}' (parameters go after '?')")
     netloc = parts.netloc or os.environ.get(BOOTSTRAP_ENV, "")
     if not netloc:
-        raise SourceError(f"{url}: no broker given (kafka://HOST:PORT/TOPIC, or set ${BOOTSTRAP_ENV})")
+        raise SourceError(f"kafka:// URL: no broker given (kafka://HOST:PORT/TOPIC, or set ${BOOTSTRAP_ENV})")
     for server in netloc.split(","):
         host, sep, port = server.rpartition(":")
         if not sep or not host:
-            raise SourceError(f"{url}: broker {server!r} must be HOST:PORT")
+            raise SourceError(f"kafka:// URL: broker {server!r} must be HOST:PORT")
         if not port.isdigit() or not 0 < int(port) < 65536:
-            raise SourceError(f"{url}: broker {server!r} has no valid port (1-65535)")
+            raise SourceError(f"kafka:// URL: broker {server!r} has no valid port (1-65535)")
     topic = unquote(parts.path[1:] if parts.path.startswith("/") else parts.path)
     if not topic:
-        raise SourceError(f"{url}: no topic (kafka://HOST:PORT/TOPIC)")
+        raise SourceError("kafka:// URL: no topic (kafka://HOST:PORT/TOPIC)")
     if not _TOPIC.fullmatch(topic):
-        raise SourceError(f"{url}: topic {topic!r} is not a valid Kafka topic name "
+        raise SourceError(f"kafka:// URL: topic {topic!r} is not a valid Kafka topic name "
                           "(1-249 of letters, digits, '.', '_', '-')")
     try:
         pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError as exc:
-        raise SourceError(f"{url}: malformed query string ({exc})") from None
+        raise SourceError(f"kafka:// URL: malformed query string ({exc})") from None
     params: dict[str, str] = {}
     for key, value in pairs:
         if key not in _PARAMS:
-            raise SourceError(f"{url}: unknown parameter {key!r} (known: {', '.join(_PARAMS)})")
+            raise SourceError(f"kafka:// URL: unknown parameter {key!r} (known: {', '.join(_PARAMS)})")
         if key in params:
-            raise SourceError(f"{url}: parameter {key!r} given twice")
+            raise SourceError(f"kafka:// URL: parameter {key!r} given twice")
         params[key] = value
     partition = None
     if "partition" in params:
         if not params["partition"].isdigit():
-            raise SourceError(f"{url}: partition={params['partition']!r} must be an integer >= 0")
+            raise SourceError(f"kafka:// URL: partition={params['partition']!r} must be an integer >= 0")
         partition = int(params["partition"])
     from_offset, from_ms = _bound("from", params["from"]) if "from" in params else (None, None)
     to_offset, to_ms = _bound("to", params["to"]) if "to" in params else (None, None)
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
-        raise SourceError(f"{url}: from offset {from_offset} is after to offset {to_offset}")
+        raise SourceError(f"kafka:// URL: from offset {from_offset} is after to offset {to_offset}")
     if from_ms is not None and to_ms is not None and from_ms >= to_ms:
-        raise SourceError(f"{url}: from time is not before to time")
+        raise SourceError("kafka:// URL: from time is not before to time")
     return KafkaRange(",".join(netloc.split(",")), topic, partition, from_offset, to_offset, from_ms, to_ms)
 
 
@@ -196,7 +196,8 @@ class KafkaRangeReader:
             async def make() -> Any:
                 return AIOKafkaConsumer(bootstrap_servers=rng.bootstrap, group_id=None, enable_auto_commit=False,
                                         auto_offset_reset="earliest", request_timeout_ms=int(self.timeout * 1000),
-                                        max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20)
+                                        max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20,
+                                        fetch_max_wait_ms=50)
 
             self.consumer = self._run(make())
             self._run(self.consumer.start())
@@ -237,8 +238,12 @@ class KafkaRangeReader:
 
         rng, consumer = self.rng, self.consumer
         tp = TopicPartition(rng.topic, partition)
-        consumer.assign([tp])
-        consumer.seek(tp, rng.from_offset or 0)
+
+        async def assign() -> None:  # aiokafka wants its running loop here
+            consumer.assign([tp])
+            consumer.seek(tp, rng.from_offset or 0)
+
+        self._run(assign())
         end: int | None = None
         wants = rng.wants
         deadline = time.monotonic() + self.timeout
