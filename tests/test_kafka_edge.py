@@ -276,3 +276,17 @@ def test_missing_topic_partition_and_broker_are_clear_errors(kafka_bootstrap: st
             out = runner.invoke(app, args)
             assert out.exit_code in (1, 2), (args, out.output)
             assert problem in out.stderr, (args, out.stderr)
+
+
+def test_produce_from_stdin_reports_lines_too_large(kafka_bootstrap: str) -> None:
+    small = [b'{"id": "s-1", "time": 1, "type": "Tick"}', b'{"id": "s-2", "time": 2, "type": "Tick"}']
+    huge = b'{"id": "big", "time": 3, "type": "Tick", "pad": "' + b"x" * 3000 + b'"}'
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    out = runner.invoke(app, ["produce", "-", "--bootstrap", kafka_bootstrap, "--topic-prefix", prefix,
+                              "--partitions", "1", "--max-message-bytes", "2048"],
+                        input=b"\n".join([small[0], huge, small[1]]) + b"\n")
+    assert out.exit_code == 1
+    assert "not produced: line 2 is longer than --max-message-bytes 2048" in out.stderr
+    assert "produced 2 events" in out.stdout and "1 lines over the size limit NOT produced" in out.stdout
+    records = _consume_all(kafka_bootstrap, f"{prefix}.events", 2)
+    assert [(r.key, r.value) for r in sorted(records, key=lambda r: r.offset)] == [(b"default", v) for v in small]
