@@ -45,6 +45,7 @@ from statemodel.timefmt import parse_time
 KAFKA_SCHEME = "kafka://"
 BOOTSTRAP_ENV = "QUOTALEDGER_BOOTSTRAP"
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_DIGITS = re.compile(r"[0-9]+")
 _PARAMS = ("from", "to", "partition")
 T = TypeVar("T")
 
@@ -96,7 +97,7 @@ class KafkaRange:
 def _bound(name: str, value: str) -> tuple[int | None, int | None]:
     """``(offset, None)`` or ``(None, epoch ms)`` for a ``from`` / ``to`` value."""
     text = value.strip()
-    if re.fullmatch(r"[0-9]+", text):
+    if _DIGITS.fullmatch(text):
         return int(text), None
     if text.startswith("@") and re.fullmatch(r"-?[0-9]+", text[1:]):
         return None, int(text[1:])
@@ -126,7 +127,7 @@ def parse_kafka_url(url: str) -> KafkaRange:
         host, sep, port = server.rpartition(":")
         if not sep or not host:
             raise SourceError(f"kafka:// URL: broker {server!r} must be HOST:PORT")
-        if not port.isdigit() or not 0 < int(port) < 65536:
+        if not _DIGITS.fullmatch(port) or not 0 < int(port) < 65536:
             raise SourceError(f"kafka:// URL: broker {server!r} has no valid port (1-65535)")
     topic = unquote(parts.path[1:] if parts.path.startswith("/") else parts.path)
     if not topic:
@@ -147,7 +148,7 @@ def parse_kafka_url(url: str) -> KafkaRange:
         params[key] = value
     partition = None
     if "partition" in params:
-        if not params["partition"].isdigit():
+        if not _DIGITS.fullmatch(params["partition"]):
             raise SourceError(f"kafka:// URL: partition={params['partition']!r} must be an integer >= 0")
         partition = int(params["partition"])
     from_offset, from_ms = _bound("from", params["from"]) if "from" in params else (None, None)
@@ -156,7 +157,7 @@ def parse_kafka_url(url: str) -> KafkaRange:
         raise SourceError(f"kafka:// URL: from offset {from_offset} is after to offset {to_offset}")
     if from_ms is not None and to_ms is not None and from_ms >= to_ms:
         raise SourceError("kafka:// URL: from time is not before to time")
-    return KafkaRange(",".join(netloc.split(",")), topic, partition, from_offset, to_offset, from_ms, to_ms)
+    return KafkaRange(netloc, topic, partition, from_offset, to_offset, from_ms, to_ms)
 
 
 class KafkaRangeReader:

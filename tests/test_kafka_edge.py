@@ -235,6 +235,7 @@ def test_offset_partition_and_time_bounds(kafka_bootstrap: str, produced) -> Non
     ("kafka://localhost/t", "must be HOST:PORT"),
     ("kafka://localhost:99999/t", "no valid port"),
     ("kafka://localhost:x/t", "no valid port"),
+    ("kafka://localhost:\u00b2/t", "no valid port"),
     ("kafka://localhost:9092", "no topic"),
     ("kafka://localhost:9092/", "no topic"),
     ("kafka://localhost:9092/a/b", "not a valid Kafka topic name"),
