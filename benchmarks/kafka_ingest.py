@@ -8,7 +8,8 @@
    (b) **ingest**: ``streams.ingest.run_ingest`` into a scratch PostgreSQL database (or ``--db``):
        decode, engine, one SQL transaction per batch with events, decisions, snapshots,
        projections and offsets (events/s and batches committed, as the worker counts them);
-   (c) **engine only**: ``replay.runner.run_file`` of the same file (decode + validate + apply);
+   (c) **engine only**: ``replay.runner.run_file`` of the same file (decode + validate + apply),
+       the better of two passes;
 
 3. checks that the ingested store verifies and has the file replay's hash, and prints a table with
    the ratios: ingest / engine-only (minimum 60 %) and ingest / raw (goal 50 %).
@@ -87,8 +88,8 @@ def main() -> None:
         if stats.consumed != n:
             raise SystemExit(f"ingest consumed {stats.consumed} of {n} records")
 
-        engine, replayed = run_file(str(path))
-        print(f"  (c) engine only: {replayed.events_per_second:,.0f} events/s")
+        engine, replayed = max((run_file(str(path)) for _ in range(2)), key=lambda r: r[1].events_per_second)
+        print(f"  (c) engine only (best of 2): {replayed.events_per_second:,.0f} events/s")
 
         checked = verify(db)
         same = checked.ok and checked.hash == engine.hash
