@@ -33,10 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXAMPLE = "examples/two-teams.ndjson"
-"""The shipped example, relative to the ``replay`` package."""
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -253,23 +249,38 @@ def state(
 
 
 @app.command()
-def demo() -> None:
-    """Replay the shipped example (two teams sharing a cohort tree) and summarize it."""
-    from importlib.resources import as_file, files
+def demo(
+    trace: str = typer.Option("dlrm", "--trace", help="dlrm (shipped), openb, or the path of a trace CSV (with --mapping)."),
+    mapping: Optional[str] = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace."),
+    quota: Optional[str] = typer.Option(
+        None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree."),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL of the store (default: a SQLite file in the output folder)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
+    until: Optional[str] = typer.Option(
+        None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time."),
+) -> None:
+    """The main job on a real trace: import it, build the quota tree (written as editable manifests),
+    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
+    (tables, PNG plots, index.html) — all in one output folder, named at the end."""
+    from replay.demo import DemoError, run_demo
 
-    resource = files("replay").joinpath(EXAMPLE)
-    with as_file(resource) as path:
-        engine, result = _run(str(path))
-    st = engine.state()
-    console = _console()
-    console.print(f"[bold]quotaledger demo[/bold]: replayed {EXAMPLE} ({result.lines} events)")
-    for table in _cluster_queue_tables(st):
-        console.print(table)
-    console.print(
-        f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
-        f"decisions {result.decisions}"
-    )
-    console.print(f"engine {st.get('engineVersion')}  hash {engine.hash}")
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=200)
+    from quotaledger.demo_view import demo_progress, print_demo
+
+    try:
+        with demo_progress(err) as progress:
+            result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
+                              on_note=lambda text: err.print(text, markup=False, highlight=False))
+    except DemoError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        err.print(f"error: cannot write the demo output: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    print_demo(_console(), result)
 
 
 @app.command()

@@ -1,0 +1,127 @@
+"""The demo report as text: table rows (shared by the terminal and the web page) and ``index.html``.
+
+Numbers are the exact integers of ``replay.report``; this module only rounds them for display:
+durations to the two largest units (``3h07m``), ratios to one decimal of a percent.
+"""
+
+from __future__ import annotations
+
+import html
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from replay.report import GPU, NodeStats, Report, percentile
+
+if TYPE_CHECKING:
+    from replay.demo import DemoResult
+
+__all__ = ["HEADERS", "duration", "percent", "table_rows", "write_index"]
+
+HEADERS = ("node", "kind", "admitted", "at start", "wait p50/p95/max", "observed p50/p95/max",
+           "cpu util", "GPU util", "borrowing", "lent", "pending peak", "pending end")
+"""Columns of :func:`table_rows` (README "The demo report" explains each)."""
+
+_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
+
+
+def duration(ms: int | None) -> str:
+    """``ms`` as the two largest units (``2d04h``, ``3h07m``, ``12m05s``, ``45s``, ``250ms``); ``-`` for ``None``."""
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return "0s" if ms == 0 else f"{ms}ms"
+    for i, (name, size) in enumerate(_UNITS):
+        if ms >= size:
+            whole, rest = divmod(ms, size)
+            if i + 1 < len(_UNITS):
+                sub_name, sub = _UNITS[i + 1]
+                part = rest // sub
+                return f"{whole}{name}{part:02d}{sub_name}" if part else f"{whole}{name}"
+            return f"{whole}{name}"
+    return f"{ms}ms"  # pragma: no cover - the loop always returns
+
+
+def percent(x: Fraction | None) -> str:
+    """A ratio as a percentage with one decimal (``51.2%``); ``-`` for ``None``."""
+    return "-" if x is None else f"{float(x * 100):.1f}%"
+
+
+def _waits(values: list[int]) -> str:
+    if not values:
+        return "-"
+    return "/".join(duration(percentile(values, p)) for p in (50, 95, 100))
+
+
+def _row(n: NodeStats) -> tuple[str, ...]:
+    return (("  " * n.depth) + n.name, n.kind, f"{n.admitted:,}", f"{n.running_at_start:,}", _waits(n.waits_ms),
+            _waits(n.observed_waits_ms), percent(n.utilization("cpu")), percent(n.utilization(GPU)),
+            percent(n.share(n.borrowing_ms)), percent(n.share(n.lent_ms)), f"{n.pending_peak:,}",
+            f"{n.pending_at_end:,}")
+
+
+def table_rows(report: Report) -> list[tuple[str, ...]]:
+    """One row per Cohort and ClusterQueue, depth-first from the root (names indented by depth),
+    columns :data:`HEADERS`."""
+    return [_row(n) for n in report.nodes]
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-space: pre; }
+th { background: #f0f0f0; }
+td:first-child, td:nth-child(2), th:first-child { text-align: left; }
+tr.Cohort { background: #eef4ff; font-weight: 600; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 1.5em; }
+code, pre { background: #f6f6f6; padding: 2px 4px; }
+pre { padding: 8px; overflow-x: auto; }
+"""
+
+
+def write_index(result: DemoResult) -> Path:
+    """Write ``index.html`` into the demo's output folder: run summary, the report table, the
+    plots and the example SQL queries.  Returns its path.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    from replay.demo import example_queries
+
+    r = result.report
+    e = html.escape
+    sim = result.simulation
+    head = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
+    body = "".join(
+        f'<tr class="{e(n.kind)}">' + "".join(f"<td>{e(c)}</td>" for c in _row(n)) + "</tr>\n" for n in r.nodes)
+    plots = "".join(f'<h3>{e(p.stem.replace("_", " "))}</h3>\n<img src="{e(p.name)}" alt="{e(p.stem)}">\n'
+                    for p in result.pngs)
+    queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(sql)}</pre>\n" for what, sql in example_queries(r.cluster))
+    notes = "".join(f"<li>{e(n)}</li>" for n in result.config.notes)
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>quotaledger demo: {e(r.cluster)}</title>
+<style>{_CSS}</style></head><body>
+<h1>quotaledger demo: {e(r.cluster)}</h1>
+<p>{len(result.trace.jobs):,} jobs of the trace; {sim.events:,} events simulated
+({sim.preadmitted:,} running at the start, {sim.submitted:,} submitted, {sim.admitted:,} admitted,
+{sim.finished:,} finished, {sim.withdrawn:,} withdrawn; at the end {sim.running_at_end:,} running,
+{sim.pending_at_end:,} pending) over {e(duration(r.end_ms - r.start_ms))} of trace time.
+Engine hash <code>{e(result.hash)}</code>.</p>
+<ul>{notes}</ul>
+<p>SQL store: <code>{e(result.url)}</code>; quota manifests: <code>quota/</code>; events: <code>{e(result.events.name)}</code>;
+exact numbers: <code>report.json</code>.</p>
+<h2>Report per Cohort and ClusterQueue</h2>
+<p>Waits are admission time − submission time (nearest-rank percentiles); observed waits are the trace's own
+(scheduled − created) for the same workloads. Utilization = time-weighted usage / (nominal quota of the subtree × span);
+borrowing and lent are shares of the span. The README section "The demo report" defines every column.</p>
+<table><thead><tr>{head}</tr></thead><tbody>
+{body}</tbody></table>
+<h2>Plots</h2>
+{plots}
+<h2>Query the store</h2>
+{queries}
+</body></html>
+"""
+    path = result.out / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
