@@ -44,7 +44,7 @@ def print_demo(console: Console, result: DemoResult) -> None:
     table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (README: The demo report)",
                   title_justify="left", box=box.SIMPLE_HEAD)
     for i, header in enumerate(HEADERS):
-        table.add_column(header, justify="left" if i < 2 else "right")
+        table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
     for node, row in zip(report.nodes, table_rows(report)):
         table.add_row(*row, style="bold" if node.kind == "Cohort" else None)
     console.print(table)

@@ -17,12 +17,11 @@ verify --db URL`` recomputes it).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import orjson
 
 from replay.importers.jobs import ImportResult
 from replay.manifests import QuotaConfig, load_manifests, write_manifests
@@ -195,9 +194,10 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     clock = time.perf_counter()
     result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total))
     result.report_json = out_dir / "report.json"
-    result.report_json.write_bytes(orjson.dumps(
+    # stdlib json: integrals of bytes × ms exceed 64 bits, which orjson refuses
+    result.report_json.write_text(json.dumps(
         {"cluster": report.cluster, "startMs": report.start_ms, "endMs": report.end_ms, "hash": engine.hash,
-         "nodes": report.nodes}, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+         "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock
     return result

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from replay.report import GPU, Report
+from replay.report import GPU, Report, percentile
+from replay.report_page import duration
 
 __all__ = ["write_plots", "display_unit"]
 
@@ -49,6 +50,7 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import StrMethodFormatter
 
     out = Path(out)
     written: list[Path] = []
@@ -57,7 +59,7 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
     total = 3
     span_days = _days(report.end_ms, report.start_ms)
     if top:
-        fig, axes = plt.subplots(len(top), 1, figsize=(11, 3.2 * len(top) + 0.6), sharex=True, squeeze=False)
+        fig, axes = plt.subplots(len(top), 1, figsize=(13, 3.2 * len(top) + 0.6), sharex=True, squeeze=False)
         for ax, name in zip(axes[:, 0], top):
             res = report.headline[name]
             scale, unit = display_unit(res)
@@ -73,9 +75,9 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
                            label=f"nominal + borrowingLimit: {ceiling / scale:,.0f} {unit}")
             ax.set_title(f"{name}: {res} usage vs quota", loc="left", fontsize=10)
             ax.set_ylabel(f"{res} ({unit})")
-            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
             ax.grid(alpha=0.3)
-            ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
         axes[-1, 0].set_xlabel("time since the start of the trace (days)")
         axes[-1, 0].set_xlim(0, span_days)
         fig.suptitle(f"{report.cluster}: usage vs quota per top cohort", fontsize=12)
@@ -83,19 +85,20 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
         written.append(_save(fig, out / "usage_vs_quota.png"))
         step(1, total)
 
-        fig, ax = plt.subplots(figsize=(11, 4))
+        fig, ax = plt.subplots(figsize=(13, 4))
         for name in top:
             pts = report.pending_series[name]
             xs = [_days(t, report.start_ms) for t, _ in pts] + [span_days]
             ys = [v for _, v in pts] + [pts[-1][1]]
-            ax.step(xs, ys, where="post", lw=0.9, label=name)
+            ax.step(xs, ys, where="post", lw=1.2, label=name)
         ax.set_title(f"{report.cluster}: pending workloads over time", loc="left", fontsize=11)
         ax.set_xlabel("time since the start of the trace (days)")
         ax.set_ylabel("pending workloads (count)")
         ax.set_xlim(0, span_days)
         ax.set_ylim(bottom=0)
+        ax.yaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
         fig.tight_layout()
         written.append(_save(fig, out / "pending.png"))
     step(2, total)
@@ -103,26 +106,27 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
     nodes = {n.name: n for n in report.nodes if n.name in top}
     with_waits = [name for name in top if nodes[name].waits_ms]
     if with_waits:
-        fig, ax = plt.subplots(figsize=(11, 4.5))
+        fig, ax = plt.subplots(figsize=(13, 4.5))
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, name in enumerate(with_waits):
             node = nodes[name]
             color = colors[i % len(colors)]
-            for waits, style, what in ((node.waits_ms, "-", "simulated"), (node.observed_waits_ms, "--", "observed in the trace")):
+            for waits, style, lw, what in ((node.waits_ms, "-", 2.2, "simulated"),
+                                           (node.observed_waits_ms, "--", 1.2, "observed in the trace")):
                 if not waits:
                     continue
                 xs = [w / 1000 for w in waits]
                 ys = [(k + 1) / len(waits) for k in range(len(waits))]
-                ax.step([0.0, *xs], [0.0, *ys], where="post", ls=style, color=color, lw=1.2,
-                        label=f"{name}, {what} (n={len(waits):,})")
+                ax.step([0.0, *xs], [0.0, *ys], where="post", ls=style, color=color, lw=lw,
+                        label=f"{name}, {what} (n={len(waits):,}, p95 {duration(percentile(waits, 95))})")
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(0, 1.05)
         ax.set_title(f"{report.cluster}: wait-time CDF (admission − submission)", loc="left", fontsize=11)
         ax.set_xlabel("wait (seconds; linear below 1 s, logarithmic above)")
         ax.set_ylabel("share of admitted workloads waiting ≤ x")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
         fig.tight_layout()
         written.append(_save(fig, out / "wait_cdf.png"))
     step(3, total)
