@@ -124,8 +124,9 @@ class Report:
             roots themselves when there is no cohort level below them.
         headline: top node → the resource its plot shows (``nvidia.com/gpu`` when the subtree has
             GPU quota, else ``cpu``).
-        usage_series: top node → ``[(time ms, usage of its headline resource)]`` after each instant.
-        pending_series: top node → ``[(time ms, pending workloads)]`` after each instant.
+        usage_series: top node → ``[(time ms, usage of its headline resource)]``: the value after
+            each instant at which it changed, starting with ``(start, 0)``.
+        pending_series: top node → ``[(time ms, pending workloads)]``, the same way.
         limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline resource.
     """
 
@@ -328,8 +329,10 @@ def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], pa
         if series is not None and report is not None:
             for i, res in series.items():
                 c = children[i]
-                report.usage_series[c.name].append((t, sum(v for (_, r), v in c.level.items() if r == res)))
-                report.pending_series[c.name].append((t, c.pending))
+                for points, value in ((report.usage_series[c.name], sum(v for (_, r), v in c.level.items() if r == res)),
+                                      (report.pending_series[c.name], c.pending)):
+                    if points[-1][1] != value:
+                        points.append((t, value))
 
     current: int | None = None
     for t, i, key, delta in merged:
