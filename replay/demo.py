@@ -33,7 +33,8 @@ from replay.sql_db import SinkError
 from replay.sql_sink import replay_to_db
 from replay.traces import load_trace, parse_until
 
-__all__ = ["DemoError", "DemoResult", "run_demo", "default_out", "example_queries", "Progress"]
+__all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "example_queries",
+           "Progress"]
 
 Progress = Callable[[str, int, int], None]
 """``(stage, done, total)``: stages ``import``, ``simulate``, ``archive`` (trace time in ms since
@@ -97,6 +98,38 @@ def example_queries(cluster: str) -> list[tuple[str, str]]:
     ]
 
 
+def load_inputs(trace: str, mapping: str | None, quota: str | None,
+                until: str | None) -> tuple[ImportResult, QuotaConfig, int | None]:
+    """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
+    shared by ``quotaledger demo`` and ``quotaledger simulate``.
+
+    Raises:
+        DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
+    """
+    from replay.importers.jobs import TraceImportError
+    from replay.importers.mapping import MappingError
+    from replay.manifests import QuotaConfigError
+
+    try:
+        imported = load_trace(trace, mapping)
+        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
+        raise DemoError(str(exc)) from exc
+    return imported, config, until_ms
+
+
+def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20) -> list[str]:
+    """What to tell the user about the inputs: the first ``max_rows`` skipped rows (line and
+    reason) and how many more, the job count, and the quota configuration's notes."""
+    lines = [f"skipped {bad}" for bad in imported.bad_rows[:max_rows]]
+    if len(imported.bad_rows) > max_rows:
+        lines.append(f"… {len(imported.bad_rows) - max_rows} more skipped rows")
+    lines.append(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
+                 f"{len(imported.nodes)} nodes")
+    return lines + list(config.notes)
+
+
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
              out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
              on_note: Callable[[str], None] | None = None) -> DemoResult:
@@ -119,26 +152,14 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
             be written or read; the two engine runs disagree.
         OSError: the output folder cannot be written.
     """
-    from replay.importers.jobs import TraceImportError
-    from replay.importers.mapping import MappingError
-    from replay.manifests import QuotaConfigError
-
     tick = progress or (lambda stage, done, total: None)
     note = on_note or (lambda text: None)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     tick("import", 0, 1)
-    try:
-        imported = load_trace(trace, mapping)
-        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
-        until_ms = parse_until(until, imported.trace_start_ms) if until else None
-    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
-        raise DemoError(str(exc)) from exc
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until)
     tick("import", 1, 1)
-    for bad in imported.bad_rows:
-        note(f"skipped {bad}")
-    note(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, {len(imported.nodes)} nodes")
-    for line in config.notes:
+    for line in input_notes(imported, config):
         note(line)
     out_dir = Path(out) if out is not None else default_out(trace)
     out_dir.mkdir(parents=True, exist_ok=True)
