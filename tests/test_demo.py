@@ -154,3 +154,50 @@ def test_fresh_clone_finds_dlrm_in_the_package_and_names_what_openb_needs(
     # $QUOTALEDGER_TRACES comes first
     (tmp_path / "alibaba-gpu-v2025-dlrm").mkdir()
     assert traces.trace_dir("dlrm") == tmp_path / "alibaba-gpu-v2025-dlrm"
+
+
+# --------------------------------------------------------------------------- property: the report agrees with the simulation
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from replay.importers.jobs import ImportResult, Job  # noqa: E402
+from replay.manifests import load_manifests  # noqa: E402
+from replay.simulator import simulate  # noqa: E402
+from replay.sql_sink import replay_to_db  # noqa: E402
+
+_JOBS = st.lists(st.tuples(st.sampled_from(["team-a", "team-b"]), st.integers(0, 60), st.integers(1, 80),
+                           st.sampled_from([1000, 2000, 3000, 4000])), min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(rows=_JOBS)
+def test_report_agrees_with_the_simulation(tmp_path: Path, rows: list[tuple[str, int, int, int]]) -> None:
+    # random jobs on the hand-made quota (4 cpu per team, all lendable), span 0-200 s; the report
+    # read back from SQL must agree with what the simulator itself saw, computed here independently
+    users = {"team-a": "ann", "team-b": "bob"}
+    jobs = [Job(f"j{i}", T0 + s * 1000, r * 1000, (team, users[team]), 1, (("cpu", cpu),))
+            for i, (team, s, r, cpu) in enumerate(rows)]
+    trace = ImportResult("lab", jobs, [], T0, T0 + 200_000)
+    config = load_manifests(LAB / "quota", "lab")
+    events = tmp_path / f"e{len(list(tmp_path.iterdir()))}.ndjson"
+    sim = simulate(trace, config, events, until_ms=T0 + 200_000, tick_ms=0)
+    url = f"sqlite:///{events.with_suffix('.db')}"
+    replay_to_db(str(events), url)
+    report = build_report(url, "lab", start_ms=T0, end_ms=T0 + 200_000)
+    end = T0 + 200_000
+    for team in ("team-a", "team-b"):
+        mine = [(f"{users[team]}/j{i}", j) for i, j in enumerate(jobs) if j.tenant[0] == team]
+        admitted = [(k, j) for k, j in mine if k in sim.admitted_at]
+        node = report.node(team)
+        assert node.admitted == len(admitted)
+        assert node.waits_ms == sorted(sim.admitted_at[k] - j.submit_ms for k, j in admitted)
+        assert node.usage_ms.get("cpu", 0) == sum(
+            j.requests[0][1] * (min(sim.admitted_at[k] + j.run_ms, end) - sim.admitted_at[k]) for k, j in admitted)
+        assert node.pending_at_end == len(mine) - len(admitted)
+    lab, a, b = report.node("lab"), report.node("team-a"), report.node("team-b")
+    assert lab.usage_ms.get("cpu", 0) == a.usage_ms.get("cpu", 0) + b.usage_ms.get("cpu", 0)
+    assert lab.waits_ms == sorted(a.waits_ms + b.waits_ms)
+    assert lab.borrowing_ms == 0 and lab.utilization("cpu") <= 1  # the cohort holds 8 cpu, no more
+    # one team borrows exactly while the other has idle quota to lend (the cohort has no quota of its own)
+    assert (a.borrowing_ms, b.borrowing_ms) == (b.lent_ms, a.lent_ms)
