@@ -37,8 +37,7 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 
 def print_demo(console: Console, result: DemoResult) -> None:
     """The report table, the output folder, the SQL URL, three example queries and the timing."""
-    from replay.demo import example_queries
-    from replay.report_page import HEADERS, table_rows
+    from replay.report_page import HEADERS, example_queries, table_rows
 
     report = result.report
     table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (README: The demo report)",

@@ -25,16 +25,17 @@ from pathlib import Path
 
 from replay.importers.jobs import ImportResult
 from replay.manifests import QuotaConfig, load_manifests, write_manifests
+from replay.plots import write_plots
 from replay.quota_tree import generate_quota
 from replay.report import Report, build_report
+from replay.report_page import write_index
 from replay.runner import ReplayResult
 from replay.simulator import SimulationResult, simulate
 from replay.sql_db import SinkError
 from replay.sql_sink import replay_to_db
 from replay.traces import load_trace, parse_until
 
-__all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "example_queries",
-           "Progress"]
+__all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
 
 Progress = Callable[[str, int, int], None]
 """``(stage, done, total)``: stages ``import``, ``simulate``, ``archive`` (trace time in ms since
@@ -79,23 +80,6 @@ def default_out(trace: str) -> Path:
     """``out/demo-<name>`` for a trace name or path (the file or folder name without suffixes)."""
     name = Path(trace).name.split(".")[0] or "trace"
     return Path("out") / f"demo-{name}"
-
-
-def example_queries(cluster: str) -> list[tuple[str, str]]:
-    """Three ``(what it shows, SQL)`` queries that run on the demo's store (SQLite and PostgreSQL)."""
-    c = cluster.replace("'", "''")
-    return [
-        ("admissions per ClusterQueue",
-         f"SELECT cluster_queue, COUNT(*) AS admitted FROM decisions WHERE cluster = '{c}' AND type = 'Admitted' "
-         "GROUP BY cluster_queue ORDER BY admitted DESC, cluster_queue LIMIT 10;"),
-        ("the ten longest simulated waits (admission time - submission event time)",
-         "SELECT d.workload, d.cluster_queue, (d.decision_time_ms - e.event_time_ms) / 1000 AS wait_s "
-         "FROM decisions d JOIN events e ON e.cluster = d.cluster AND e.event_id = 'submit/' || d.workload "
-         f"WHERE d.cluster = '{c}' AND d.type = 'Admitted' ORDER BY wait_s DESC, d.workload LIMIT 10;"),
-        ("quota and usage of every cohort at the end, per flavor and resource (base units)",
-         "SELECT node_name, flavor, resource, nominal, borrowing_limit, lending_limit, usage FROM quotas "
-         f"WHERE cluster = '{c}' AND node_kind = 'cohort' ORDER BY node_name, flavor, resource;"),
-    ]
 
 
 def load_inputs(trace: str, mapping: str | None, quota: str | None,
@@ -208,9 +192,6 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     seconds["report"] = time.perf_counter() - clock
     result = DemoResult(out_dir, url, events, quota_dir, imported, config, sim, replayed, report, engine.hash,
                         seconds=seconds)
-
-    from replay.plots import write_plots
-    from replay.report_page import write_index
 
     clock = time.perf_counter()
     result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total))

@@ -1,4 +1,5 @@
-"""The demo report as text: table rows (shared by the terminal and the web page) and ``index.html``.
+"""The demo report as text: table rows and example SQL queries (shared by the terminal and the web
+page) and ``index.html``.
 
 Numbers are the exact integers of ``replay.report``; this module only rounds them for display:
 durations to the two largest units (``3h07m``), ratios to one decimal of a percent.
@@ -16,7 +17,7 @@ from replay.report import GPU, NodeStats, Report, percentile
 if TYPE_CHECKING:
     from replay.demo import DemoResult
 
-__all__ = ["HEADERS", "duration", "percent", "table_rows", "write_index"]
+__all__ = ["HEADERS", "duration", "percent", "table_rows", "example_queries", "write_index"]
 
 HEADERS = ("node", "kind", "admitted", "at start", "wait p50/p95/max", "observed p50/p95/max",
            "cpu util", "GPU util", "borrowing", "lent", "pending peak", "pending end")
@@ -66,6 +67,23 @@ def table_rows(report: Report) -> list[tuple[str, ...]]:
     return [_row(n) for n in report.nodes]
 
 
+def example_queries(cluster: str) -> list[tuple[str, str]]:
+    """Three ``(what it shows, SQL)`` queries that run on the demo's store (SQLite and PostgreSQL)."""
+    c = cluster.replace("'", "''")
+    return [
+        ("admissions per ClusterQueue",
+         f"SELECT cluster_queue, COUNT(*) AS admitted FROM decisions WHERE cluster = '{c}' AND type = 'Admitted' "
+         "GROUP BY cluster_queue ORDER BY admitted DESC, cluster_queue LIMIT 10;"),
+        ("the ten longest simulated waits (admission time - submission event time)",
+         "SELECT d.workload, d.cluster_queue, (d.decision_time_ms - e.event_time_ms) / 1000 AS wait_s "
+         "FROM decisions d JOIN events e ON e.cluster = d.cluster AND e.event_id = 'submit/' || d.workload "
+         f"WHERE d.cluster = '{c}' AND d.type = 'Admitted' ORDER BY wait_s DESC, d.workload LIMIT 10;"),
+        ("quota and usage of every cohort at the end, per flavor and resource (base units)",
+         "SELECT node_name, flavor, resource, nominal, borrowing_limit, lending_limit, usage FROM quotas "
+         f"WHERE cluster = '{c}' AND node_kind = 'cohort' ORDER BY node_name, flavor, resource;"),
+    ]
+
+
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
@@ -86,8 +104,6 @@ def write_index(result: DemoResult) -> Path:
     Raises:
         OSError: it cannot be written.
     """
-    from replay.demo import example_queries
-
     r = result.report
     e = html.escape
     sim = result.simulation

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from quotaledger.cli import app
 from replay import traces
-from replay.demo import example_queries
 from replay.importers.jobs import TraceImportError
 from replay.report import build_report, percentile
+from replay.report_page import example_queries
 from replay.verify import verify
 
 LAB = Path(__file__).parent / "data" / "demo_lab"
