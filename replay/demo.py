@@ -97,9 +97,12 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
     try:
         imported = load_trace(trace, mapping)
         config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
-        until_ms = parse_until(until, imported.trace_start_ms) if until else None
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
+    try:
+        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+    except ValueError as exc:
+        raise DemoError(f"--until: {exc}") from exc
     return imported, config, until_ms
 
 

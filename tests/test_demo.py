@@ -201,3 +201,15 @@ def test_report_agrees_with_the_simulation(tmp_path: Path, rows: list[tuple[str,
     assert lab.borrowing_ms == 0 and lab.utilization("cpu") <= 1  # the cohort holds 8 cpu, no more
     # one team borrows exactly while the other has idle quota to lend (the cohort has no quota of its own)
     assert (a.borrowing_ms, b.borrowing_ms) == (b.lent_ms, a.lent_ms)
+
+
+def test_bad_rows_and_bad_options_are_reported_by_line_and_name(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text((LAB / "jobs.csv").read_text() + "x9,team-a,ann,soon,0,10,4\n")
+    result = _demo(tmp_path / "out", "--trace", str(trace), "--mapping", str(LAB / "mapping.yaml"),
+                   "--quota", str(LAB / "quota"), "--until", "200")
+    assert "skipped line 6: submit" in result.stderr  # the other four jobs still run
+    assert "4 jobs, 1 rows skipped" in result.stderr
+    bad = _runner().invoke(app, ["demo", "--out", str(tmp_path / "o2"), "--trace", str(LAB / "jobs.csv"),
+                                 "--mapping", str(LAB / "mapping.yaml"), "--until", "next week"])
+    assert bad.exit_code == 1 and "error: --until:" in bad.stderr
