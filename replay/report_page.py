@@ -32,15 +32,14 @@ def duration(ms: int | None) -> str:
         return "-"
     if ms < 1000:
         return "0s" if ms == 0 else f"{ms}ms"
-    for i, (name, size) in enumerate(_UNITS):
-        if ms >= size:
-            whole, rest = divmod(ms, size)
-            if i + 1 < len(_UNITS):
-                sub_name, sub = _UNITS[i + 1]
-                part = rest // sub
-                return f"{whole}{name}{part:02d}{sub_name}" if part else f"{whole}{name}"
-            return f"{whole}{name}"
-    return f"{ms}ms"  # pragma: no cover - the loop always returns
+    i = next(i for i, (_, size) in enumerate(_UNITS) if ms >= size)  # ms ≥ 1 s: "s" always matches
+    name, size = _UNITS[i]
+    whole, rest = divmod(ms, size)
+    if i + 1 == len(_UNITS):
+        return f"{whole}{name}"
+    sub_name, sub = _UNITS[i + 1]
+    part = rest // sub
+    return f"{whole}{name}{part:02d}{sub_name}" if part else f"{whole}{name}"
 
 
 def percent(x: Fraction | None) -> str:
