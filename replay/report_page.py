@@ -17,11 +17,24 @@ from replay.report import GPU, NodeStats, Report, percentile
 if TYPE_CHECKING:
     from replay.demo import DemoResult
 
-__all__ = ["HEADERS", "duration", "percent", "table_rows", "example_queries", "write_index"]
+__all__ = ["COLUMNS", "HEADERS", "duration", "percent", "table_rows", "example_queries", "write_index"]
 
-HEADERS = ("node", "kind", "admitted", "at start", "wait p50/p95/max", "observed p50/p95/max",
-           "cpu util", "GPU util", "borrowing", "lent", "pending peak", "pending end")
-"""Columns of :func:`table_rows` (README "The demo report" explains each)."""
+COLUMNS = {
+    "node": "Cohort or ClusterQueue, indented under its parent; a Cohort's numbers cover its whole subtree",
+    "kind": "Cohort or ClusterQueue",
+    "admitted": "Admitted decisions of the engine during the simulation",
+    "at start": "workloads already running when the trace begins (observed admissions), not counted as admitted",
+    "wait p50/p95/max": "admission time minus submission time of the admitted workloads (nearest-rank percentiles)",
+    "observed p50/p95/max": "the trace's own wait (scheduled minus created) of the same workloads",
+    "cpu util": "time-weighted cpu usage / (nominal cpu of the subtree x span); above 100% = on borrowed quota",
+    "GPU util": "the same for nvidia.com/gpu",
+    "borrowing": "share of the span the subtree used more than its own nominal quota (some flavor and resource)",
+    "lent": "share of the span it had unused lendable quota while its siblings borrowed beyond the parent's own quota",
+    "pending peak": "most workloads pending at once",
+    "pending end": "workloads still pending when the simulation stops",
+}
+"""Columns of :func:`table_rows` with a one-line meaning each (README "The demo report" has the details)."""
+HEADERS = tuple(COLUMNS)
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
 
@@ -93,6 +106,8 @@ tr.Cohort { background: #eef4ff; font-weight: 600; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 1.5em; }
 code, pre { background: #f6f6f6; padding: 2px 4px; }
 pre { padding: 8px; overflow-x: auto; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; font-size: 13px; }
+dt { font-weight: 600; } dd { margin: 0; }
 """
 
 
@@ -106,7 +121,8 @@ def write_index(result: DemoResult) -> Path:
     r = result.report
     e = html.escape
     sim = result.simulation
-    head = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
+    head = "".join(f'<th title="{e(COLUMNS[h])}">{e(h)}</th>' for h in HEADERS)
+    legend = "".join(f"<dt>{e(h)}</dt><dd>{e(text)}</dd>" for h, text in COLUMNS.items())
     body = "".join(
         f'<tr class="{e(n.kind)}">' + "".join(f"<td>{e(c)}</td>" for c in _row(n)) + "</tr>\n" for n in r.nodes)
     plots = "".join(f'<h3>{e(p.stem.replace("_", " "))}</h3>\n<img src="{e(p.name)}" alt="{e(p.stem)}">\n'
@@ -131,6 +147,7 @@ exact numbers: <code>report.json</code>.</p>
 borrowing and lent are shares of the span. The README section "The demo report" defines every column.</p>
 <table><thead><tr>{head}</tr></thead><tbody>
 {body}</tbody></table>
+<dl>{legend}</dl>
 <h2>Plots</h2>
 {plots}
 <h2>Query the store</h2>
