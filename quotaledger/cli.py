@@ -33,10 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXAMPLE = "examples/two-teams.ndjson"
-"""The shipped example, relative to the ``replay`` package."""
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -252,37 +248,56 @@ def state(
     console.print(f"engine {st.get('engineVersion')}  time {st.get('time')}  hash {st.get('hash')}")
 
 
-@app.command()
-def demo() -> None:
-    """Replay the shipped example (two teams sharing a cohort tree) and summarize it."""
-    from importlib.resources import as_file, files
+TRACE_OPTION = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping).")
+MAPPING_OPTION = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace.")
+QUOTA_OPTION = typer.Option(
+    None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree.")
+UNTIL_OPTION = typer.Option(
+    None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time.")
 
-    resource = files("replay").joinpath(EXAMPLE)
-    with as_file(resource) as path:
-        engine, result = _run(str(path))
-    st = engine.state()
-    console = _console()
-    console.print(f"[bold]quotaledger demo[/bold]: replayed {EXAMPLE} ({result.lines} events)")
-    for table in _cluster_queue_tables(st):
-        console.print(table)
-    console.print(
-        f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
-        f"decisions {result.decisions}"
-    )
-    console.print(f"engine {st.get('engineVersion')}  hash {engine.hash}")
+
+@app.command()
+def demo(
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL of the store (default: a SQLite file in the output folder)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
+    until: Optional[str] = UNTIL_OPTION,
+) -> None:
+    """The main job on a real trace: import it, build the quota tree (written as editable manifests),
+    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
+    (tables, PNG plots, index.html) — all in one output folder, named at the end."""
+    from quotaledger.demo_view import demo_progress, print_demo
+    from replay.demo import DemoError, run_demo
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=200)
+
+    try:
+        with demo_progress(err) as progress:
+            result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
+                              on_note=lambda text: err.print(text, markup=False, highlight=False))
+    except DemoError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        err.print(f"error: cannot write the demo output: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    print_demo(_console(), result)
 
 
 @app.command()
 def simulate(
     out: str = typer.Option(..., "--out", help="Write the simulated event history (NDJSON) here."),
-    trace: str = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping)."),
-    mapping: Optional[str] = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace."),
-    quota: Optional[str] = typer.Option(
-        None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree."),
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
     quota_out: Optional[str] = typer.Option(
         None, "--quota-out", help="Write the quota configuration used (as Kueue manifests) to this folder."),
-    until: Optional[str] = typer.Option(
-        None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time."),
+    until: Optional[str] = UNTIL_OPTION,
     tick: str = typer.Option("5m", "--tick", help="Tick interval (duration; 0 = no ticks)."),
     finish_at_horizon: bool = typer.Option(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
@@ -292,10 +307,8 @@ def simulate(
     The output is a normal event file: `quotaledger replay OUT` gives the same decisions and hash.
     Rows the importer cannot read are reported on stderr with their line numbers and skipped.
     """
-    from replay.importers.jobs import TraceImportError
-    from replay.importers.mapping import MappingError
-    from replay.manifests import QuotaConfigError, load_manifests, write_manifests
-    from replay.quota_tree import generate_quota
+    from replay.demo import DemoError, input_notes, load_inputs
+    from replay.manifests import write_manifests
     from replay.simulator import simulate as run_simulation
     from replay.traces import parse_until
 
@@ -303,21 +316,13 @@ def simulate(
     if not err.is_terminal:
         err = Console(stderr=True, width=200)
     try:
-        imported = _load_trace(trace, mapping)
-        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
-        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+        imported, config, until_ms = load_inputs(trace, mapping, quota, until)
         tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
-    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
+    except (DemoError, ValueError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(1) from exc
-    for bad in imported.bad_rows[:20]:
-        err.print(f"skipped {bad}", markup=False, highlight=False)
-    if len(imported.bad_rows) > 20:
-        err.print(f"… {len(imported.bad_rows) - 20} more skipped rows", markup=False, highlight=False)
-    err.print(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
-              f"{len(imported.nodes)} nodes", markup=False, highlight=False)
-    for note in config.notes:
-        err.print(note, markup=False, highlight=False)
+    for line in input_notes(imported, config):
+        err.print(line, markup=False, highlight=False)
     if quota_out:
         header = "\n".join([f"quotaledger quota configuration for trace {imported.name}", *config.notes])
         written = write_manifests(config, quota_out, header)
@@ -346,12 +351,6 @@ def simulate(
                   "(they stay pending)", markup=False, highlight=False)
     typer.echo(f"wrote {out}: {result.summary()}")
     typer.echo(f"simulated in {result.seconds:.2f}s ({result.events / max(result.seconds, 1e-9):,.0f} events/s)")
-
-
-def _load_trace(trace: str, mapping: str | None) -> Any:
-    from replay.traces import load_trace
-
-    return load_trace(trace, mapping)
 
 
 @app.command()
