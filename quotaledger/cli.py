@@ -247,6 +247,11 @@ def state(
         sys.stdout.buffer.flush()
         return
     console = _console()
+    if url is not None:
+        from quotaledger.state_tree import print_state_tree
+
+        print_state_tree(console, st)
+        return
     for table in _cluster_queue_tables(st):
         console.print(table)
     console.print(f"engine {st.get('engineVersion')}  time {st.get('time')}  hash {st.get('hash')}")
@@ -357,13 +362,17 @@ def _load_trace(trace: str, mapping: str | None) -> Any:
 @app.command()
 def explain(
     workload: str = typer.Argument(..., help="the workload, ns/name"),
-    events: str = typer.Argument(..., help="NDJSON event file (plain or .gz), or - for stdin"),
+    events: Optional[str] = typer.Argument(None, help="NDJSON event file (plain or .gz), or - for stdin"),
     at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
-    cluster: str = typer.Option("default", "--cluster", help="the cluster the workload belongs to"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="the cluster the workload belongs to (default: 'default'; with --db: the only one)"),
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
 ) -> None:
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
-    every level of its cohort tree (available, limits, usage)."""
+    every level of its cohort tree (available, limits, usage); for an admitted workload, when and
+    how it was admitted."""
     from replay.runner import run_file
     from statemodel.errors import EventError
     from statemodel.explain import UnknownWorkload, explain as explain_workload
@@ -374,19 +383,28 @@ def explain(
     except EventError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from exc
-    try:
-        engine, _ = run_file(events, until_ms=until)
-    except (OSError, EOFError) as exc:
-        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
-        raise typer.Exit(1) from exc
-    state = engine.clusters.get(cluster)
-    try:
-        if state is None:
-            raise UnknownWorkload(workload)
-        out = explain_workload(state, workload)
-    except UnknownWorkload as exc:
-        sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
-        raise typer.Exit(1) from exc
+    if events is None and db is None:
+        sys.stderr.write("error: give an EVENTS file or --db\n")
+        raise typer.Exit(2)
+    if events is None:
+        from quotaledger.cli_sql import explain_from_db
+
+        out = explain_from_db(workload, db, cluster, until)
+    else:
+        cluster = cluster or "default"
+        try:
+            engine, _ = run_file(events, until_ms=until)
+        except (OSError, EOFError) as exc:
+            sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+            raise typer.Exit(1) from exc
+        state = engine.clusters.get(cluster)
+        try:
+            if state is None:
+                raise UnknownWorkload(workload)
+            out = explain_workload(state, workload)
+        except UnknownWorkload as exc:
+            sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
+            raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
         return
@@ -508,6 +526,10 @@ def db_downgrade(
     """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
     _alembic("downgrade", db_url(db), revision)
 
+
+from quotaledger.cli_sql import register as register_sql  # noqa: E402
+
+register_sql(app)
 
 if __name__ == "__main__":
     app()
