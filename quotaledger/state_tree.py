@@ -15,7 +15,7 @@ their ClusterQueues, and each ClusterQueue's LocalQueues — with one row per fl
 - ``usage``: ClusterQueue: admitted usage; Cohort: the usage its children charge to it (Kueue's
   cohort usage); LocalQueue: the sum of its admitted workloads' ``resourceUsage``;
 - ``decayed``: admission fair sharing's decayed consumed usage (KEP-4136, score units: cores for
-  cpu), per resource, on the row of the resource's first flavor; ``-`` when fair sharing is off;
+  cpu; 6 significant digits), per resource, on the row of the resource's first flavor; ``-`` when fair sharing is off;
 - ``pending``: pending workloads (a Cohort: every ClusterQueue below it).
 
 Cohorts on a cycle are not under any root; they are listed last, marked ``(cycle)``.
@@ -124,7 +124,7 @@ def cluster_tree(name: str, cs: dict) -> Table:
         for i, ((flavor, res), row) in enumerate(sorted(data.items())):
             afs = "-"
             if res not in shown and res in decayed:
-                afs = f"{decayed[res]:g}"
+                afs = f"{decayed[res]:.6g}"
             shown.add(res)
             table.add_row(label if i == 0 else "", flavor, res,
                           *(qty(res, row.get(k)) for k in ("nominal", "borrowed", "lent", "usage")),
