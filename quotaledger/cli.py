@@ -68,26 +68,26 @@ def _print_reject(line_no: int, err: Any) -> None:
     sys.stderr.write(_format_reject(line_no, err) + "\n")
 
 
-def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
+def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, Any]:
     """Run a replay, turning an unreadable source into exit code 1 with a message."""
     from replay.runner import run_file  # imported lazily: keeps `--help` fast
 
     try:
-        return run_file(source, on_decision=on_decision, on_reject=_print_reject)
+        return run_file(source, on_decision=on_decision, on_reject=_print_reject, watch=watch)
     except (OSError, EOFError) as exc:
         sys.stderr.write(f"error: cannot read {source}: {exc}\n")
         raise typer.Exit(1) from exc
 
 
 def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace: bool,
-            on_decision: Any) -> tuple[Any, Any]:
+            on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
     from replay.sql_db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
         return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
-                            on_decision=on_decision, on_reject=_print_reject)
+                            on_decision=on_decision, on_reject=_print_reject, watch=watch)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
@@ -166,7 +166,8 @@ def replay(
     """Replay EVENTS through the engine; write decisions and the final state.
 
     Rejected events are reported on stderr and counted, never fatal (exit 0).
-    A one-line summary goes to stderr at the end.  With --db (or $QUOTALEDGER_DB) everything is
+    A one-line summary goes to stderr at the end; on a terminal a progress bar (events/s, ETA) runs
+    while replaying a file.  With --db (or $QUOTALEDGER_DB) everything is
     also written to the SQL store; a cluster already stored is refused unless --replace.
     """
     import os
@@ -179,10 +180,13 @@ def replay(
             dumps = orjson.dumps
             opt = orjson.OPT_APPEND_NEWLINE
             on_decision = lambda d: write(dumps(d.to_json(), option=opt))  # noqa: E731
-        if url is None:
-            engine, result = _run(events, on_decision=on_decision)
-        else:
-            engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision)
+        from quotaledger.progress import replay_progress
+
+        with replay_progress(events) as watch:
+            if url is None:
+                engine, result = _run(events, on_decision=on_decision, watch=watch)
+            else:
+                engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision, watch)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:

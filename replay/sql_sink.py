@@ -31,7 +31,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from replay.ndjson import open_source
+from replay.ndjson import Watch, open_source
 from replay.runner import ReplayResult, decoded_lines, gc_paused
 from replay.sql_db import RawJSON, SinkError, create_db_engine, ms_to_datetime, redacted, salvage, time_ms, upgrade_schema
 from statemodel import sql_schema as s
@@ -229,11 +229,12 @@ def replay_to_db(
     replace: bool = False,
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
+    watch: Watch | None = None,
 ) -> tuple[Engine, ReplayResult]:
     """Replay ``source`` (NDJSON path, plain or gzip, or ``-``) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
-    ``replay.runner.run_file`` (so file outputs keep working next to the database).  Every
+    ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
     ``snapshot_every`` events of a cluster, and at the end, a restorable snapshot of that cluster is
     written in the same transaction as the events it covers.
 
@@ -257,7 +258,7 @@ def replay_to_db(
     n_lines = n_decisions = line_no = pending = 0
     started = time.perf_counter()
     try:
-        with gc_paused(), open_source(source) as stream:
+        with gc_paused(), open_source(source, watch) as stream:
             for line_no, line, event in decoded_lines(stream):
                 n_lines += 1
                 if isinstance(event, EventError):
