@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
+from replay.runner import gc_paused
 from replay.sql_db import SinkError, archived_event, create_db_engine
 from replay.sql_sink import STATE_ENCODING
 from statemodel import sql_schema as s
@@ -70,6 +71,11 @@ def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
     Raises:
         SinkError: a stored snapshot this engine cannot restore.
     """
+    with gc_paused():  # restoring allocates millions of objects and frees none (see replay.runner)
+        return _restore(conn, cluster, end)
+
+
+def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
     snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
         s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
         s.snapshots.c.state_encoding == STATE_ENCODING,
