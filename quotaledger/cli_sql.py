@@ -115,6 +115,16 @@ def _delta(value: int | None) -> str:
     return "-" if value is None else f"{value / 1000:+g}s"
 
 
+def _mean(resource: str, value: int) -> str:
+    """A time-weighted mean for display: exact when ``qty`` can say it exactly, else rounded (cores, GiB)."""
+    text = qty(resource, value)
+    if resource == "cpu" and text.endswith("m") and value >= 1000:
+        return f"{value / 1000:.1f}"
+    if ("memory" in resource or "storage" in resource) and text.isdigit() and value >= 1 << 30:
+        return f"{value / (1 << 30):.1f}Gi"
+    return text
+
+
 def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
@@ -164,8 +174,8 @@ def print_whatif(console: Console, report: dict) -> None:
         res, b, w = row["resource"], row["base"], row["whatif"]
         delta = "-" if row["delta"] is None else f"{row['delta'] * 100:+.1f} pts"
         table.add_row(row["clusterQueue"], row["flavor"], res,
-                      f"{qty(res, b['meanUsage'])} → {qty(res, w['meanUsage'])}",
-                      f"{qty(res, b['meanNominal'])} → {qty(res, w['meanNominal'])}",
+                      f"{_mean(res, b['meanUsage'])} → {_mean(res, w['meanUsage'])}",
+                      f"{_mean(res, b['meanNominal'])} → {_mean(res, w['meanNominal'])}",
                       _ratio(b["utilization"]), _ratio(w["utilization"]), delta)
     console.print(table)
     for label, branch in report["branches"].items():
