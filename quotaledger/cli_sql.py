@@ -185,12 +185,12 @@ def print_whatif(console: Console, report: dict) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``whatif`` to ``app``."""
+    from quotaledger.cli import DB_OPTION  # cli.py calls this after defining it
 
     @app.command()
     def whatif(
         patch: str = typer.Option(..., "--patch", help="NDJSON file of patch events (EVENTS.md v1)."),
-        db: Optional[str] = typer.Option(
-            None, "--db", help="SQLAlchemy URL (default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db)."),
+        db: Optional[str] = DB_OPTION,
         from_time: Optional[str] = typer.Option(
             None, "--from", help="Fork the history here (RFC 3339); default: the start."),
         cluster: Optional[str] = typer.Option(
