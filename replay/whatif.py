@@ -46,6 +46,7 @@ import sqlalchemy as sa
 
 from replay.ndjson import iter_lines
 from replay.point_in_time import archived_events, end_position, restore, stored_cluster
+from replay.runner import gc_paused
 from replay.sql_db import SinkError, create_db_engine, redacted
 from statemodel.cluster import ClusterState
 from statemodel.decisions import ADMITTED, Decision
@@ -368,10 +369,11 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         return Branch(load_snapshot(blob) if blob is not None else Engine(), cluster, from_ms)
 
     base, other = branch(), branch()
-    for item in tail:
-        base.feed(*item)
-    for item in merge(tail, patch, fork_clock):
-        other.feed(*item)
+    with gc_paused():  # as in replay.runner: the replays allocate much and free by reference counting
+        for item in tail:
+            base.feed(*item)
+        for item in merge(tail, patch, fork_clock):
+            other.feed(*item)
     horizon = max(base.clock_ms, other.clock_ms, from_ms or 0)
     base.finish(horizon)
     other.finish(horizon)
