@@ -205,7 +205,8 @@ def state(
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
     at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
     seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ."),
-    cluster: str = typer.Option("default", "--cluster", help="With --db: the cluster."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="With --db: the cluster (default: the only one in the database)."),
 ) -> None:
     """Print the state after EVENTS, or — with --db — at any past moment of a stored history
     (nearest snapshot at or before it plus the archived tail)."""
@@ -221,9 +222,11 @@ def state(
         raise typer.Exit(2) from exc
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
     if url is not None:
+        from quotaledger.cli_sql import resolve_cluster
         from replay.point_in_time import engine_at
         from replay.sql_db import SinkError
 
+        cluster = resolve_cluster(url, cluster)
         try:
             engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
         except SinkError as exc:

@@ -39,24 +39,43 @@ def _print_json(value: Any) -> None:
 # --------------------------------------------------------------------------- explain --db
 
 
+def resolve_cluster(url: str, cluster: str | None) -> str:
+    """``--cluster``, or the only cluster the store holds; exits 1 with a message when it cannot tell."""
+    import sqlalchemy as sa
+
+    from replay.point_in_time import stored_cluster
+    from replay.sql_db import SinkError, create_db_engine
+
+    if cluster is not None:
+        return cluster
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            return stored_cluster(conn, None)
+    except SinkError as exc:
+        raise _fail(str(exc), 1) from None
+    except sa.exc.SQLAlchemyError as exc:
+        raise _fail(f"cannot read the database: {str(exc).splitlines()[0]}", 1) from None
+    finally:
+        db.dispose()
+
+
 def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None) -> dict:
     """``statemodel.explain.explain`` of ``workload`` at ``at_ms`` (``None`` = the end of the archive),
     from the nearest snapshot plus the archived tail; exits 1 with a message when it cannot."""
-    from replay.point_in_time import engine_at, stored_cluster
-    from replay.sql_db import SinkError, create_db_engine
+    from replay.point_in_time import engine_at
+    from replay.sql_db import SinkError
     from statemodel.explain import UnknownWorkload, explain
 
+    import sqlalchemy as sa
+
+    cluster = resolve_cluster(url, cluster)
     try:
-        if cluster is None:
-            db = create_db_engine(url)
-            try:
-                with db.connect() as conn:
-                    cluster = stored_cluster(conn, None)
-            finally:
-                db.dispose()
         engine, end, _ = engine_at(url, cluster, at_ms=at_ms)
     except SinkError as exc:
         raise _fail(str(exc), 1) from None
+    except sa.exc.SQLAlchemyError as exc:
+        raise _fail(f"cannot read the database: {str(exc).splitlines()[0]}", 1) from None
     state = engine.clusters.get(cluster)
     try:
         if state is None:

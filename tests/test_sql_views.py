@@ -50,7 +50,7 @@ def _row(text: str, label: str) -> list[str]:
 
 def test_state_tree_view_shows_the_hierarchy_with_hand_computed_numbers(db: str, tmp_path: Path) -> None:
     _tree(tmp_path, db)
-    out = CliRunner().invoke(app, ["state", "--db", db, "--cluster", "lab"])
+    out = CliRunner().invoke(app, ["state", "--db", db])  # the only cluster of the store
     assert out.exit_code == 0, out.output
     text = out.output
     # columns: flavor resource nominal borrowed lent usage decayed pending
@@ -110,3 +110,12 @@ def test_explain_from_the_database_matches_the_file_and_shows_the_admission(db: 
 def test_explain_needs_events_or_db() -> None:
     out = CliRunner().invoke(app, ["explain", "ns/w"])
     assert out.exit_code == 2 and "give an EVENTS file or --db" in out.output
+
+
+def test_cluster_must_be_named_when_the_store_holds_several(db: str) -> None:
+    replay_to_db(str(Path(__file__).resolve().parent / "data" / "verify" / "good.ndjson"), db)  # edge and lab
+    for args in (["state", "--db", db], ["explain", "alpha/train-1", "--db", db]):
+        out = CliRunner().invoke(app, args)
+        assert out.exit_code == 1 and "give --cluster: the database holds 2 clusters (edge, lab)" in out.output
+    out = CliRunner().invoke(app, ["explain", "beta/eval-1", "--db", db, "--cluster", "lab", "--json"])
+    assert out.exit_code == 0 and orjson.loads(out.stdout)["admittedBy"]["seq"] == 4
