@@ -5,7 +5,7 @@ SQL sink next to the engine alone (issue 4 minimums: snapshot â‰¤ 2 s, restore â
 (a) Snapshot: an engine holding ``--workloads`` workloads (Kueue's large-scale shape of
     ``kueue_scale.py`` at 1,000 ClusterQueues, every workload submitted and none finished: 20,000
     admitted, the rest pending in their queues).  *Write* = ``statemodel.snapshot.dump`` + insert of
-    the ``snapshots`` row, exactly as the SQL sink does it (``SqlSink.snapshot`` + ``flush``);
+    the ``snapshots`` row, as the SQL sink writes it (GC paused while dumping, one transaction);
     *restore* = select of the nearest snapshot + ``statemodel.snapshot.load``
     (``replay.point_in_time.restore``).  Best of ``--repeat`` runs, on SQLite and PostgreSQL.
 (b) Replay: the closed-loop event file of ``kueue_scale.py`` (100 ClusterQueues, 50,000 workloads,
@@ -34,12 +34,15 @@ import orjson
 import sqlalchemy as sa
 
 from kueue_scale import API, EPOCH_MS, config_events, generate
-from replay.point_in_time import restore
-from replay.runner import run_file
-from replay.sql_db import create_db_engine, upgrade_schema
-from replay.sql_sink import SqlSink, replay_to_db
+from replay.point_in_time import STATE_ENCODING, restore
+from replay.runner import gc_paused, run_file
+from replay.sql_db import create_db_engine, ms_to_datetime, upgrade_schema
+from replay.sql_sink import replay_to_db
+from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.events import decode_event
+from statemodel.snapshot import dump as dump_snapshot
+from statemodel.version import ENGINE_VERSION
 
 CLUSTER = "default"
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -109,14 +112,18 @@ def snapshot_benchmark(engine: Engine, url: str, repeat: int) -> tuple[float, fl
     upgrade_schema(url)
     db = create_db_engine(url)
     position = engine.applied
+    state = engine.clusters[CLUSTER]
     try:
         def write() -> int:
-            sink = SqlSink(db, "benchmark", replace=False)
-            sink.positions[CLUSTER] = position
-            sink.snapshot(engine, CLUSTER, position)
-            size = len(sink.snapshots[0]["state"])
-            sink.flush()
-            return size
+            with gc_paused():  # as the SQL sink dumps its snapshots
+                blob = dump_snapshot(engine, [CLUSTER])
+            with db.begin() as conn:
+                conn.execute(s.snapshots.insert(), {
+                    "cluster": CLUSTER, "position": position, "event_time": ms_to_datetime(state.clock_ms),
+                    "event_time_ms": state.clock_ms, "decision_seq": state.seq, "engine_version": ENGINE_VERSION,
+                    "state_hash": engine.chains[CLUSTER].hex(), "state_encoding": STATE_ENCODING, "state": blob,
+                    "created_position": position})
+            return len(blob)
 
         def read() -> Engine:
             with db.connect() as conn:
