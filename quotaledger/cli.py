@@ -64,26 +64,26 @@ def _print_reject(line_no: int, err: Any) -> None:
     sys.stderr.write(_format_reject(line_no, err) + "\n")
 
 
-def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
+def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, Any]:
     """Run a replay, turning an unreadable source into exit code 1 with a message."""
     from replay.runner import run_file  # imported lazily: keeps `--help` fast
 
     try:
-        return run_file(source, on_decision=on_decision, on_reject=_print_reject)
+        return run_file(source, on_decision=on_decision, on_reject=_print_reject, watch=watch)
     except (OSError, EOFError) as exc:
         sys.stderr.write(f"error: cannot read {source}: {exc}\n")
         raise typer.Exit(1) from exc
 
 
 def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace: bool,
-            on_decision: Any) -> tuple[Any, Any]:
+            on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
     from replay.sql_db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
         return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
-                            on_decision=on_decision, on_reject=_print_reject)
+                            on_decision=on_decision, on_reject=_print_reject, watch=watch)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
@@ -162,7 +162,8 @@ def replay(
     """Replay EVENTS through the engine; write decisions and the final state.
 
     Rejected events are reported on stderr and counted, never fatal (exit 0).
-    A one-line summary goes to stderr at the end.  With --db (or $QUOTALEDGER_DB) everything is
+    A one-line summary goes to stderr at the end; on a terminal a progress bar (events/s, ETA) runs
+    while replaying a file.  With --db (or $QUOTALEDGER_DB) everything is
     also written to the SQL store; a cluster already stored is refused unless --replace.
     """
     import os
@@ -175,10 +176,13 @@ def replay(
             dumps = orjson.dumps
             opt = orjson.OPT_APPEND_NEWLINE
             on_decision = lambda d: write(dumps(d.to_json(), option=opt))  # noqa: E731
-        if url is None:
-            engine, result = _run(events, on_decision=on_decision)
-        else:
-            engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision)
+        from quotaledger.progress import replay_progress
+
+        with replay_progress(events) as watch:
+            if url is None:
+                engine, result = _run(events, on_decision=on_decision, watch=watch)
+            else:
+                engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision, watch)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:
@@ -197,7 +201,8 @@ def state(
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
     at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
     seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ."),
-    cluster: str = typer.Option("default", "--cluster", help="With --db: the cluster."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="With --db: the cluster (default: the only one in the database)."),
 ) -> None:
     """Print the state after EVENTS, or — with --db — at any past moment of a stored history
     (nearest snapshot at or before it plus the archived tail)."""
@@ -213,9 +218,11 @@ def state(
         raise typer.Exit(2) from exc
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
     if url is not None:
+        from quotaledger.cli_sql import resolve_cluster
         from replay.point_in_time import engine_at
         from replay.sql_db import SinkError
 
+        cluster = resolve_cluster(url, cluster)
         try:
             engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
         except SinkError as exc:
@@ -243,6 +250,11 @@ def state(
         sys.stdout.buffer.flush()
         return
     console = _console()
+    if url is not None:
+        from quotaledger.state_tree import print_state_tree
+
+        print_state_tree(console, st)
+        return
     for table in _cluster_queue_tables(st):
         console.print(table)
     console.print(f"engine {st.get('engineVersion')}  time {st.get('time')}  hash {st.get('hash')}")
@@ -356,13 +368,17 @@ def simulate(
 @app.command()
 def explain(
     workload: str = typer.Argument(..., help="the workload, ns/name"),
-    events: str = typer.Argument(..., help="NDJSON event file (plain or .gz), or - for stdin"),
+    events: Optional[str] = typer.Argument(None, help="NDJSON event file (plain or .gz), or - for stdin"),
     at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
-    cluster: str = typer.Option("default", "--cluster", help="the cluster the workload belongs to"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="the cluster the workload belongs to (default: 'default'; with --db: the only one)"),
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
 ) -> None:
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
-    every level of its cohort tree (available, limits, usage)."""
+    every level of its cohort tree (available, limits, usage); for an admitted workload, when and
+    how it was admitted."""
     from replay.runner import run_file
     from statemodel.errors import EventError
     from statemodel.explain import UnknownWorkload, explain as explain_workload
@@ -373,19 +389,28 @@ def explain(
     except EventError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from exc
-    try:
-        engine, _ = run_file(events, until_ms=until)
-    except (OSError, EOFError) as exc:
-        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
-        raise typer.Exit(1) from exc
-    state = engine.clusters.get(cluster)
-    try:
-        if state is None:
-            raise UnknownWorkload(workload)
-        out = explain_workload(state, workload)
-    except UnknownWorkload as exc:
-        sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
-        raise typer.Exit(1) from exc
+    if events is None and db is None:
+        sys.stderr.write("error: give an EVENTS file or --db\n")
+        raise typer.Exit(2)
+    if events is None:
+        from quotaledger.cli_sql import explain_from_db
+
+        out = explain_from_db(workload, db, cluster, until)
+    else:
+        cluster = cluster or "default"
+        try:
+            engine, _ = run_file(events, until_ms=until)
+        except (OSError, EOFError) as exc:
+            sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+            raise typer.Exit(1) from exc
+        state = engine.clusters.get(cluster)
+        try:
+            if state is None:
+                raise UnknownWorkload(workload)
+            out = explain_workload(state, workload)
+        except UnknownWorkload as exc:
+            sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
+            raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
         return
@@ -507,6 +532,10 @@ def db_downgrade(
     """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
     _alembic("downgrade", db_url(db), revision)
 
+
+from quotaledger.cli_sql import register as register_sql  # noqa: E402
+
+register_sql(app)
 
 if __name__ == "__main__":
     app()

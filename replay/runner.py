@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from replay.ndjson import open_source
+from replay.ndjson import Watch, open_source
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.event_types import Event
@@ -103,6 +103,7 @@ def run_file(
     on_decision: DecisionCallback | None = None,
     on_reject: RejectCallback | None = None,
     until_ms: int | None = None,
+    watch: Watch | None = None,
 ) -> tuple[Engine, ReplayResult]:
     """Replay an NDJSON event source through an engine (up to the first event later than
     ``until_ms``, epoch ms, when given: the state as of that moment).
@@ -118,6 +119,7 @@ def run_file(
         engine: the engine to continue from; a fresh ``Engine()`` when ``None``.
         on_decision: optional callback, called once per decision.
         on_reject: optional callback ``(line_number, error)``; line numbers are 1-based.
+        watch: optional wrapper of the line stream (progress display), see ``replay.ndjson.open_source``.
 
     Returns:
         ``(engine, result)``: the engine after the last event and the run's counters.
@@ -136,7 +138,7 @@ def run_file(
     n_decisions = 0
     n_lines = 0
     started = time.perf_counter()
-    with gc_paused(), open_source(source) as stream:
+    with gc_paused(), open_source(source, watch) as stream:
         for line_no, _, item in decoded_lines(stream):
             n_lines += 1
             if isinstance(item, EventError):
