@@ -33,10 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXAMPLE = "examples/two-teams.ndjson"
-"""The shipped example, relative to the ``replay`` package."""
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -73,26 +69,26 @@ def _reject_printer(source: str) -> Any:
     return lambda line_no, err: sys.stderr.write(_format_reject(line_no, err, unit) + "\n")
 
 
-def _run(source: str, on_decision: Any = None) -> tuple[Any, Any]:
+def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, Any]:
     """Run a replay, turning an unreadable source into exit code 1 with a message."""
     from replay.runner import run_file  # imported lazily: keeps `--help` fast
 
     try:
-        return run_file(source, on_decision=on_decision, on_reject=_reject_printer(source))
+        return run_file(source, on_decision=on_decision, on_reject=_reject_printer(source), watch=watch)
     except (OSError, EOFError) as exc:
         sys.stderr.write(f"error: cannot read {source}: {exc}\n")
         raise typer.Exit(1) from exc
 
 
 def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace: bool,
-            on_decision: Any) -> tuple[Any, Any]:
+            on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
     from replay.sql_db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
         return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
-                            on_decision=on_decision, on_reject=_reject_printer(source))
+                            on_decision=on_decision, on_reject=_reject_printer(source), watch=watch)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
@@ -172,7 +168,8 @@ def replay(
     """Replay EVENTS through the engine; write decisions and the final state.
 
     Rejected events are reported on stderr and counted, never fatal (exit 0).
-    A one-line summary goes to stderr at the end.  With --db (or $QUOTALEDGER_DB) everything is
+    A one-line summary goes to stderr at the end; on a terminal a progress bar (events/s, ETA) runs
+    while replaying a file.  With --db (or $QUOTALEDGER_DB) everything is
     also written to the SQL store; a cluster already stored is refused unless --replace.
     """
     import os
@@ -185,10 +182,13 @@ def replay(
             dumps = orjson.dumps
             opt = orjson.OPT_APPEND_NEWLINE
             on_decision = lambda d: write(dumps(d.to_json(), option=opt))  # noqa: E731
-        if url is None:
-            engine, result = _run(events, on_decision=on_decision)
-        else:
-            engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision)
+        from quotaledger.progress import replay_progress
+
+        with replay_progress(events) as watch:
+            if url is None:
+                engine, result = _run(events, on_decision=on_decision, watch=watch)
+            else:
+                engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision, watch)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:
@@ -208,7 +208,8 @@ def state(
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
     at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
     seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ."),
-    cluster: str = typer.Option("default", "--cluster", help="With --db: the cluster."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="With --db: the cluster (default: the only one in the database)."),
 ) -> None:
     """Print the state after EVENTS, or — with --db — at any past moment of a stored history
     (nearest snapshot at or before it plus the archived tail)."""
@@ -224,9 +225,11 @@ def state(
         raise typer.Exit(2) from exc
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
     if url is not None:
+        from quotaledger.cli_sql import resolve_cluster
         from replay.point_in_time import engine_at
         from replay.sql_db import SinkError
 
+        cluster = resolve_cluster(url, cluster)
         try:
             engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
         except SinkError as exc:
@@ -254,42 +257,66 @@ def state(
         sys.stdout.buffer.flush()
         return
     console = _console()
+    if url is not None:
+        from quotaledger.state_tree import print_state_tree
+
+        print_state_tree(console, st)
+        return
     for table in _cluster_queue_tables(st):
         console.print(table)
     console.print(f"engine {st.get('engineVersion')}  time {st.get('time')}  hash {st.get('hash')}")
 
 
-@app.command()
-def demo() -> None:
-    """Replay the shipped example (two teams sharing a cohort tree) and summarize it."""
-    from importlib.resources import as_file, files
+TRACE_OPTION = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping).")
+MAPPING_OPTION = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace.")
+QUOTA_OPTION = typer.Option(
+    None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree.")
+UNTIL_OPTION = typer.Option(
+    None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time.")
 
-    resource = files("replay").joinpath(EXAMPLE)
-    with as_file(resource) as path:
-        engine, result = _run(str(path))
-    st = engine.state()
-    console = _console()
-    console.print(f"[bold]quotaledger demo[/bold]: replayed {EXAMPLE} ({result.lines} events)")
-    for table in _cluster_queue_tables(st):
-        console.print(table)
-    console.print(
-        f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
-        f"decisions {result.decisions}"
-    )
-    console.print(f"engine {st.get('engineVersion')}  hash {engine.hash}")
+
+@app.command()
+def demo(
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL of the store (default: a SQLite file in the output folder)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
+    until: Optional[str] = UNTIL_OPTION,
+) -> None:
+    """The main job on a real trace: import it, build the quota tree (written as editable manifests),
+    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
+    (tables, PNG plots, index.html) — all in one output folder, named at the end."""
+    from quotaledger.demo_view import demo_progress, print_demo
+    from replay.demo import DemoError, run_demo
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=200)
+
+    try:
+        with demo_progress(err) as progress:
+            result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
+                              on_note=lambda text: err.print(text, markup=False, highlight=False))
+    except DemoError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        err.print(f"error: cannot write the demo output: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    print_demo(_console(), result)
 
 
 @app.command()
 def simulate(
     out: str = typer.Option(..., "--out", help="Write the simulated event history (NDJSON) here."),
-    trace: str = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping)."),
-    mapping: Optional[str] = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace."),
-    quota: Optional[str] = typer.Option(
-        None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree."),
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
     quota_out: Optional[str] = typer.Option(
         None, "--quota-out", help="Write the quota configuration used (as Kueue manifests) to this folder."),
-    until: Optional[str] = typer.Option(
-        None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time."),
+    until: Optional[str] = UNTIL_OPTION,
     tick: str = typer.Option("5m", "--tick", help="Tick interval (duration; 0 = no ticks)."),
     finish_at_horizon: bool = typer.Option(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
@@ -299,10 +326,8 @@ def simulate(
     The output is a normal event file: `quotaledger replay OUT` gives the same decisions and hash.
     Rows the importer cannot read are reported on stderr with their line numbers and skipped.
     """
-    from replay.importers.jobs import TraceImportError
-    from replay.importers.mapping import MappingError
-    from replay.manifests import QuotaConfigError, load_manifests, write_manifests
-    from replay.quota_tree import generate_quota
+    from replay.demo import DemoError, input_notes, load_inputs
+    from replay.manifests import write_manifests
     from replay.simulator import simulate as run_simulation
     from replay.traces import parse_until
 
@@ -310,21 +335,13 @@ def simulate(
     if not err.is_terminal:
         err = Console(stderr=True, width=200)
     try:
-        imported = _load_trace(trace, mapping)
-        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
-        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+        imported, config, until_ms = load_inputs(trace, mapping, quota, until)
         tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
-    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
+    except (DemoError, ValueError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(1) from exc
-    for bad in imported.bad_rows[:20]:
-        err.print(f"skipped {bad}", markup=False, highlight=False)
-    if len(imported.bad_rows) > 20:
-        err.print(f"… {len(imported.bad_rows) - 20} more skipped rows", markup=False, highlight=False)
-    err.print(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
-              f"{len(imported.nodes)} nodes", markup=False, highlight=False)
-    for note in config.notes:
-        err.print(note, markup=False, highlight=False)
+    for line in input_notes(imported, config):
+        err.print(line, markup=False, highlight=False)
     if quota_out:
         header = "\n".join([f"quotaledger quota configuration for trace {imported.name}", *config.notes])
         written = write_manifests(config, quota_out, header)
@@ -355,22 +372,20 @@ def simulate(
     typer.echo(f"simulated in {result.seconds:.2f}s ({result.events / max(result.seconds, 1e-9):,.0f} events/s)")
 
 
-def _load_trace(trace: str, mapping: str | None) -> Any:
-    from replay.traces import load_trace
-
-    return load_trace(trace, mapping)
-
-
 @app.command()
 def explain(
     workload: str = typer.Argument(..., help="the workload, ns/name"),
-    events: str = typer.Argument(..., help="NDJSON event file (plain or .gz), or - for stdin"),
+    events: Optional[str] = typer.Argument(None, help="NDJSON event file (plain or .gz), or - for stdin"),
     at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
-    cluster: str = typer.Option("default", "--cluster", help="the cluster the workload belongs to"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="the cluster the workload belongs to (default: 'default'; with --db: the only one)"),
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
 ) -> None:
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
-    every level of its cohort tree (available, limits, usage)."""
+    every level of its cohort tree (available, limits, usage); for an admitted workload, when and
+    how it was admitted."""
     from replay.runner import run_file
     from statemodel.errors import EventError
     from statemodel.explain import UnknownWorkload, explain as explain_workload
@@ -381,19 +396,28 @@ def explain(
     except EventError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(2) from exc
-    try:
-        engine, _ = run_file(events, until_ms=until)
-    except (OSError, EOFError) as exc:
-        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
-        raise typer.Exit(1) from exc
-    state = engine.clusters.get(cluster)
-    try:
-        if state is None:
-            raise UnknownWorkload(workload)
-        out = explain_workload(state, workload)
-    except UnknownWorkload as exc:
-        sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
-        raise typer.Exit(1) from exc
+    if events is None and db is None:
+        sys.stderr.write("error: give an EVENTS file or --db\n")
+        raise typer.Exit(2)
+    if events is None:
+        from quotaledger.cli_sql import explain_from_db
+
+        out = explain_from_db(workload, db, cluster, until)
+    else:
+        cluster = cluster or "default"
+        try:
+            engine, _ = run_file(events, until_ms=until)
+        except (OSError, EOFError) as exc:
+            sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+            raise typer.Exit(1) from exc
+        state = engine.clusters.get(cluster)
+        try:
+            if state is None:
+                raise UnknownWorkload(workload)
+            out = explain_workload(state, workload)
+        except UnknownWorkload as exc:
+            sys.stderr.write(f"error: no workload {workload} in cluster {cluster}\n")
+            raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
         return
@@ -516,6 +540,10 @@ def db_downgrade(
     """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
     _alembic("downgrade", db_url(db), revision)
 
+
+from quotaledger.cli_sql import register as register_sql  # noqa: E402
+
+register_sql(app)
 
 if __name__ == "__main__":
     app()

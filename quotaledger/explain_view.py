@@ -28,15 +28,24 @@ def print_explanation(console: Console, out: dict) -> None:
                             for ps in admission["podSetAssignments"])
         how = "observed" if admission["observed"] else "by the engine"
         console.print(f"  admitted {how} at {admission['admittedAt']}, borrowing height {admission['borrowing']}: {flavors}")
-    if not out["levels"]:
-        return
-    table = Table(title="the numbers at every level (available = what this node could still take now)",
-                  title_justify="left", box=box.SIMPLE_HEAD)
+    if out["levels"]:
+        console.print(_levels_table("the numbers at every level (available = what this node could still take now)",
+                                    out["levels"]))
+    decision = out.get("admittedBy")
+    if decision:
+        console.print(f"  admitted by decision seq {decision['seq']} at {decision['time']} (caused by event "
+                      f"{decision['cause']}), borrowing height {decision['borrowing']}")
+        console.print(_levels_table("right after that admission (its own charge included: it fitted under every "
+                                    "limit below)", decision["levels"]))
+
+
+def _levels_table(title: str, levels: list[dict]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for header in ("level", "flavor", "resource"):
         table.add_column(header)
     for header in ("nominal", "borrowLimit", "lendLimit", "subtree", "local", "usage", "available", "maxAvail"):
         table.add_column(header, justify="right")
-    for level in out["levels"]:
+    for level in levels:
         first = True
         for flavor, resources in level["resources"].items():
             for res, row in resources.items():
@@ -44,4 +53,4 @@ def print_explanation(console: Console, out: dict) -> None:
                               *(qty(res, row[k]) for k in ("nominal", "borrowingLimit", "lendingLimit", "subtreeQuota",
                                                            "localQuota", "usage", "available", "potentialAvailable")))
                 first = False
-    console.print(table)
+    return table

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import gzip
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
+
+Watch = Callable[[BinaryIO, BinaryIO], Iterable[bytes]]
+"""``watch(lines, raw)`` → the lines to read instead: a progress display wraps the line stream and
+reads the position of ``raw`` (the file itself, before any gzip decoding)."""
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _open(source: str) -> tuple[BinaryIO, list[BinaryIO]]:
-    """Open ``source`` for binary reading; returns ``(stream, streams_to_close)``."""
+    """Open ``source`` for binary reading; returns ``(stream, streams_to_close)`` (the last one is
+    the file itself for a path)."""
     if source == "-":
         stdin: BinaryIO = sys.stdin.buffer
         head = stdin.peek(2)[:2] if hasattr(stdin, "peek") else b""
@@ -39,7 +44,7 @@ def _open(source: str) -> tuple[BinaryIO, list[BinaryIO]]:
 
 
 @contextmanager
-def open_source(source: str) -> Iterator[BinaryIO]:
+def open_source(source: str, watch: Watch | None = None) -> Iterator[BinaryIO]:
     """Open an NDJSON source for binary, line-wise reading (gzip-aware); closes it on exit.
 
     Args:
@@ -48,14 +53,15 @@ def open_source(source: str) -> Iterator[BinaryIO]:
 
     Yields:
         a binary stream; iterating it yields raw lines including their ``\\n``.
-        Standard input itself is never closed.
+        Standard input itself is never closed.  With ``watch`` (files only), what it returns
+        for ``(stream, file)`` instead.
 
     Raises:
         OSError: the file cannot be opened.
     """
     stream, to_close = _open(source)
     try:
-        yield stream
+        yield watch(stream, to_close[-1]) if watch is not None and source != "-" else stream  # type: ignore[misc]
     finally:
         for s in to_close:
             s.close()

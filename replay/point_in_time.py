@@ -11,12 +11,17 @@ from their stored payloads and applied (rejected ones counted as rejected, as wh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import sqlalchemy as sa
 
+from replay.runner import gc_paused
 from replay.sql_db import SinkError, archived_event, create_db_engine
 from replay.sql_sink import STATE_ENCODING
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
+from statemodel.errors import EventError
+from statemodel.event_types import Event
 from statemodel.snapshot import SnapshotError
 from statemodel.snapshot import load as load_snapshot
 
@@ -44,6 +49,69 @@ def end_position(conn: sa.Connection, cluster: str, at_ms: int | None, seq: int 
     return total
 
 
+def stored_cluster(conn: sa.Connection, cluster: str | None) -> str:
+    """``cluster`` itself, or — when ``None`` — the only cluster the archive holds.
+
+    Raises:
+        SinkError: ``None`` was given and the archive holds no cluster or several (their names are listed).
+    """
+    if cluster is not None:
+        return cluster
+    names = sorted(conn.execute(sa.select(s.events.c.cluster).distinct()).scalars())
+    if len(names) != 1:
+        listed = ", ".join(names) if names else "none"
+        raise SinkError(f"give --cluster: the database holds {len(names)} clusters ({listed})")
+    return names[0]
+
+
+def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    """The engine of ``cluster`` after its first ``end`` archived events: the last snapshot at or
+    before ``end`` plus the archived events in between.  Returns ``(engine, snapshot position)``.
+
+    Raises:
+        SinkError: a stored snapshot this engine cannot restore.
+    """
+    with gc_paused():  # restoring allocates millions of objects and frees none (see replay.runner)
+        return _restore(conn, cluster, end)
+
+
+def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
+        s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
+        s.snapshots.c.state_encoding == STATE_ENCODING,
+    ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
+    start = 0
+    engine = Engine()
+    if snap is not None:
+        try:
+            engine = load_snapshot(snap.state)
+        except SnapshotError as exc:
+            raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
+        start = snap.position
+    for event, error, event_id in archived_events(conn, cluster, start, end):
+        if event is None:
+            engine.reject(event_id, error)
+        else:
+            engine.apply(event)
+    return engine, start
+
+
+def archived_events(conn: sa.Connection, cluster: str, start: int, end: int | None = None
+                    ) -> Iterator[tuple[Event | None, EventError | None, str | None]]:
+    """``(event, None, id)`` or — for one rejected when it arrived — ``(None, error, id)`` for each
+    archived event of ``cluster`` at positions ``start <= position < end`` (to the last when ``end``
+    is ``None``), in position order, re-decoded from the stored payloads."""
+    e = s.events.c
+    where = [e.cluster == cluster, e.position >= start]
+    if end is not None:
+        where.append(e.position < end)
+    rows = conn.execution_options(yield_per=2000).execute(
+        sa.select(e.payload, e.reason, e.event_id).where(*where).order_by(e.position))
+    for payload, reason, event_id in rows:
+        event, error = archived_event(payload, reason, event_id)
+        yield event, error, event_id
+
+
 def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None = None) -> tuple[Engine, int, int]:
     """Rebuild the engine of ``cluster`` at a past moment (see the module docstring).
 
@@ -56,28 +124,7 @@ def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None 
     try:
         with db.connect() as conn:
             end = end_position(conn, cluster, at_ms, seq)
-            snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
-                s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
-                s.snapshots.c.state_encoding == STATE_ENCODING,
-            ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
-            start = 0
-            engine = Engine()
-            if snap is not None:
-                try:
-                    engine = load_snapshot(snap.state)
-                except SnapshotError as exc:
-                    raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
-                start = snap.position
-            e = s.events.c
-            rows = conn.execute(sa.select(e.payload, e.reason, e.event_id).where(
-                e.cluster == cluster, e.position >= start, e.position < end).order_by(e.position))
-            for payload, reason, event_id in rows:
-                event, error = archived_event(payload, reason, event_id)
-                if event is None:
-                    engine.reject(event_id, error)
-                else:
-                    engine.apply(event)
+            engine, start = restore(conn, cluster, end)
     finally:
         db.dispose()
     return engine, end, start
-

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from replay.ndjson import Watch
 from replay.sources import open_records
 from statemodel.engine import Engine
 from statemodel.errors import EventError
@@ -99,6 +100,7 @@ def run_file(
     on_decision: DecisionCallback | None = None,
     on_reject: RejectCallback | None = None,
     until_ms: int | None = None,
+    watch: Watch | None = None,
 ) -> tuple[Engine, ReplayResult]:
     """Replay an NDJSON event source through an engine (up to the first event later than
     ``until_ms``, epoch ms, when given: the state as of that moment).
@@ -115,6 +117,7 @@ def run_file(
         engine: the engine to continue from; a fresh ``Engine()`` when ``None``.
         on_decision: optional callback, called once per decision.
         on_reject: optional callback ``(position, error)``: 1-based line number, or Kafka offset.
+        watch: optional wrapper of a file's line stream (progress display), see ``replay.ndjson.open_source``.
 
     Returns:
         ``(engine, result)``: the engine after the last event and the run's counters.
@@ -133,7 +136,7 @@ def run_file(
     n_decisions = 0
     n_lines = 0
     started = time.perf_counter()
-    with gc_paused(), open_records(source) as records:
+    with gc_paused(), open_records(source, watch) as records:
         for line_no, _, item in decoded_lines(records):
             n_lines += 1
             if isinstance(item, EventError):

@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from replay.ndjson import lines_of, open_source
+from replay.ndjson import Watch, lines_of, open_source
 from statemodel.errors import EventError
 from statemodel.timefmt import parse_time
 
@@ -276,11 +276,13 @@ class KafkaRangeReader:
 
 
 @contextmanager
-def open_records(source: str) -> Iterator[Iterator[tuple[int, bytes]]]:
+def open_records(source: str, watch: Watch | None = None) -> Iterator[Iterator[tuple[int, bytes]]]:
     """Open any event source; yields an iterator of ``(position, record bytes)``.
 
     Args:
         source: an NDJSON path (plain or gzip), ``"-"`` for stdin, or a ``kafka://`` URL.
+        watch: for a file, a wrapper of its line stream (progress display,
+            ``replay.ndjson.open_source``); not used for Kafka.
 
     Yields:
         for a file, ``(line number, line)`` for every non-blank line (``replay.ndjson.lines_of``);
@@ -293,5 +295,5 @@ def open_records(source: str) -> Iterator[Iterator[tuple[int, bytes]]]:
         with KafkaRangeReader(parse_kafka_url(source)) as reader:
             yield iter(reader)
     else:
-        with open_source(source) as stream:
+        with open_source(source, watch) as stream:
             yield lines_of(stream)

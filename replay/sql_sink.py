@@ -32,6 +32,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from replay.ndjson import Watch
 from replay.runner import ReplayResult, decoded_lines, gc_paused
 from replay.sources import open_records
 from replay.sql_db import RawJSON, SinkError, create_db_engine, ms_to_datetime, redacted, salvage, time_ms, upgrade_schema
@@ -187,7 +188,7 @@ class SqlSink:
             "cluster": cluster, "position": self.positions[cluster], "event_time": ms_to_datetime(state.clock_ms),
             "event_time_ms": state.clock_ms, "decision_seq": state.seq, "engine_version": ENGINE_VERSION,
             "state_hash": engine.chains[cluster].hex(), "state_encoding": STATE_ENCODING,
-            "state": dump_snapshot(engine, [cluster]), "created_position": source_position})
+            "state": _dump(engine, cluster), "created_position": source_position})
 
     def finish(self, engine: Engine, last_line: int, snapshotted: dict[str, int]) -> None:
         """Write the final snapshot of every cluster (unless one was just taken at the same position)
@@ -221,6 +222,12 @@ class SqlSink:
                     conn.execute(table.delete().where(table.c.cluster == cluster))
 
 
+def _dump(engine: Engine, cluster: str) -> bytes:
+    """The snapshot blob of ``cluster``, with the cyclic GC paused (it would triple the time)."""
+    with gc_paused():
+        return dump_snapshot(engine, [cluster])
+
+
 def replay_to_db(
     source: str,
     url: str,
@@ -230,11 +237,12 @@ def replay_to_db(
     replace: bool = False,
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
+    watch: Watch | None = None,
 ) -> tuple[Engine, ReplayResult]:
     """Replay ``source`` (NDJSON path, plain or gzip, ``-``, or a ``kafka://`` range) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
-    ``replay.runner.run_file`` (so file outputs keep working next to the database).  Every
+    ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
     ``snapshot_every`` events of a cluster, and at the end, a restorable snapshot of that cluster is
     written in the same transaction as the events it covers.
 
@@ -258,7 +266,7 @@ def replay_to_db(
     n_lines = n_decisions = line_no = pending = 0
     started = time.perf_counter()
     try:
-        with gc_paused(), open_records(source) as records:
+        with gc_paused(), open_records(source, watch) as records:
             for line_no, line, event in decoded_lines(records):
                 n_lines += 1
                 if isinstance(event, EventError):

@@ -1,9 +1,17 @@
-"""Finding and importing a trace by name (``dlrm``, ``openb``) or path, and reading ``--until``."""
+"""Finding and importing a trace by name (``dlrm``, ``openb``) or path, and reading ``--until``.
+
+Where a named trace is found, first match wins: ``$QUOTALEDGER_TRACES/<folder>``, then
+``shared/data/traces/<folder>`` beside the repository (:func:`trace_root`), then — for ``dlrm``
+only — the gzipped copy shipped inside the package (``replay/traces_data/``, with its README:
+source, commit, terms, citation).  openb is not shipped: its terms ask that it not be
+redistributed as part of a product.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from importlib.resources import files
 from pathlib import Path
 
 from replay.importers.dlrm import FILE as DLRM_FILE
@@ -13,10 +21,24 @@ from replay.importers.mapping import import_csv, parse_iso_ms
 from replay.importers.openb import PODS_FILE as OPENB_FILE
 from replay.importers.openb import import_openb
 
-__all__ = ["SHIPPED", "trace_root", "load_trace", "parse_until"]
+__all__ = ["SHIPPED", "PACKAGED", "trace_root", "trace_dir", "load_trace", "parse_until"]
 
 SHIPPED = {"dlrm": "alibaba-gpu-v2025-dlrm", "openb": "alibaba-gpu-v2023-openb"}
 """Trace names → folder under the shared traces directory."""
+
+PACKAGED = ("dlrm",)
+"""Named traces whose data ships inside the package (``replay/traces_data/<folder>``)."""
+
+
+def _beside_repository() -> Path | None:
+    """The first ``shared/data/traces`` next to an ancestor of the working directory or of this
+    package (the repository sits beside ``shared/``), or ``None``."""
+    for base in (Path.cwd().resolve(), Path(__file__).resolve().parent):
+        for a in (base, *base.parents):
+            candidate = a / "shared" / "data" / "traces"
+            if candidate.is_dir():
+                return candidate
+    return None
 
 
 def trace_root() -> Path:
@@ -30,12 +52,38 @@ def trace_root() -> Path:
     env = os.environ.get("QUOTALEDGER_TRACES")
     if env:
         return Path(env)
-    for base in (Path.cwd().resolve(), Path(__file__).resolve().parent):
-        for a in (base, *base.parents):
-            candidate = a / "shared" / "data" / "traces"
-            if candidate.is_dir():
-                return candidate
-    raise TraceImportError("cannot find the shared traces directory (shared/data/traces); set QUOTALEDGER_TRACES")
+    found = _beside_repository()
+    if found is None:
+        raise TraceImportError("cannot find the shared traces directory (shared/data/traces); set QUOTALEDGER_TRACES")
+    return found
+
+
+def trace_dir(name: str) -> Path:
+    """The folder of the named trace ``name`` (a key of :data:`SHIPPED`), in the lookup order of
+    the module docstring.
+
+    Raises:
+        TraceImportError: not found anywhere; the message says where it was looked for.
+    """
+    folder = SHIPPED[name]
+    candidates = []
+    env = os.environ.get("QUOTALEDGER_TRACES")
+    if env:
+        candidates.append(Path(env) / folder)
+    shared = _beside_repository()
+    if shared is not None:
+        candidates.append(shared / folder)
+    if name in PACKAGED:
+        candidates.append(Path(str(files("replay").joinpath("traces_data", folder))))
+    for path in candidates:
+        if path.is_dir():
+            return path
+    where = ", ".join(str(p) for p in candidates) or "shared/data/traces beside the repository"
+    shipped = "" if name in PACKAGED else (
+        f"; the {name} trace is not shipped with quotaledger (its terms ask that it not be redistributed as "
+        f"part of a product): put its folder {folder}/ under $QUOTALEDGER_TRACES or shared/data/traces/ "
+        "beside the repository")
+    raise TraceImportError(f"cannot find the {name} trace (looked in {where}){shipped}")
 
 
 def load_trace(spec: str, mapping: str | Path | None = None) -> ImportResult:
@@ -50,17 +98,18 @@ def load_trace(spec: str, mapping: str | Path | None = None) -> ImportResult:
     Raises:
         TraceImportError: the trace cannot be found or read; MappingError: invalid mapping.
     """
-    path = trace_root() / SHIPPED[spec] if spec in SHIPPED else Path(spec)
+    path = trace_dir(spec) if spec in SHIPPED else Path(spec)
     if not path.exists():
         raise TraceImportError(f"no such trace: {spec}")
     if mapping is not None:
         if path.is_dir():
-            files = [p for p in (path / DLRM_FILE, path / OPENB_FILE) if p.exists()]
-            if not files:
+            found = [p for p in (path / DLRM_FILE, path / f"{DLRM_FILE}.gz", path / OPENB_FILE) if p.exists()]
+            if not found:
                 raise TraceImportError(f"{path} is a folder: give the CSV file to read with --mapping")
-            path = files[0]
+            path = found[0]
         return import_csv(path, mapping)
-    if (path.is_dir() and (path / DLRM_FILE).exists()) or path.name == DLRM_FILE:
+    dlrm_names = (DLRM_FILE, f"{DLRM_FILE}.gz")
+    if (path.is_dir() and any((path / n).exists() for n in dlrm_names)) or path.name in dlrm_names:
         return import_dlrm(path)
     if (path.is_dir() and (path / OPENB_FILE).exists()) or path.name == OPENB_FILE:
         return import_openb(path)

@@ -138,7 +138,7 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
     assert "cannot read" in result.stderr
 
 
-# --------------------------------------------------------------------------- state / demo / version
+# --------------------------------------------------------------------------- state / version (demo: test_demo.py)
 
 
 def test_state_json_matches_replay_state(tmp_path: Path) -> None:
@@ -148,16 +148,12 @@ def test_state_json_matches_replay_state(tmp_path: Path) -> None:
     assert result.stdout_bytes == replay_state
 
 
-def test_state_tables_and_demo_and_version() -> None:
+def test_state_tables_and_version() -> None:
     runner = _runner()
     tables = runner.invoke(app, ["state", str(EXAMPLE)])
     assert tables.exit_code == 0, (tables.stderr, tables.exception)
     for cq in ("research-a", "prod-a", "prod-b"):
         assert cq in tables.stdout
-
-    demo = runner.invoke(app, ["demo"])
-    assert demo.exit_code == 0, (demo.stderr, demo.exception)
-    assert "hash" in demo.stdout and "research-a" in demo.stdout
 
     version = runner.invoke(app, ["version"])
     assert version.exit_code == 0, (version.stderr, version.exception)

@@ -50,6 +50,7 @@ def test_upgrade_downgrade_upgrade(db: str) -> None:
     assert _tables(db) == set()
     command.upgrade(cfg, "head")
     assert _tables(db) == TABLES
+    assert _diff(db) == []  # the round trip leaves exactly the schema of statemodel/sql_schema.py
 
 
 def test_models_and_migrations_agree(db: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from replay.importers.jobs import BadRow, Job, TraceImportError, slug
 
 
 def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line, row)`` for every data row of a CSV file with a header line.
+    """Yield ``(line, row)`` for every data row of a CSV file with a header line (gzip-compressed
+    when the name ends in ``.gz``).
 
     ``line`` is the 1-based physical line where the row ends (the header is line 1, so the first
     data row is line 2; a quoted field spanning lines counts every line).  Values are the raw
@@ -23,7 +25,10 @@ def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str =
             column.
     """
     try:
-        f = open(path, newline="", encoding="utf-8")
+        if str(path).endswith(".gz"):
+            f = gzip.open(path, "rt", newline="", encoding="utf-8")
+        else:
+            f = open(path, newline="", encoding="utf-8")
     except OSError as exc:
         raise TraceImportError(f"cannot read {path}: {exc}") from exc
     with f:

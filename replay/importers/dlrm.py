@@ -144,7 +144,8 @@ def trace_end(jobs: list[Job]) -> int:
 
 
 def import_dlrm(path: str | Path) -> ImportResult:
-    """Read the DLRM trace CSV (or a directory holding ``disaggregated_DLRM_trace.csv``).
+    """Read the DLRM trace CSV, plain or gzipped (``.gz``), or a directory holding
+    ``disaggregated_DLRM_trace.csv`` (or, failing that, ``disaggregated_DLRM_trace.csv.gz``).
 
     Returns:
         an :class:`ImportResult` named ``dlrm``: jobs in file order, bad rows, trace span
@@ -156,7 +157,7 @@ def import_dlrm(path: str | Path) -> ImportResult:
     """
     path = Path(path)
     if path.is_dir():
-        path = path / FILE
+        path = path / FILE if (path / FILE).exists() or not (path / f"{FILE}.gz").exists() else path / f"{FILE}.gz"
     jobs, bad = read_jobs(path, COLUMNS, read_row, "instance_sn")
     flavors = sorted({j.flavor for j in jobs if j.flavor})
     return ImportResult(NAME, jobs, bad, EPOCH_BASE_MS, max(EPOCH_BASE_MS, trace_end(jobs)),

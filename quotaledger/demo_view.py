@@ -1,0 +1,63 @@
+"""Terminal views of ``quotaledger demo``: Rich progress bars per stage and the closing report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from replay.demo import DemoResult, Progress as ProgressCallback
+
+STAGES = {"import": "import the trace, build the quota tree", "simulate": "simulate (closed loop)",
+          "archive": "replay into the SQL store", "report": "compute the report", "plots": "plot"}
+
+
+@contextmanager
+def demo_progress(console: Console) -> Iterator[ProgressCallback]:
+    """A Rich progress display with one bar per demo stage (trace time for the simulation and the
+    replay); yields the ``(stage, done, total)`` callback ``replay.demo.run_demo`` takes."""
+    with Progress(TextColumn("{task.description:<40}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=console) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            task = tasks.get(stage)
+            if task is None:
+                task = tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=max(1, total))
+            bar.update(task, completed=done, total=max(1, total))
+
+        yield update
+
+
+def print_demo(console: Console, result: DemoResult) -> None:
+    """The report table, the output folder, the SQL URL, three example queries and the timing."""
+    from replay.report_page import HEADERS, example_queries, table_rows
+
+    report = result.report
+    table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (README: The demo report)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for i, header in enumerate(HEADERS):
+        table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
+    for node, row in zip(report.nodes, table_rows(report)):
+        table.add_row(*row, style="bold" if node.kind == "Cohort" else None)
+    console.print(table)
+    sim, rep = result.simulation, result.replay
+    console.print(f"simulation: {sim.summary()}", markup=False, highlight=False)
+    total = sum(result.seconds.values())
+    console.print(f"time: {total:.1f}s in all; simulate {result.seconds.get('simulate', 0):.1f}s "
+                  f"({sim.events / max(result.seconds.get('simulate', 0), 1e-9):,.0f} events/s), replay into SQL "
+                  f"{result.seconds.get('archive', 0):.1f}s ({rep.events_per_second:,.0f} events/s), report "
+                  f"{result.seconds.get('report', 0):.1f}s, plots {result.seconds.get('plots', 0):.1f}s; "
+                  f"{sim.events / max(total, 1e-9):,.0f} events/s end to end", markup=False, highlight=False)
+    console.print(f"output folder: {result.out}  (open {result.html})", markup=False, highlight=False)
+    console.print(f"SQL store: {result.url}   check it: quotaledger verify --db '{result.url}'",
+                  markup=False, highlight=False)
+    console.print("example queries (e.g. sqlite3 on the file, or psql):", markup=False)
+    for what, sql in example_queries(report.cluster):
+        console.print(f"  -- {what}\n  {sql}", markup=False, highlight=False)

@@ -1,0 +1,176 @@
+"""The sshare-like tree view of ``quotaledger state --db`` (without ``--json``).
+
+One Rich table per cluster whose first column is the cohort tree drawn with guides — Cohorts,
+their ClusterQueues, and each ClusterQueue's LocalQueues — with one row per flavor × resource:
+
+- ``nominal``: the node's own nominalQuota (base units, shown in display units);
+- ``borrowed``: ``max(0, usage − subtreeQuota)`` — what the node takes beyond its own quota (for a
+  ClusterQueue the subtree quota is its nominal quota), as Kueue's ``borrowed`` in flavor usage;
+- ``lent``: the part of the node's idle quota that its siblings are borrowing.  A node's idle
+  quota as its parent sees it is ``(subtree − local) − max(0, usage − local)`` (``local`` =
+  ``max(0, subtree − lendingLimit)``, the non-lendable part); what the parent's children borrow in
+  total is covered first from their siblings' idle quota — shared among the lenders in proportion
+  to their idle quota (integer floor) — and only then from the parent's own nominal quota.  This
+  attribution is our convention: Kueue pools lent quota without recording who lent it;
+- ``usage``: ClusterQueue: admitted usage; Cohort: the usage its children charge to it (Kueue's
+  cohort usage); LocalQueue: the sum of its admitted workloads' ``resourceUsage``;
+- ``decayed``: admission fair sharing's decayed consumed usage (KEP-4136, score units: cores for
+  cpu; 6 significant digits), per resource, on the row of the resource's first flavor; ``-`` when fair sharing is off;
+- ``pending``: pending workloads (a Cohort: every ClusterQueue below it).
+
+Cohorts on a cycle are not under any root; they are listed last, marked ``(cycle)``.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from quotaledger.display import qty
+from statemodel.errors import EventError
+from statemodel.quantity import parse_quantity
+
+Row = dict[str, int | None]
+
+
+def _local(q: dict, subtree: int) -> int:
+    limit = q.get("lendingLimit")
+    return max(0, subtree - limit) if limit is not None else 0
+
+
+def _rows(resources: dict, is_cq: bool) -> dict[tuple[str, str], Row]:
+    out: dict[tuple[str, str], Row] = {}
+    for flavor, per_res in resources.items():
+        for res, q in per_res.items():
+            subtree = q.get("nominal", 0) if is_cq else q.get("subtreeQuota", 0)
+            usage = q.get("usage", 0)
+            local = _local(q, subtree)
+            out[(flavor, res)] = {
+                "nominal": q.get("nominal", 0), "usage": usage, "borrowed": max(0, usage - subtree),
+                "idle": max(0, (subtree - local) - max(0, usage - local)), "lent": 0,
+            }
+    return out
+
+
+def _attribute_lending(children: list[dict[tuple[str, str], Row]]) -> None:
+    """Set ``lent`` on the rows of one parent's children (module docstring)."""
+    for fr in sorted({fr for rows in children for fr in rows}):
+        borrowed = sum(rows[fr]["borrowed"] or 0 for rows in children if fr in rows)
+        idle = sum(rows[fr]["idle"] or 0 for rows in children if fr in rows)
+        taken = min(borrowed, idle)
+        if taken <= 0:
+            continue
+        for rows in children:
+            if fr in rows:
+                rows[fr]["lent"] = taken * (rows[fr]["idle"] or 0) // idle
+
+
+def _admitted_usage(workloads: dict, local_queue: str) -> dict[str, dict[str, int]]:
+    """Flavor → resource → base units admitted through one LocalQueue."""
+    out: dict[str, dict[str, int]] = {}
+    for w in workloads.values():
+        if w.get("status") != "Admitted" or w.get("localQueue") != local_queue:
+            continue
+        for ps in w.get("podSetAssignments") or ():
+            for res, amount in ps.get("resourceUsage", {}).items():
+                flavor = ps.get("flavors", {}).get(res, "-")
+                try:
+                    value = parse_quantity(res, amount, "resourceUsage")
+                except EventError:
+                    continue
+                per = out.setdefault(flavor, {})
+                per[res] = per.get(res, 0) + value
+    return out
+
+
+def cluster_tree(name: str, cs: dict) -> Table:
+    """The tree table of one cluster's section of the state JSON."""
+    cohorts, cqs, lqs = cs.get("cohorts", {}), cs.get("clusterQueues", {}), cs.get("localQueues", {})
+    rows = {("Cohort", n): _rows(c.get("resources", {}), False) for n, c in cohorts.items()}
+    rows.update({("ClusterQueue", n): _rows(c.get("resources", {}), True) for n, c in cqs.items()})
+    child_cohorts: dict[str | None, list[str]] = {}
+    for n in sorted(cohorts):
+        child_cohorts.setdefault(cohorts[n].get("parent"), []).append(n)
+    child_cqs: dict[str | None, list[str]] = {}
+    for n in sorted(cqs):
+        child_cqs.setdefault(cqs[n].get("cohort"), []).append(n)
+    for parent in cohorts:
+        _attribute_lending([rows[("Cohort", c)] for c in child_cohorts.get(parent, [])]
+                           + [rows[("ClusterQueue", q)] for q in child_cqs.get(parent, [])])
+    lqs_of: dict[str, list[str]] = {}
+    for key in sorted(lqs):
+        lqs_of.setdefault(lqs[key].get("clusterQueue"), []).append(key)
+
+    def pending_below(cohort: str, seen: set[str]) -> int:
+        if cohort in seen:
+            return 0
+        seen.add(cohort)
+        return (sum(cqs[q].get("pending", 0) for q in child_cqs.get(cohort, []))
+                + sum(pending_below(c, seen) for c in child_cohorts.get(cohort, [])))
+
+    table = Table(title=f"cluster {name}  (time {cs.get('time')})", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("node")
+    for header in ("flavor", "resource"):
+        table.add_column(header)
+    for header in ("nominal", "borrowed", "lent", "usage", "decayed", "pending"):
+        table.add_column(header, justify="right")
+
+    def add(label: str, data: dict[tuple[str, str], Row], decayed: dict, pending: int) -> None:
+        if not data:
+            table.add_row(label, "-", "-", "-", "-", "-", "-", "-", str(pending))
+            return
+        shown: set[str] = set()
+        for i, ((flavor, res), row) in enumerate(sorted(data.items())):
+            afs = "-"
+            if res not in shown and res in decayed:
+                afs = f"{decayed[res]:.6g}"
+            shown.add(res)
+            table.add_row(label if i == 0 else "", flavor, res,
+                          *(qty(res, row.get(k)) for k in ("nominal", "borrowed", "lent", "usage")),
+                          afs, str(pending) if i == 0 else "")
+
+    def consumed(view: dict) -> dict:
+        return (view.get("admissionFairSharing") or {}).get("consumed", {})
+
+    def walk_cq(q: str, prefix: str) -> None:
+        add(f"{prefix}ClusterQueue {q}", rows[("ClusterQueue", q)], consumed(cqs[q]), cqs[q].get("pending", 0))
+        keys = lqs_of.get(q, [])
+        for i, key in enumerate(keys):
+            guide = "└─ " if i == len(keys) - 1 else "├─ "
+            usage = _admitted_usage(cs.get("workloads", {}), key)
+            data: dict[tuple[str, str], Row] = {(f, r): {"usage": v} for f, per in usage.items() for r, v in per.items()}
+            add(f"{_indent(prefix)}{guide}LocalQueue {key}", data, consumed(lqs[key]), lqs[key].get("pending", 0))
+
+    def walk_cohort(c: str, prefix: str, seen: set[str]) -> None:
+        seen.add(c)
+        add(f"{prefix}Cohort {c}", rows[("Cohort", c)], consumed(cohorts[c]), pending_below(c, set()))
+        kids = [("Cohort", k) for k in child_cohorts.get(c, []) if k not in seen] + \
+               [("ClusterQueue", q) for q in child_cqs.get(c, [])]
+        for i, (kind, k) in enumerate(kids):
+            guide = "└─ " if i == len(kids) - 1 else "├─ "
+            if kind == "Cohort":
+                walk_cohort(k, _indent(prefix) + guide, seen)
+            else:
+                walk_cq(k, _indent(prefix) + guide)
+
+    seen: set[str] = set()
+    for c in child_cohorts.get(None, []):
+        walk_cohort(c, "", seen)
+    for q in child_cqs.get(None, []):
+        walk_cq(q, "")
+    for c in sorted(set(cohorts) - seen):
+        walk_cohort(c, "(cycle) ", seen)
+    return table
+
+
+def _indent(prefix: str) -> str:
+    """The continuation of a tree guide for the next level: ``├─ `` → ``│  ``, ``└─ `` → spaces."""
+    return prefix.replace("├─ ", "│  ").replace("└─ ", "   ").replace("(cycle) ", "")
+
+
+def print_state_tree(console: Console, state: dict) -> None:
+    """Print the tree table of every cluster of a state JSON, then its engine version, time and hash."""
+    for name, cs in state.get("clusters", {}).items():
+        console.print(cluster_tree(name, cs))
+    console.print(f"engine {state.get('engineVersion')}  time {state.get('time')}  hash {state.get('hash')}")

@@ -1,0 +1,208 @@
+"""``quotaledger demo``: a real trace → quota tree → closed-loop simulation → SQL store → report.
+
+:func:`run_demo` does the whole main job in one call and leaves everything in one output folder
+(default ``out/demo-<trace>``)::
+
+    quota/               the quota configuration used, as editable Kueue manifests (replay.manifests)
+    events.ndjson        the simulated history, a normal event file (replay.simulator)
+    quotaledger.db       the SQL store (SQLite) the history was replayed into, unless --db names another
+    report.json          the report numbers, exact integers (replay.report)
+    *.png, index.html    plots and the page that shows them with the report tables (replay.plots,
+                         replay.report_page)
+
+The simulation and the replay into SQL are two runs of the engine over the same events; the demo
+checks that they end in the same hash, so the database is an auditable history (``quotaledger
+verify --db URL`` recomputes it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from replay.importers.jobs import ImportResult
+from replay.manifests import QuotaConfig, load_manifests, write_manifests
+from replay.plots import write_plots
+from replay.quota_tree import generate_quota
+from replay.report import Report, build_report
+from replay.report_page import write_index
+from replay.runner import ReplayResult
+from replay.simulator import SimulationResult, simulate
+from replay.sql_db import SinkError
+from replay.sql_sink import replay_to_db
+from replay.traces import load_trace, parse_until
+
+__all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
+
+Progress = Callable[[str, int, int], None]
+"""``(stage, done, total)``: stages ``import``, ``simulate``, ``archive`` (trace time in ms since
+the start), ``report``, ``plots`` (steps)."""
+
+
+class DemoError(Exception):
+    """The demo cannot run or its two engine runs disagree; the message says why."""
+
+
+@dataclass
+class DemoResult:
+    """What one demo run produced.
+
+    Attributes:
+        out: the output folder; url: the SQL store; events / quota_dir / html / report_json: files
+            written; pngs: plots written.
+        trace / config: the imported trace and the quota configuration used.
+        simulation / replay: counters of the simulation and of the replay into SQL.
+        report: the report numbers.
+        hash: the engine hash after the last event (the same for both runs).
+        seconds: wall time per stage (reporting only).
+    """
+
+    out: Path
+    url: str
+    events: Path
+    quota_dir: Path
+    trace: ImportResult
+    config: QuotaConfig
+    simulation: SimulationResult
+    replay: ReplayResult
+    report: Report
+    hash: str
+    pngs: list[Path] = field(default_factory=list)
+    html: Path | None = None
+    report_json: Path | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def default_out(trace: str) -> Path:
+    """``out/demo-<name>`` for a trace name or path (the file or folder name without suffixes)."""
+    name = Path(trace).name.split(".")[0] or "trace"
+    return Path("out") / f"demo-{name}"
+
+
+def load_inputs(trace: str, mapping: str | None, quota: str | None,
+                until: str | None) -> tuple[ImportResult, QuotaConfig, int | None]:
+    """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
+    shared by ``quotaledger demo`` and ``quotaledger simulate``.
+
+    Raises:
+        DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
+    """
+    from replay.importers.jobs import TraceImportError
+    from replay.importers.mapping import MappingError
+    from replay.manifests import QuotaConfigError
+
+    try:
+        imported = load_trace(trace, mapping)
+        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+    except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
+        raise DemoError(str(exc)) from exc
+    try:
+        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+    except ValueError as exc:
+        raise DemoError(f"--until: {exc}") from exc
+    return imported, config, until_ms
+
+
+def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20) -> list[str]:
+    """What to tell the user about the inputs: the first ``max_rows`` skipped rows (line and
+    reason) and how many more, the job count, and the quota configuration's notes."""
+    lines = [f"skipped {bad}" for bad in imported.bad_rows[:max_rows]]
+    if len(imported.bad_rows) > max_rows:
+        lines.append(f"… {len(imported.bad_rows) - max_rows} more skipped rows")
+    lines.append(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
+                 f"{len(imported.nodes)} nodes")
+    return lines + list(config.notes)
+
+
+def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
+             out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
+             on_note: Callable[[str], None] | None = None) -> DemoResult:
+    """Run the demo (module docstring) and write its output folder.
+
+    Args:
+        trace: ``dlrm`` (default), ``openb``, or a CSV path (with ``mapping``); see ``replay.traces``.
+        mapping: mapping YAML for a generic CSV trace.
+        quota: folder of Kueue manifests to use instead of the generated quota tree.
+        db: SQLAlchemy URL of the store (default: ``sqlite:///<out>/quotaledger.db``); the trace's
+            cluster is replaced there if it already exists.
+        out: output folder (default :func:`default_out`).
+        until: stop the simulation here (``replay.traces.parse_until``: seconds or a duration after
+            the trace start, or an RFC 3339 time).
+        progress: progress callback (:data:`Progress`).
+        on_note: called with human-readable notes (skipped rows, the quota rule).
+
+    Raises:
+        DemoError: the trace, mapping, quota folder or ``until`` cannot be used; the store cannot
+            be written or read; the two engine runs disagree.
+        OSError: the output folder cannot be written.
+    """
+    tick = progress or (lambda stage, done, total: None)
+    note = on_note or (lambda text: None)
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+    tick("import", 0, 1)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until)
+    tick("import", 1, 1)
+    for line in input_notes(imported, config):
+        note(line)
+    out_dir = Path(out) if out is not None else default_out(trace)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    quota_dir = out_dir / "quota"
+    write_manifests(config, quota_dir, "\n".join([f"quotaledger quota configuration for trace {imported.name}",
+                                                  *config.notes]))
+    url = db or f"sqlite:///{(out_dir / 'quotaledger.db').resolve()}"
+    events = out_dir / "events.ndjson"
+    start = imported.trace_start_ms
+    horizon = until_ms if until_ms is not None else imported.trace_end_ms
+    span = max(1, horizon - start)
+    seconds["import"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    sim = simulate(imported, config, events, until_ms=until_ms,
+                   progress=lambda t: tick("simulate", min(span, max(0, t - start)), span))
+    seconds["simulate"] = time.perf_counter() - clock
+    if sim.unroutable:
+        note(f"warning: {sim.unroutable} jobs have no LocalQueue in the quota configuration (they stay pending)")
+
+    clock = time.perf_counter()
+    count = [0]
+
+    def archived(d: object) -> None:
+        count[0] += 1
+        if count[0] % 1000 == 0:
+            tick("archive", min(span, max(0, d.time_ms - start)), span)  # type: ignore[attr-defined]
+
+    try:
+        engine, replayed = replay_to_db(str(events), url, replace=True, on_decision=archived)
+    except SinkError as exc:
+        raise DemoError(str(exc)) from exc
+    tick("archive", span, span)
+    seconds["archive"] = time.perf_counter() - clock
+    if engine.hash != sim.hash:
+        raise DemoError(f"the replay into SQL ended in hash {engine.hash}, the simulation in {sim.hash}")
+
+    clock = time.perf_counter()
+    tick("report", 0, 1)
+    observed = {key: job.observed_wait_ms for key, job in sim.job_of.items() if job.observed_wait_ms is not None}
+    try:
+        report = build_report(url, imported.name, observed_waits=observed, start_ms=start, end_ms=horizon)
+    except SinkError as exc:
+        raise DemoError(str(exc)) from exc
+    tick("report", 1, 1)
+    seconds["report"] = time.perf_counter() - clock
+    result = DemoResult(out_dir, url, events, quota_dir, imported, config, sim, replayed, report, engine.hash,
+                        seconds=seconds)
+
+    clock = time.perf_counter()
+    result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total))
+    result.report_json = out_dir / "report.json"
+    # stdlib json: integrals of bytes × ms exceed 64 bits, which orjson refuses
+    result.report_json.write_text(json.dumps(
+        {"cluster": report.cluster, "startMs": report.start_ms, "endMs": report.end_ms, "hash": engine.hash,
+         "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
+    result.html = write_index(result)
+    seconds["plots"] = time.perf_counter() - clock
+    return result

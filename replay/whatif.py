@@ -1,0 +1,398 @@
+"""What-if analysis: fork a cluster's archived history, add patch events, replay, compare.
+
+``whatif(url, patch, cluster=None, from_ms=None)`` only reads the SQL store (SELECTs):
+
+1. **Fork.**  The engine of the cluster just before ``from_ms`` — every archived event before the
+   first one whose time is at or after ``from_ms`` — is rebuilt from the nearest snapshot at or
+   before that position plus the archived events in between (``replay.point_in_time.restore``).
+   Without ``from_ms`` the fork is the start of the history (an empty engine).
+2. **Patch.**  The patch is an NDJSON file of EVENTS.md v1 events (a changed ClusterQueue or
+   Cohort, extra or deleted Workloads, an ``EngineConfig``, finishes, ...).  An event without
+   ``cluster`` belongs to the forked cluster; one naming another cluster, one that fails
+   validation, or one earlier than ``from_ms`` is an error (every bad line is listed).  Ids are
+   prefixed with ``whatif:`` (inner ``Batch`` ids too) so they can never collide with archived ids.
+3. **Merge rule.**  The archived tail keeps its order.  Patch events, sorted by time (file order
+   on ties), are inserted before the first archived event whose *effective time* — the engine
+   clock it is applied at, the running maximum of archived event times — is at or after theirs:
+   at equal times the patch event goes first.  Patch events later than every archived event come
+   last.  Archived events that were rejected when they arrived stay in place and stay rejected.
+4. **Two branches** start from the same fork state: *base* replays the archived tail alone (so it
+   reproduces the stored decisions), *what-if* the merged stream.
+5. **Report** (``WhatIfReport``), everything about the tail after the fork:
+
+   - decisions that changed, per workload: the n-th decision of a type (``Admitted``,
+     ``Preempted``, ``Evicted``) in one branch is matched with the n-th of the same type in the
+     other; ``added`` / ``removed`` when only one branch has it, ``changed`` when the time, the
+     ClusterQueue, the flavors (admissions) or the reason (preemptions, evictions) differ;
+   - wait times per ClusterQueue and per LocalQueue: for every ``Admitted`` decision, its time
+     minus the time the workload (last) entered its queue; for every workload still pending at the
+     horizon, the horizon minus that time (counted in ``pending``: a lower bound).  Percentiles
+     are nearest-rank on integer milliseconds (p = the value at rank ``ceil(p/100 × n)``);
+   - utilization per ClusterQueue × flavor × resource: ``∫ usage dt / ∫ nominalQuota dt`` over the
+     window from the fork (or the first tail event) to the horizon (the later of the two
+     branches' final clocks), with both integrals exact integers (base units × ms) and one
+     division at the end; ``meanUsage`` / ``meanNominal`` are the integrals over the window
+     length (integer floor).  The integrals are sampled whenever the clock advances: cost per
+     clock step is O(ClusterQueues × flavor-resources).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+
+from replay.ndjson import iter_lines
+from replay.point_in_time import archived_events, end_position, restore, stored_cluster
+from replay.runner import gc_paused
+from replay.sql_db import SinkError, create_db_engine, redacted
+from statemodel.cluster import ClusterState
+from statemodel.decisions import ADMITTED, Decision
+from statemodel.engine import Engine
+from statemodel.errors import EventError
+from statemodel.event_types import Event
+from statemodel.events import decode_event
+from statemodel.snapshot import dump as dump_snapshot
+from statemodel.snapshot import load as load_snapshot
+from statemodel.timefmt import format_time
+from statemodel.workload import PENDING
+
+PATCH_ID_PREFIX = "whatif:"
+"""Prefix given to every patch event id (and inner ``Batch`` id)."""
+
+PERCENTILES = (50, 95)
+
+
+class WhatIfError(ValueError):
+    """The patch cannot be used (bad lines listed in the message), or the fork point is unusable."""
+
+
+# --------------------------------------------------------------------------- patch
+
+
+def _prefixed(raw: dict) -> dict:
+    out = dict(raw)
+    if isinstance(out.get("id"), str):
+        out["id"] = PATCH_ID_PREFIX + out["id"]
+    if out.get("type") == "Batch" and isinstance(out.get("events"), list):
+        out["events"] = [_prefixed(inner) if isinstance(inner, dict) else inner for inner in out["events"]]
+    return out
+
+
+def read_patch(path: str, cluster: str, from_ms: int | None) -> list[Event]:
+    """The patch events of ``path`` for ``cluster``, ids prefixed, sorted by time (file order on ties).
+
+    Raises:
+        WhatIfError: one line per bad event — not JSON, not an object, another cluster, invalid
+            (field path and problem from the validator), or earlier than ``from_ms``.
+        OSError: the file cannot be read.
+    """
+    events: list[tuple[int, int, Event]] = []
+    problems: list[str] = []
+    for line_no, line in iter_lines(path):
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            problems.append(f"line {line_no}: not JSON: {exc}")
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"line {line_no}: not a JSON object")
+            continue
+        raw.setdefault("cluster", cluster)
+        if raw["cluster"] != cluster:
+            problems.append(f"line {line_no}: cluster: {raw['cluster']!r}, but the what-if forks cluster {cluster!r}")
+            continue
+        try:
+            event = decode_event(orjson.dumps(_prefixed(raw)))
+        except EventError as err:
+            where = f"{err.path}: {err.problem}" if err.path else err.problem
+            problems.append(f"line {line_no} (id {raw.get('id', '-')}): {where}")
+            continue
+        if from_ms is not None and event.time_ms < from_ms:
+            problems.append(f"line {line_no} (id {raw.get('id')}): time: {format_time(event.time_ms)} is before "
+                            f"the fork point {format_time(from_ms)}")
+            continue
+        events.append((event.time_ms, line_no, event))
+    if problems:
+        raise WhatIfError(f"bad patch {path}:\n  " + "\n  ".join(problems))
+    return [event for _, _, event in sorted(events, key=lambda item: (item[0], item[1]))]
+
+
+def merge(tail: list[tuple[Event | None, EventError | None, str | None]], patch: list[Event], clock_ms: int
+          ) -> list[tuple[Event | None, EventError | None, str | None]]:
+    """The what-if stream: ``patch`` (sorted by time) merged into the archived ``tail`` by the rule
+    of the module docstring; ``clock_ms`` is the engine clock at the fork."""
+    out: list[tuple[Event | None, EventError | None, str | None]] = []
+    i = 0
+    for item in tail:
+        event = item[0]
+        if event is not None:
+            clock_ms = max(clock_ms, event.time_ms)
+            while i < len(patch) and patch[i].time_ms <= clock_ms:
+                out.append((patch[i], None, patch[i].id))
+                i += 1
+        out.append(item)
+    out.extend((event, None, event.id) for event in patch[i:])
+    return out
+
+
+# --------------------------------------------------------------------------- one branch
+
+
+@dataclass
+class Wait:
+    """One wait: ``wait_ms`` from entering the queue to admission (or to the horizon when ``pending``)."""
+
+    workload: str
+    cluster_queue: str
+    local_queue: str
+    wait_ms: int
+    pending: bool
+
+
+class Branch:
+    """Replays one stream from the fork state and records what the report needs."""
+
+    def __init__(self, engine: Engine, cluster: str, window_start_ms: int | None) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.decisions: list[Decision] = []
+        self.waits: list[Wait] = []
+        self.last_ms = window_start_ms
+        self.window_start_ms = window_start_ms
+        self.usage: dict[tuple[str, str, str], list[int]] = {}
+        """(ClusterQueue, flavor, resource) -> [∫usage dt, ∫nominal dt] in base units × ms."""
+
+    def _state(self) -> ClusterState | None:
+        return self.engine.clusters.get(self.cluster)
+
+    def _integrate(self, until_ms: int) -> None:
+        if self.last_ms is None:
+            self.last_ms = self.window_start_ms = until_ms
+            return
+        dt = until_ms - self.last_ms
+        if dt <= 0:
+            return
+        state = self._state()
+        if state is not None:
+            for name, entry in state.hierarchy.cluster_queues.items():
+                node = entry.node
+                for fr in set(node.nominal) | {fr for fr, v in node.usage.items() if v}:
+                    acc = self.usage.setdefault((name, fr[0], fr[1]), [0, 0])
+                    acc[0] += node.usage.get(fr, 0) * dt
+                    acc[1] += node.nominal.get(fr, 0) * dt
+        self.last_ms = until_ms
+
+    def feed(self, event: Event | None, error: EventError | None, event_id: str | None) -> None:
+        if event is None:
+            self.engine.reject(event_id, error)  # type: ignore[arg-type]
+            return
+        state = self._state()
+        clock = state.clock_ms if state is not None else event.time_ms
+        self._integrate(max(clock, event.time_ms))
+        decisions = self.engine.apply(event)
+        if not decisions:
+            return
+        self.decisions.extend(decisions)
+        workloads = self.engine.clusters[self.cluster].workloads
+        for d in decisions:
+            if d.kind != ADMITTED:
+                continue
+            info = workloads.get(d.workload)
+            if info is None:
+                continue
+            self.waits.append(Wait(d.workload, d.cluster_queue or "-", info.local_queue,
+                                   max(0, d.time_ms - info.queued_ms), False))
+
+    def finish(self, horizon_ms: int) -> None:
+        """Integrate up to ``horizon_ms`` and count the workloads still pending there."""
+        self._integrate(horizon_ms)
+        state = self._state()
+        if state is None:
+            return
+        for key in sorted(state.workloads):
+            info = state.workloads[key]
+            if info.status == PENDING:
+                self.waits.append(Wait(key, info.cluster_queue or "-", info.local_queue,
+                                       max(0, horizon_ms - info.queued_ms), True))
+
+    @property
+    def clock_ms(self) -> int:
+        state = self._state()
+        return state.clock_ms if state is not None else 0
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def nearest_rank(sorted_ms: list[int], p: int) -> int:
+    """The nearest-rank ``p``-th percentile of a non-empty ascending list (integers only)."""
+    return sorted_ms[max(0, (p * len(sorted_ms) + 99) // 100 - 1)]
+
+
+def wait_stats(waits: list[Wait]) -> dict:
+    """``{count, pending, p50Ms, p95Ms, maxMs}`` of some waits (``None`` values when there are none)."""
+    values = sorted(w.wait_ms for w in waits)
+    out: dict[str, Any] = {"count": len(values), "pending": sum(1 for w in waits if w.pending)}
+    for p in PERCENTILES:
+        out[f"p{p}Ms"] = nearest_rank(values, p) if values else None
+    out["maxMs"] = values[-1] if values else None
+    return out
+
+
+def _wait_table(base: list[Wait], whatif: list[Wait], key: str) -> list[dict]:
+    groups: dict[str, tuple[list[Wait], list[Wait]]] = {}
+    for side, waits in ((0, base), (1, whatif)):
+        for w in waits:
+            groups.setdefault(getattr(w, key), ([], []))[side].append(w)
+    rows = []
+    for name in sorted(groups):
+        b, w = wait_stats(groups[name][0]), wait_stats(groups[name][1])
+        delta = {k: (w[k] - b[k]) if w[k] is not None and b[k] is not None else None
+                 for k in ("p50Ms", "p95Ms", "maxMs")}
+        rows.append({"name": name, "base": b, "whatif": w, "delta": delta})
+    return rows
+
+
+def _decision_view(d: Decision) -> dict:
+    out: dict[str, Any] = {"seq": d.seq, "time": format_time(d.time_ms), "clusterQueue": d.cluster_queue}
+    if d.kind == ADMITTED:
+        out["flavors"] = [dict(sorted(ps.flavors.items())) for ps in d.pod_sets or []]
+        out["borrowing"] = d.borrowing
+    else:
+        out["reason"] = d.reason
+    return out
+
+
+def _differs(a: Decision, b: Decision) -> bool:
+    return (a.time_ms != b.time_ms or a.cluster_queue != b.cluster_queue
+            or _decision_view(a).get("flavors") != _decision_view(b).get("flavors") or a.reason != b.reason)
+
+
+def decision_changes(base: list[Decision], whatif: list[Decision]) -> list[dict]:
+    """Per workload and decision type, the n-th decisions matched (module docstring); only differences,
+    ordered by workload, type, n."""
+    grouped: dict[tuple[str, str], tuple[list[Decision], list[Decision]]] = {}
+    for side, decisions in ((0, base), (1, whatif)):
+        for d in decisions:
+            grouped.setdefault((d.workload, d.kind), ([], []))[side].append(d)
+    out = []
+    for (workload, kind) in sorted(grouped):
+        b, w = grouped[(workload, kind)]
+        for n in range(max(len(b), len(w))):
+            one, two = (b[n] if n < len(b) else None), (w[n] if n < len(w) else None)
+            if one is not None and two is not None and not _differs(one, two):
+                continue
+            change = "added" if one is None else "removed" if two is None else "changed"
+            row: dict[str, Any] = {"workload": workload, "type": kind, "n": n + 1, "change": change,
+                                   "base": _decision_view(one) if one else None,
+                                   "whatif": _decision_view(two) if two else None,
+                                   "deltaMs": two.time_ms - one.time_ms if one and two else None}
+            out.append(row)
+    return out
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else round(num / den, 6)
+
+
+def utilization(base: Branch, whatif: Branch, window_ms: int) -> list[dict]:
+    """Per ClusterQueue × flavor × resource: time-weighted usage over nominal quota in both branches."""
+    rows = []
+    for key in sorted(set(base.usage) | set(whatif.usage)):
+        sides = {}
+        for label, branch in (("base", base), ("whatif", whatif)):
+            used, nominal = branch.usage.get(key, [0, 0])
+            sides[label] = {"meanUsage": used // window_ms if window_ms else 0,
+                            "meanNominal": nominal // window_ms if window_ms else 0,
+                            "utilization": _ratio(used, nominal)}
+        b, w = sides["base"]["utilization"], sides["whatif"]["utilization"]
+        rows.append({"clusterQueue": key[0], "flavor": key[1], "resource": key[2], **sides,
+                     "delta": round(w - b, 6) if b is not None and w is not None else None})
+    return rows
+
+
+@dataclass
+class WhatIfReport:
+    """Everything ``quotaledger whatif`` prints; ``to_json()`` is the ``--json`` output."""
+
+    cluster: str
+    fork: dict
+    patch_events: int
+    archived_events: int
+    window: dict
+    branches: dict
+    decision_changes: list[dict] = field(default_factory=list)
+    wait_cluster_queues: list[dict] = field(default_factory=list)
+    wait_local_queues: list[dict] = field(default_factory=list)
+    utilization: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"cluster": self.cluster, "fork": self.fork, "patchEvents": self.patch_events,
+                "archivedEvents": self.archived_events, "window": self.window, "branches": self.branches,
+                "decisionChanges": self.decision_changes,
+                "waitTimes": {"clusterQueues": self.wait_cluster_queues, "localQueues": self.wait_local_queues},
+                "utilization": self.utilization}
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int | None = None) -> WhatIfReport:
+    """Fork ``cluster``'s archived history at ``from_ms`` (epoch ms; ``None`` = the start), merge in the
+    patch events of ``patch_path``, replay both branches and compare them (module docstring).
+
+    Raises:
+        SinkError: the database cannot be read, or holds no such cluster (or several, and none named).
+        WhatIfError: a bad patch (every bad line listed).
+        OSError: the patch cannot be read.
+    """
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            cluster = stored_cluster(conn, cluster)
+            end_position(conn, cluster, None, None)  # refuses a cluster with no archived events
+            fork = 0 if from_ms is None else end_position(conn, cluster, from_ms - 1, None)
+            engine, snapshot_position = restore(conn, cluster, fork)
+            tail = list(archived_events(conn, cluster, fork))
+    except sa.exc.SQLAlchemyError as exc:
+        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
+    finally:
+        db.dispose()
+    patch = read_patch(patch_path, cluster, from_ms)
+    blob = dump_snapshot(engine, [cluster]) if cluster in engine.clusters else None
+    fork_clock = engine.clusters[cluster].clock_ms if cluster in engine.clusters else 0
+
+    def branch() -> Branch:
+        return Branch(load_snapshot(blob) if blob is not None else Engine(), cluster, from_ms)
+
+    base, other = branch(), branch()
+    with gc_paused():  # as in replay.runner: the replays allocate much and free by reference counting
+        for item in tail:
+            base.feed(*item)
+        for item in merge(tail, patch, fork_clock):
+            other.feed(*item)
+    horizon = max(base.clock_ms, other.clock_ms, from_ms or 0)
+    base.finish(horizon)
+    other.finish(horizon)
+    start = min(s for s in (base.window_start_ms, other.window_start_ms, horizon) if s is not None)
+    window_ms = horizon - start
+    branches = {}
+    for label, b in (("base", base), ("whatif", other)):
+        chain = b.engine.chains.get(cluster)
+        branches[label] = {"decisions": len(b.decisions), "hash": chain.hex() if chain else None,
+                           "end": format_time(b.clock_ms)}
+    return WhatIfReport(
+        cluster=cluster,
+        fork={"from": format_time(from_ms) if from_ms is not None else None, "position": fork,
+              "snapshotPosition": snapshot_position},
+        patch_events=len(patch), archived_events=len(tail),
+        window={"start": format_time(start), "end": format_time(horizon), "ms": window_ms},
+        branches=branches,
+        decision_changes=decision_changes(base.decisions, other.decisions),
+        wait_cluster_queues=_wait_table(base.waits, other.waits, "cluster_queue"),
+        wait_local_queues=_wait_table(base.waits, other.waits, "local_queue"),
+        utilization=utilization(base, other, window_ms),
+    )
