@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from replay.sql_db import SinkError, archived_event, create_db_engine
-from replay.sql_sink import STATE_ENCODING
+from replay.sql_archive import STATE_ENCODING
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.snapshot import SnapshotError
