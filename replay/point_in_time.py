@@ -44,6 +44,38 @@ def end_position(conn: sa.Connection, cluster: str, at_ms: int | None, seq: int 
     return total
 
 
+def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    """The engine of ``cluster`` after its first ``end`` archived events: the newest snapshot at or
+    before ``end`` plus the archived events after it.  Returns ``(engine, position of the snapshot
+    used)`` (0 when replayed from scratch).
+
+    Raises:
+        SinkError: a stored snapshot this engine cannot restore.
+    """
+    snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
+        s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
+        s.snapshots.c.state_encoding == STATE_ENCODING,
+    ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
+    start = 0
+    engine = Engine()
+    if snap is not None:
+        try:
+            engine = load_snapshot(snap.state)
+        except SnapshotError as exc:
+            raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
+        start = snap.position
+    e = s.events.c
+    rows = conn.execute(sa.select(e.payload, e.reason, e.event_id).where(
+        e.cluster == cluster, e.position >= start, e.position < end).order_by(e.position))
+    for payload, reason, event_id in rows:
+        event, error = archived_event(payload, reason, event_id)
+        if event is None:
+            engine.reject(event_id, error)
+        else:
+            engine.apply(event)
+    return engine, start
+
+
 def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None = None) -> tuple[Engine, int, int]:
     """Rebuild the engine of ``cluster`` at a past moment (see the module docstring).
 
@@ -56,28 +88,7 @@ def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None 
     try:
         with db.connect() as conn:
             end = end_position(conn, cluster, at_ms, seq)
-            snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
-                s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
-                s.snapshots.c.state_encoding == STATE_ENCODING,
-            ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
-            start = 0
-            engine = Engine()
-            if snap is not None:
-                try:
-                    engine = load_snapshot(snap.state)
-                except SnapshotError as exc:
-                    raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
-                start = snap.position
-            e = s.events.c
-            rows = conn.execute(sa.select(e.payload, e.reason, e.event_id).where(
-                e.cluster == cluster, e.position >= start, e.position < end).order_by(e.position))
-            for payload, reason, event_id in rows:
-                event, error = archived_event(payload, reason, event_id)
-                if event is None:
-                    engine.reject(event_id, error)
-                else:
-                    engine.apply(event)
+            engine, start = restore(conn, cluster, end)
     finally:
         db.dispose()
     return engine, end, start
-

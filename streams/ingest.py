@@ -1,0 +1,469 @@
+"""The Kafka ingest worker: events topic → engine → one SQL transaction per batch → outbox relay.
+
+Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust):
+
+1. ``getmany`` up to ``max_batch`` records of the assigned partitions of ``<prefix>.events``;
+2. decode and validate each value (``streams.codec``: the file replay's decoder) and apply it to
+   the engine of its cluster (one ``Engine`` per cluster, restored on first sight);
+3. records that fail validation go to ``<prefix>.events.dlq`` (headers: reason, field path, id,
+   source topic / partition / offset), acknowledged by the broker *before* the commit below, so a
+   crash can repeat a dead letter in the topic but never lose one;
+4. ONE SQL transaction (``replay.sql_archive``, the same rows as ``quotaledger replay --db``):
+   archived events (``source_position`` = Kafka offset), decisions, dead letters, unpublished
+   outbox rows, periodic snapshots, the changed projection rows of the clusters the batch touched,
+   the outbox rows published since the last batch marked, and ``ingest_offsets`` (next offset and
+   last event id per partition);
+5. after the commit the outbox relay (``streams.outbox``) publishes the batch's decisions to
+   ``<prefix>.decisions`` (key = cluster, header ``cause``), marked published in the next
+   transaction.
+
+Exactly-once effect: SQL is the only record of progress.  On start and on every partition
+assignment each partition is sought to its stored ``next_offset`` (Kafka-side commits are never
+made nor read), and a cluster's engine is rebuilt from its newest snapshot plus the archived tail
+(``replay.point_in_time.restore``) the first time one of its records arrives.  A kill -9 before the
+commit loses only uncommitted work, which is consumed again from the stored offsets; after it,
+nothing is consumed twice.  Records below a partition's stored offset are skipped.  When
+partitions are revoked, their clusters' engines are dropped (after the batch in flight commits),
+so a worker that gets them back restores what another worker added meanwhile.
+
+Projections: after each batch the projection rows of the clusters it touched are recomputed from
+that cluster's ``Engine.state()`` and only the rows that differ from the ones last written are
+deleted / inserted (``replay.sql_archive.ProjectionWriter``); the first write after a cluster is
+(re)loaded replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of
+the events committed so far, at the cost of rendering the touched clusters once per batch.
+
+Snapshots: every ``snapshot_every`` events of a cluster and, with ``snapshot_every_ms``, whenever
+its event clock crosses a multiple of that period (both fixed by the event stream, so crashes do
+not change which snapshots exist), and on shutdown for every cluster that moved since its last.
+
+Broker reset (``streams.log_check``): on start and on every assignment the record under each
+stored offset is checked; while running, a fetch high watermark below the next offset to read is
+a reset too.  Either stops the worker with ``BrokerResetError``.
+
+SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots and return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from replay.point_in_time import restore
+from replay.runner import gc_paused
+from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch, ProjectionWriter
+from replay.sql_db import create_db_engine, salvage, upgrade_schema
+from statemodel import sql_schema as s
+from statemodel.engine import Engine
+from statemodel.errors import EventError
+from streams import outbox
+from streams.codec import DEFAULT_MAX_RECORD_BYTES, dead_letter, decode_record, key_cluster
+from streams.log_check import BrokerResetError, check_log, reset_message
+from streams.topics import Topics
+
+DEFAULT_SESSION_TIMEOUT_MS = 10_000
+"""Consumer-group session timeout; use ``streams.devbroker.DEV_SESSION_TIMEOUT_MS`` with Tansu."""
+
+DEFAULT_GROUP = "quotaledger-ingest"
+DEFAULT_MAX_BATCH = 5000
+
+
+class IngestError(RuntimeError):
+    """The worker cannot go on (database or broker failure); the message says why."""
+
+
+@dataclass
+class IngestStats:
+    """Counters of one worker run.
+
+    Attributes:
+        consumed: records read from the events topic (each once, skipped repeats excluded).
+        applied: events applied by the engine.
+        rejected: records that failed validation (each is a dead letter).
+        duplicates: events with an id seen before in their cluster (archived, not applied).
+        dead_letters: records sent to the dead-letter topic and ``dead_letters``.
+        decisions: decisions emitted (and written to ``decisions``).
+        batches: SQL transactions committed with consumed records.
+        seconds: wall time from the first record consumed to the commit of the last batch.
+        published: decisions published to the decisions topic.
+        snapshots: snapshots written (periodic and shutdown).
+    """
+
+    consumed: int = 0
+    applied: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    decisions: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    published: int = 0
+    snapshots: int = 0
+
+    @property
+    def events_per_second(self) -> float:
+        """Consumed records per second of ``seconds`` (``0.0`` when nothing was consumed)."""
+        return self.consumed / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line: every counter and the rate."""
+        return (f"consumed {self.consumed}, applied {self.applied}, rejected {self.rejected}, "
+                f"duplicates {self.duplicates}, dead letters {self.dead_letters}, decisions {self.decisions} "
+                f"({self.published} published), {self.batches} batches, {self.snapshots} snapshots, "
+                f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
+
+
+class _Store:
+    """The synchronous side of the worker: engines, archive rows and SQL transactions (run in a thread)."""
+
+    def __init__(self, db: sa.Engine, topic: str, group: str, batch: ArchiveBatch, max_record_bytes: int,
+                 stats: IngestStats) -> None:
+        self.db = db
+        self.topic = topic
+        self.group = group
+        self.batch = batch
+        self.max_record_bytes = max_record_bytes
+        self.stats = stats
+        self.projections = ProjectionWriter()
+        self.engines: dict[str, Engine] = {}
+        self.positions: dict[str, int] = {}
+        self.partition_of: dict[str, int] = {}
+        self.next_offsets: dict[int, int] = {}
+        self.last_ids: dict[int, str | None] = {}
+        self.to_mark: list[outbox.Range] = []
+
+    def stored_offsets(self) -> dict[int, tuple[int, str | None]]:
+        """``partition -> (next_offset, last_event_id)`` stored for this group and topic."""
+        o = s.ingest_offsets.c
+        with self.db.connect() as conn:
+            rows = conn.execute(sa.select(o.topic_partition, o.next_offset, o.last_event_id).where(
+                o.consumer_group == self.group, o.topic == self.topic))
+            return {r.topic_partition: (r.next_offset, r.last_event_id) for r in rows}
+
+    def engine_for(self, cluster: str, partition: int) -> Engine:
+        """The engine of ``cluster``: in memory, else restored from SQL (snapshot + archived tail)."""
+        engine = self.engines.get(cluster)
+        if engine is not None:
+            return engine
+        with self.db.connect() as conn:
+            end = conn.execute(sa.select(sa.func.count()).select_from(s.events).where(
+                s.events.c.cluster == cluster)).scalar_one()
+            engine, start = restore(conn, cluster, end) if end else (Engine(), 0)
+            if start:
+                self.batch.last_snapshot[cluster] = start
+        self.engines[cluster] = engine
+        self.positions[cluster] = end
+        self.partition_of[cluster] = partition
+        self.projections.forget([cluster])
+        return engine
+
+    def drop_partitions(self, partitions: set[int]) -> None:
+        """Forget everything held for these partitions and their clusters (they were revoked)."""
+        for cluster in [c for c, p in self.partition_of.items() if p in partitions]:
+            for held in (self.engines, self.positions, self.partition_of, self.batch.last_snapshot):
+                held.pop(cluster, None)
+            self.projections.forget([cluster])
+        for p in partitions:
+            self.next_offsets.pop(p, None)
+            self.last_ids.pop(p, None)
+
+    def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
+              ) -> tuple[list[tuple[bytes | None, bytes | None, list]], set[str], list[dict]]:
+        """Decode and apply one batch; returns ``(dead-letter messages, touched clusters, outbox rows)``."""
+        stats, batch, positions = self.stats, self.batch, self.positions
+        dlq: list[tuple[bytes | None, bytes | None, list]] = []
+        touched: set[str] = set()
+        max_bytes = self.max_record_bytes
+        with gc_paused():
+            for tp, recs in records.items():
+                p = tp.partition
+                next_offset = self.next_offsets.get(p, -1)
+                last_id = self.last_ids.get(p)
+                for rec in recs:
+                    if rec.offset < next_offset:
+                        continue  # already in SQL (a repeated fetch)
+                    stats.consumed += 1
+                    value = rec.value
+                    item = decode_record(value, max_bytes)
+                    if isinstance(item, EventError):
+                        fallback = key_cluster(rec.key)
+                        salvaged = (salvage(value, fallback) if value is not None and len(value) <= max_bytes
+                                    else (fallback, None, None, None))
+                        cluster = salvaged[0]
+                        pos = None
+                        if cluster is not None:
+                            self.engine_for(cluster, p).reject(item.event_id, item)
+                            pos = positions[cluster]
+                            positions[cluster] = pos + 1
+                            touched.add(cluster)
+                        batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
+                        dlq.append((rec.key, *dead_letter(value, item, tp.topic, p, rec.offset)))
+                        stats.rejected += 1
+                        last_id = item.event_id
+                    else:
+                        cluster = item.cluster
+                        engine = self.engine_for(cluster, p)
+                        pos = positions[cluster]
+                        positions[cluster] = pos + 1
+                        touched.add(cluster)
+                        duplicates = engine.duplicates
+                        out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
+                        if engine.duplicates != duplicates:
+                            stats.duplicates += 1
+                        else:
+                            stats.applied += 1
+                        stats.decisions += len(out)
+                        last_id = item.id
+                    next_offset = rec.offset + 1
+                if next_offset >= 0:
+                    self.next_offsets[p] = next_offset
+                    self.last_ids[p] = last_id
+        stats.dead_letters += len(dlq)
+        return dlq, touched, list(batch.outbox)
+
+    def commit(self, touched: set[str], partitions: set[int]) -> None:
+        """ONE transaction: the batch's rows, marks of published decisions, the changed projection rows
+        of ``touched`` clusters and the offsets of ``partitions``."""
+        stats = self.stats
+        stats.snapshots += len(self.batch.snapshots)
+        with self.db.begin() as conn:
+            outbox.mark_published(conn, self.to_mark)
+            self.batch.write(conn)
+            for cluster in sorted(touched):
+                engine = self.engines[cluster]
+                cs = engine.state()["clusters"].get(cluster) if cluster in engine.clusters else None
+                self.projections.write(conn, cluster, cs)
+            if partitions:
+                o = s.ingest_offsets.c
+                conn.execute(s.ingest_offsets.delete().where(
+                    o.consumer_group == self.group, o.topic == self.topic, o.topic_partition.in_(sorted(partitions))))
+                conn.execute(s.ingest_offsets.insert(), [
+                    {"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
+                     "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
+                    for p in sorted(partitions)])
+        self.to_mark = []
+
+    def shutdown_snapshots(self) -> None:
+        """Snapshot every cluster that moved since its newest snapshot, in one transaction."""
+        for cluster in sorted(self.engines):
+            engine, position = self.engines[cluster], self.positions[cluster]
+            if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
+                offset = self.next_offsets.get(self.partition_of[cluster])
+                self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
+        self.commit(set(), set())
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    """Seeks assigned partitions to the offsets stored in SQL; drops revoked partitions' state."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self.worker = worker
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        async with self.worker.lock:  # the batch in flight commits first
+            self.worker.store.drop_partitions({tp.partition for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        await self.worker.assigned(assigned)
+
+
+class _Worker:
+    """The asynchronous side: consumer, producer, rebalances, dead letters, relay, stop and idle."""
+
+    def __init__(self, bootstrap: str, store: _Store, topics: Topics, group: str, max_batch: int,
+                 exit_when_idle: float | None, publish: bool, session_timeout_ms: int, max_record_bytes: int) -> None:
+        self.bootstrap = bootstrap
+        self.store = store
+        self.topics = topics
+        self.max_batch = max_batch
+        self.exit_when_idle = exit_when_idle
+        self.publish = publish
+        self.lock = asyncio.Lock()
+        self.stop = asyncio.Event()
+        self.to_check: set[TopicPartition] = set()
+        self.stored: dict[int, tuple[int, str | None]] = {}
+        self.assigned_once = False
+        self.join_grace = session_timeout_ms / 1000
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+            session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=max(100, session_timeout_ms // 4),
+            max_partition_fetch_bytes=max(1_048_576, max_record_bytes + 1024),
+            fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
+        self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
+                                         linger_ms=5, max_request_size=max(1_048_576, 2 * max_record_bytes))
+
+    async def assigned(self, assigned: set[TopicPartition]) -> None:
+        """Seek to the stored offsets (the beginning when none); check the log under them next.  (Should a
+        stored offset be out of range, the consumer falls back to the beginning: those records are below
+        the stored offset and skipped, and the high watermark check reports the reset.)"""
+        self.stored = await asyncio.to_thread(self.store.stored_offsets)
+        for tp in assigned:
+            stored = self.stored.get(tp.partition)
+            if stored is not None:  # else the consumer starts at the beginning (auto_offset_reset)
+                self.consumer.seek(tp, stored[0])
+                self.store.next_offsets[tp.partition] = stored[0]
+                self.store.last_ids[tp.partition] = stored[1]
+        self.to_check |= assigned
+        self.assigned_once = True
+
+    async def _send_dead_letters(self, dlq: list[tuple[bytes | None, bytes | None, list]]) -> None:
+        sent = [await self.producer.send(self.topics.dlq, key=key, value=value, headers=headers)
+                for key, value, headers in dlq]
+        await asyncio.gather(*sent)
+
+    async def _publish(self, rows: list[dict]) -> None:
+        ranges = await outbox.publish(self.producer, self.topics.decisions, rows)
+        self.store.to_mark.extend(ranges)
+        self.store.stats.published += len(rows)
+
+    def _check_watermarks(self) -> None:
+        for tp in self.consumer.assignment():
+            high = self.consumer.highwater(tp)
+            expected = self.store.next_offsets.get(tp.partition)
+            if high is not None and expected is not None and high < expected:
+                raise BrokerResetError(reset_message(tp.topic, tp.partition, expected,
+                                                     f"the partition now ends at offset {high}"))
+
+    async def run(self) -> None:
+        store, stats = self.store, self.store.stats
+        await self.producer.start()
+        try:
+            await check_log(self.bootstrap, self.topics.events, await asyncio.to_thread(store.stored_offsets))
+            if self.publish:
+                while leftovers := await asyncio.to_thread(self._unpublished):
+                    await self._publish(leftovers)
+                    await asyncio.to_thread(store.commit, set(), set())
+            self.consumer.subscribe([self.topics.events], listener=_Rebalance(self))
+            await self.consumer.start()
+            try:
+                await self._loop(store, stats)
+            finally:
+                await self.consumer.stop()
+            await asyncio.to_thread(store.shutdown_snapshots)
+        finally:
+            await self.producer.stop()
+
+    def _unpublished(self) -> list[dict]:
+        with self.store.db.connect() as conn:
+            return outbox.unpublished(conn)
+
+    async def _loop(self, store: _Store, stats: IngestStats) -> None:
+        first: float | None = None
+        started = last_activity = time.monotonic()
+        while not self.stop.is_set():
+            data = await self.consumer.getmany(timeout_ms=200, max_records=self.max_batch)
+            if self.to_check:
+                checking, self.to_check = self.to_check, set()
+                await check_log(self.bootstrap, self.topics.events,
+                                {tp.partition: self.stored[tp.partition] for tp in checking
+                                 if tp.partition in self.stored})
+                last_activity = time.monotonic()
+            async with self.lock:
+                assignment = self.consumer.assignment()
+                data = {tp: recs for tp, recs in data.items() if tp in assignment and recs}
+                self._check_watermarks()
+                if not data:
+                    if store.to_mark:
+                        await asyncio.to_thread(store.commit, set(), set())
+                    if self._idle_done(started, last_activity):
+                        return
+                    continue
+                if first is None:
+                    first = time.monotonic()
+                dlq, touched, rows = await asyncio.to_thread(store.apply, data)
+                if dlq:
+                    await self._send_dead_letters(dlq)
+                await asyncio.to_thread(store.commit, touched, {tp.partition for tp in data})
+                stats.batches += 1
+                stats.seconds = time.monotonic() - first
+                if self.publish and rows:
+                    await self._publish(rows)
+                last_activity = time.monotonic()
+
+    def _idle_done(self, started: float, last_activity: float) -> bool:
+        """``--exit-when-idle``: nothing arrived for that long, every assigned partition is drained, and
+        the group was joined (or could not be within the session timeout)."""
+        if self.exit_when_idle is None:
+            return False
+        now = time.monotonic()
+        if now - last_activity < self.exit_when_idle:
+            return False
+        if not self.assigned_once and now - started < self.exit_when_idle + self.join_grace:
+            return False
+        for tp in self.consumer.assignment():
+            high = self.consumer.highwater(tp)
+            if high is not None and self.store.next_offsets.get(tp.partition, 0) < high:
+                return False
+        return True
+
+
+def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group: str = DEFAULT_GROUP,
+               max_batch: int = DEFAULT_MAX_BATCH, exit_when_idle: float | None = None,
+               snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None,
+               publish: bool = True, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, handle_signals: bool = True) -> IngestStats:
+    """Run the ingest worker (module docstring) until SIGTERM / SIGINT or, with ``exit_when_idle``
+    (seconds), until every assigned partition is drained and nothing arrived for that long.
+
+    Args:
+        bootstrap: Kafka ``host:port`` list.
+        db_url: SQLAlchemy URL of the store (schema upgraded first).
+        topics: topic names (``streams.topics``); events are read from ``topics.events``.
+        group: consumer group (progress in ``ingest_offsets`` is kept per group).
+        max_batch: most records per batch (and per SQL transaction).
+        snapshot_every / snapshot_every_ms: snapshot period in events of a cluster / ms of its event time.
+        publish: relay decisions to ``topics.decisions`` (when False no outbox rows are written).
+        session_timeout_ms: consumer-group session timeout (Tansu holds a join for half of it).
+        max_record_bytes: larger record values are dead-lettered unread.
+        handle_signals: install SIGTERM / SIGINT handlers (main thread only).
+
+    Returns:
+        the run's counters.
+
+    Raises:
+        BrokerResetError: the log under the stored offsets is not the one that was applied.
+        IngestError: bad options, or the database or the broker failed (committed work is kept;
+            a restart resumes from it).
+    """
+    if max_batch < 1 or snapshot_every < 1 or (snapshot_every_ms is not None and snapshot_every_ms < 1):
+        raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
+    from replay.sql_db import SinkError
+
+    try:
+        upgrade_schema(db_url)
+    except SinkError as exc:
+        raise IngestError(str(exc)) from None
+    stats = IngestStats()
+    db = create_db_engine(db_url)
+    batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms, outbox=publish)
+    store = _Store(db, topics.events, group, batch, max_record_bytes, stats)
+
+    async def main() -> None:
+        worker = _Worker(bootstrap, store, topics, group, max_batch, exit_when_idle, publish, session_timeout_ms,
+                         max_record_bytes)
+        if handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, worker.stop.set)
+        await worker.run()
+
+    try:
+        asyncio.run(main())
+    except sa.exc.SQLAlchemyError as exc:
+        raise IngestError(f"database error: {str(exc).splitlines()[0]}") from None
+    except BrokerResetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - aiokafka errors and the like: report, exit non-zero
+        from aiokafka.errors import KafkaError
+
+        if isinstance(exc, (KafkaError, OSError)):
+            raise IngestError(f"Kafka error ({bootstrap}): {type(exc).__name__}: {exc}") from None
+        raise
+    finally:
+        db.dispose()
+    return stats
