@@ -14,15 +14,17 @@ replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
   ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) equal to a cluster's section of
   ``Engine.state()``.  The first write of a cluster replaces all its rows; later writes compare
   the new rows with the ones it wrote last (by primary key) and delete / insert only the rows that
-  changed, so a worker that refreshes the projections of every batch writes only what moved.
+  changed, so a worker that refreshes the projections of every batch writes only what moved.  A
+  later write may also be given only some workloads (the ones touched since, plus the pending
+  ones), so a long history of finished workloads is neither rendered nor compared again.
 
-On PostgreSQL the bulk tables (events, decisions, outbox) are written with ``COPY``; elsewhere,
-and for the small tables, with SQLAlchemy Core ``executemany`` inserts.
+On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); elsewhere, and for fewer rows,
+with SQLAlchemy Core ``executemany`` inserts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from decimal import Decimal
 
 import orjson
@@ -49,7 +51,6 @@ PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workload
 CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
 
-_COPY_TABLES = frozenset({"events", "decisions", "outbox"})
 _COPY_MIN_ROWS = 50
 
 
@@ -125,14 +126,14 @@ def projection_rows(cluster: str, cs: dict) -> dict[sa.Table, list[dict]]:
 
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
-    """Insert ``rows`` (dicts keyed by column name) into ``table``: ``COPY`` on PostgreSQL for the
-    bulk tables, ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values."""
+    """Insert ``rows`` (dicts keyed by column name) into ``table``: ``COPY`` on PostgreSQL for 50
+    rows or more, ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values."""
     if not rows:
         return
-    if conn.dialect.name != "postgresql" or table.name not in _COPY_TABLES or len(rows) < _COPY_MIN_ROWS:
+    if conn.dialect.name != "postgresql" or len(rows) < _COPY_MIN_ROWS:
         conn.execute(table.insert(), rows)
         return
-    columns = [c.name for c in table.columns if not (c.primary_key and c.autoincrement is True)]
+    columns = [c.name for c in table.columns if c is not table.autoincrement_column]
     json_columns = {c.name for c in table.columns if isinstance(c.type, sa.JSON)}
     names = ", ".join(f'"{c}"' for c in columns)
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
@@ -266,24 +267,54 @@ class ProjectionWriter:
         for cluster in clusters:
             self._written.pop(cluster, None)
 
-    def write(self, conn: sa.Connection, cluster: str, cs: dict | None) -> None:
+    def pending_workloads(self, cluster: str) -> set[str] | None:
+        """Keys of the workloads last written as pending (``None``: nothing written yet, the next
+        write must be given the whole state)."""
+        written = self._written.get(cluster)
+        if written is None:
+            return None
+        return {row["key"] for row in written[s.workloads].values() if row["status"] == "Pending"}
+
+    def write(self, conn: sa.Connection, cluster: str, cs: dict | None,
+              workloads: Collection[str] | None = None) -> None:
         """Make ``cluster``'s projection rows those of ``cs`` (its section of the state JSON; ``None``:
-        no state, no rows), in ``conn``'s transaction."""
-        new = {t: {tuple(r[c.name] for c in t.primary_key.columns): r for r in rows}
-               for t, rows in (projection_rows(cluster, cs) if cs is not None else {t: [] for t in PROJECTIONS}).items()}
-        old = self._written.get(cluster)
-        if old is None:
+        no state, no rows), in ``conn``'s transaction.
+
+        ``workloads``: ``cs`` holds only these workloads (``statemodel.state_view.render_cluster``
+        with the touched keys and ``pending_workloads``); the others keep their rows.  Only allowed
+        after a first write of the whole state.
+        """
+        rows = projection_rows(cluster, cs) if cs is not None else {t: [] for t in PROJECTIONS}
+        new = {t: {tuple(r[c.name] for c in t.primary_key.columns): r for r in rows[t]} for t in PROJECTIONS}
+        written = self._written.get(cluster)
+        if written is None:
+            if workloads is not None:
+                raise ValueError(f"the first projection write of {cluster!r} needs the whole state")
             for table in PROJECTIONS:
                 conn.execute(table.delete().where(table.c.cluster == cluster))
                 insert_rows(conn, table, list(new[table].values()))
-        else:
-            for table in PROJECTIONS:
-                before, after = old[table], new[table]
-                gone = [k for k, row in before.items() if after.get(k) != row]
-                fresh = [row for k, row in after.items() if before.get(k) != row]
-                if gone:
-                    pk = list(table.primary_key.columns)
-                    conn.execute(table.delete().where(*(c == sa.bindparam(f"k_{c.name}") for c in pk)),
-                                 [{f"k_{c.name}": v for c, v in zip(pk, k)} for k in gone])
-                insert_rows(conn, table, fresh)
-        self._written[cluster] = new
+            self._written[cluster] = new
+            return
+        for table in PROJECTIONS:
+            cached, after = written[table], new[table]
+            if table is s.workloads and workloads is not None:
+                keys = {(cluster, k) for k in workloads}
+                keys.update(after)
+            else:
+                keys = set(cached)
+                keys.update(after)
+            gone, fresh = [], []
+            for k in keys:
+                before, row = cached.get(k), after.get(k)
+                if row == before:
+                    continue
+                if before is not None:
+                    gone.append(k)
+                if row is None:
+                    del cached[k]
+                else:
+                    fresh.append(row)
+                    cached[k] = row
+            for i in range(0, len(gone), 5000):
+                conn.execute(table.delete().where(sa.tuple_(*table.primary_key.columns).in_(gone[i:i + 5000])))
+            insert_rows(conn, table, fresh)

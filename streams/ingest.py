@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -61,6 +62,9 @@ from replay.sql_db import create_db_engine, salvage, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
+from statemodel.event_types import Event
+from statemodel.objects import Workload
+from statemodel.state_view import render_cluster
 from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES, dead_letter, decode_record, key_cluster
 from streams.log_check import BrokerResetError, check_log, reset_message
@@ -118,6 +122,18 @@ class IngestStats:
                 f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
 
 
+def workload_keys(event: Event) -> Iterator[str]:
+    """Keys (``namespace/name``) of the workloads an event names (inner events of a ``Batch`` too)."""
+    if event.workload is not None:
+        yield event.workload
+    if isinstance(event.obj, Workload):
+        yield event.obj.key
+    if event.ref is not None and event.ref.kind == "Workload":
+        yield f"{event.ref.namespace}/{event.ref.name}"
+    for inner in event.events:
+        yield from workload_keys(inner)
+
+
 class _Store:
     """The synchronous side of the worker: engines, archive rows and SQL transactions (run in a thread)."""
 
@@ -136,6 +152,8 @@ class _Store:
         self.next_offsets: dict[int, int] = {}
         self.last_ids: dict[int, str | None] = {}
         self.to_mark: list[outbox.Range] = []
+        self.dirty: dict[str, set[str]] = {}
+        """cluster -> keys of the workloads an applied event or a decision of this batch named"""
 
     def stored_offsets(self) -> dict[int, tuple[int, str | None]]:
         """``partition -> (next_offset, last_event_id)`` stored for this group and topic."""
@@ -168,16 +186,17 @@ class _Store:
             for held in (self.engines, self.positions, self.partition_of, self.batch.last_snapshot):
                 held.pop(cluster, None)
             self.projections.forget([cluster])
+            self.dirty.pop(cluster, None)
         for p in partitions:
             self.next_offsets.pop(p, None)
             self.last_ids.pop(p, None)
 
     def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
-              ) -> tuple[list[tuple[bytes | None, bytes | None, list]], set[str], list[dict]]:
-        """Decode and apply one batch; returns ``(dead-letter messages, touched clusters, outbox rows)``."""
+              ) -> tuple[list[tuple[bytes | None, bytes | None, list]], list[dict]]:
+        """Decode and apply one batch; returns ``(dead-letter messages, outbox rows)``."""
         stats, batch, positions = self.stats, self.batch, self.positions
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
-        touched: set[str] = set()
+        dirty = self.dirty
         max_bytes = self.max_record_bytes
         with gc_paused():
             for tp, recs in records.items():
@@ -200,7 +219,6 @@ class _Store:
                             self.engine_for(cluster, p).reject(item.event_id, item)
                             pos = positions[cluster]
                             positions[cluster] = pos + 1
-                            touched.add(cluster)
                         batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
                         dlq.append((rec.key, *dead_letter(value, item, tp.topic, p, rec.offset)))
                         stats.rejected += 1
@@ -210,13 +228,17 @@ class _Store:
                         engine = self.engine_for(cluster, p)
                         pos = positions[cluster]
                         positions[cluster] = pos + 1
-                        touched.add(cluster)
                         duplicates = engine.duplicates
                         out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
                         if engine.duplicates != duplicates:
                             stats.duplicates += 1
                         else:
                             stats.applied += 1
+                            workloads = dirty.get(cluster)
+                            if workloads is None:
+                                workloads = dirty[cluster] = set()
+                            workloads.update(workload_keys(item))
+                            workloads.update(d.workload for d in out)
                         stats.decisions += len(out)
                         last_id = item.id
                     next_offset = rec.offset + 1
@@ -224,20 +246,25 @@ class _Store:
                     self.next_offsets[p] = next_offset
                     self.last_ids[p] = last_id
         stats.dead_letters += len(dlq)
-        return dlq, touched, list(batch.outbox)
+        return dlq, list(batch.outbox)
 
-    def commit(self, touched: set[str], partitions: set[int]) -> None:
+    def commit(self, partitions: set[int]) -> None:
         """ONE transaction: the batch's rows, marks of published decisions, the changed projection rows
-        of ``touched`` clusters and the offsets of ``partitions``."""
+        of the clusters the batch changed and the offsets of ``partitions``."""
         stats = self.stats
         stats.snapshots += len(self.batch.snapshots)
+        dirty, self.dirty = self.dirty, {}
         with self.db.begin() as conn:
             outbox.mark_published(conn, self.to_mark)
             self.batch.write(conn)
-            for cluster in sorted(touched):
+            for cluster in sorted(dirty):
                 engine = self.engines[cluster]
-                cs = engine.state()["clusters"].get(cluster) if cluster in engine.clusters else None
-                self.projections.write(conn, cluster, cs)
+                pending = self.projections.pending_workloads(cluster)
+                if pending is None:
+                    self.projections.write(conn, cluster, render_cluster(engine, cluster))
+                else:
+                    only = dirty[cluster] | pending
+                    self.projections.write(conn, cluster, render_cluster(engine, cluster, only), only)
             if partitions:
                 o = s.ingest_offsets.c
                 conn.execute(s.ingest_offsets.delete().where(
@@ -255,7 +282,7 @@ class _Store:
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
                 offset = self.next_offsets.get(self.partition_of[cluster])
                 self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
-        self.commit(set(), set())
+        self.commit(set())
 
 
 class _Rebalance(ConsumerRebalanceListener):
@@ -266,10 +293,11 @@ class _Rebalance(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         async with self.worker.lock:  # the batch in flight commits first
+            self.worker.ready -= revoked
             self.worker.store.drop_partitions({tp.partition for tp in revoked})
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        await self.worker.assigned(assigned)
+        self.worker.assigned(assigned)
 
 
 class _Worker:
@@ -286,6 +314,8 @@ class _Worker:
         self.lock = asyncio.Lock()
         self.stop = asyncio.Event()
         self.to_check: set[TopicPartition] = set()
+        self.ready: set[TopicPartition] = set()
+        """assigned partitions sought to their stored offsets"""
         self.stored: dict[int, tuple[int, str | None]] = {}
         self.assigned_once = False
         self.join_grace = session_timeout_ms / 1000
@@ -297,17 +327,20 @@ class _Worker:
         self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
                                          linger_ms=5, max_request_size=max(1_048_576, 2 * max_record_bytes))
 
-    async def assigned(self, assigned: set[TopicPartition]) -> None:
-        """Seek to the stored offsets (the beginning when none); check the log under them next.  (Should a
-        stored offset be out of range, the consumer falls back to the beginning: those records are below
-        the stored offset and skipped, and the high watermark check reports the reset.)"""
-        self.stored = await asyncio.to_thread(self.store.stored_offsets)
+    def assigned(self, assigned: set[TopicPartition]) -> None:
+        """Seek to the stored offsets (offset 0 when none; the consumer moves to the log start when that
+        is out of range); check the log under them next.  Records of a partition are only applied once
+        it was sought here.  Synchronous on purpose: no fetch can complete between assignment and seek.
+        (Should a stored offset be out of range, the consumer falls back to the log start: those records
+        are below the stored offset and skipped, and the high watermark check reports the reset.)"""
+        self.stored = self.store.stored_offsets()
         for tp in assigned:
             stored = self.stored.get(tp.partition)
-            if stored is not None:  # else the consumer starts at the beginning (auto_offset_reset)
-                self.consumer.seek(tp, stored[0])
+            self.consumer.seek(tp, 0 if stored is None else stored[0])
+            if stored is not None:
                 self.store.next_offsets[tp.partition] = stored[0]
                 self.store.last_ids[tp.partition] = stored[1]
+        self.ready |= assigned
         self.to_check |= assigned
         self.assigned_once = True
 
@@ -337,7 +370,7 @@ class _Worker:
             if self.publish:
                 while leftovers := await asyncio.to_thread(self._unpublished):
                     await self._publish(leftovers)
-                    await asyncio.to_thread(store.commit, set(), set())
+                    await asyncio.to_thread(store.commit, set())
             self.consumer.subscribe([self.topics.events], listener=_Rebalance(self))
             await self.consumer.start()
             try:
@@ -364,21 +397,20 @@ class _Worker:
                                  if tp.partition in self.stored})
                 last_activity = time.monotonic()
             async with self.lock:
-                assignment = self.consumer.assignment()
-                data = {tp: recs for tp, recs in data.items() if tp in assignment and recs}
+                data = {tp: recs for tp, recs in data.items() if tp in self.ready and recs}
                 self._check_watermarks()
                 if not data:
                     if store.to_mark:
-                        await asyncio.to_thread(store.commit, set(), set())
+                        await asyncio.to_thread(store.commit, set())
                     if self._idle_done(started, last_activity):
                         return
                     continue
                 if first is None:
                     first = time.monotonic()
-                dlq, touched, rows = await asyncio.to_thread(store.apply, data)
+                dlq, rows = await asyncio.to_thread(store.apply, data)
                 if dlq:
                     await self._send_dead_letters(dlq)
-                await asyncio.to_thread(store.commit, touched, {tp.partition for tp in data})
+                await asyncio.to_thread(store.commit, {tp.partition for tp in data})
                 stats.batches += 1
                 stats.seconds = time.monotonic() - first
                 if self.publish and rows:
