@@ -152,6 +152,23 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
         cursor.close()
 
 
+def delete_keys(conn: sa.Connection, table: sa.Table, keys: list[tuple]) -> None:
+    """Delete the rows of ``table`` with these primary keys (tuples of the key columns, all strings):
+    on PostgreSQL as one semi-join against ``unnest`` of one array per key column (a hash join, where
+    a long row-value ``IN`` list is compared row by row), elsewhere with row-value ``IN`` lists."""
+    if not keys:
+        return
+    pk = list(table.primary_key.columns)
+    if conn.dialect.name == "postgresql":
+        names = ", ".join(f'"{c.name}"' for c in pk)
+        arrays = ", ".join(f"CAST(:k{i} AS TEXT[])" for i in range(len(pk)))
+        conn.execute(sa.text(f'DELETE FROM "{table.name}" WHERE ({names}) IN (SELECT * FROM unnest({arrays}))'),
+                     {f"k{i}": list(column) for i, column in enumerate(zip(*keys))})
+        return
+    for i in range(0, len(keys), 500):
+        conn.execute(table.delete().where(sa.tuple_(*pk).in_(keys[i:i + 500])))
+
+
 class ArchiveBatch:
     """The archive rows of one transaction; see the module docstring.
 
@@ -246,14 +263,34 @@ class ArchiveBatch:
             "state": dump_snapshot(engine, [cluster]), "created_position": source_position})
         self.last_snapshot[cluster] = position
 
-    def write(self, conn: sa.Connection) -> None:
-        """Insert every queued row in ``conn``'s transaction, then forget them."""
-        for table, rows in ((s.events, self.events), (s.events, self.events_no_payload),
-                            (s.decisions, self.decisions), (s.outbox, self.outbox), (s.dead_letters, self.dead),
-                            (s.snapshots, self.snapshots)):
-            insert_rows(conn, table, rows)
+    def take(self) -> Writes:
+        """The queued rows as writes for ``run_writes`` (the batch is empty afterwards)."""
+        writes: Writes = [("insert", table, rows) for table, rows in (
+            (s.events, self.events), (s.events, self.events_no_payload), (s.decisions, self.decisions),
+            (s.outbox, self.outbox), (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
         self.events, self.events_no_payload, self.decisions, self.outbox = [], [], [], []
         self.dead, self.snapshots = [], []
+        return writes
+
+    def write(self, conn: sa.Connection) -> None:
+        """Insert every queued row in ``conn``'s transaction, then forget them."""
+        run_writes(conn, self.take())
+
+
+Writes = list[tuple[str, sa.Table, list]]
+"""SQL work computed ahead of its transaction: ``("insert", table, rows)``, ``("delete_keys", table,
+primary keys)`` or ``("delete_cluster", table, [cluster])``; see ``run_writes``."""
+
+
+def run_writes(conn: sa.Connection, writes: Writes) -> None:
+    """Execute ``writes`` in order in ``conn``'s transaction."""
+    for op, table, items in writes:
+        if op == "insert":
+            insert_rows(conn, table, items)
+        elif op == "delete_keys":
+            delete_keys(conn, table, items)
+        else:
+            conn.execute(table.delete().where(table.c.cluster == items[0]))
 
 
 class ProjectionWriter:
@@ -278,23 +315,32 @@ class ProjectionWriter:
     def write(self, conn: sa.Connection, cluster: str, cs: dict | None,
               workloads: Collection[str] | None = None) -> None:
         """Make ``cluster``'s projection rows those of ``cs`` (its section of the state JSON; ``None``:
-        no state, no rows), in ``conn``'s transaction.
+        no state, no rows), in ``conn``'s transaction; see ``changes``."""
+        run_writes(conn, self.changes(cluster, cs, workloads))
+
+    def changes(self, cluster: str, cs: dict | None, workloads: Collection[str] | None = None) -> Writes:
+        """The writes that make ``cluster``'s projection rows those of ``cs``; from then on they are
+        taken as written.
 
         ``workloads``: ``cs`` holds only these workloads (``statemodel.state_view.render_cluster``
         with the touched keys and ``pending_workloads``); the others keep their rows.  Only allowed
         after a first write of the whole state.
+
+        Raises:
+            ValueError: ``workloads`` given for a cluster whose rows were never written here.
         """
         rows = projection_rows(cluster, cs) if cs is not None else {t: [] for t in PROJECTIONS}
         new = {t: {tuple(r[c.name] for c in t.primary_key.columns): r for r in rows[t]} for t in PROJECTIONS}
         written = self._written.get(cluster)
+        writes: Writes = []
         if written is None:
             if workloads is not None:
                 raise ValueError(f"the first projection write of {cluster!r} needs the whole state")
             for table in PROJECTIONS:
-                conn.execute(table.delete().where(table.c.cluster == cluster))
-                insert_rows(conn, table, list(new[table].values()))
+                writes.append(("delete_cluster", table, [cluster]))
+                writes.append(("insert", table, list(new[table].values())))
             self._written[cluster] = new
-            return
+            return writes
         for table in PROJECTIONS:
             cached, after = written[table], new[table]
             if table is s.workloads and workloads is not None:
@@ -315,6 +361,8 @@ class ProjectionWriter:
                 else:
                     fresh.append(row)
                     cached[k] = row
-            for i in range(0, len(gone), 5000):
-                conn.execute(table.delete().where(sa.tuple_(*table.primary_key.columns).in_(gone[i:i + 5000])))
-            insert_rows(conn, table, fresh)
+            if gone:
+                writes.append(("delete_keys", table, gone))
+            if fresh:
+                writes.append(("insert", table, fresh))
+        return writes

@@ -57,7 +57,7 @@ from aiokafka.structs import ConsumerRecord
 
 from replay.point_in_time import restore
 from replay.runner import gc_paused
-from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch, ProjectionWriter
+from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch, ProjectionWriter, Writes, run_writes
 from replay.sql_db import create_db_engine, salvage, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
@@ -151,7 +151,6 @@ class _Store:
         self.partition_of: dict[str, int] = {}
         self.next_offsets: dict[int, int] = {}
         self.last_ids: dict[int, str | None] = {}
-        self.to_mark: list[outbox.Range] = []
         self.dirty: dict[str, set[str]] = {}
         """cluster -> keys of the workloads an applied event or a decision of this batch named"""
 
@@ -198,91 +197,104 @@ class _Store:
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
         dirty = self.dirty
         max_bytes = self.max_record_bytes
-        with gc_paused():
-            for tp, recs in records.items():
-                p = tp.partition
-                next_offset = self.next_offsets.get(p, -1)
-                last_id = self.last_ids.get(p)
-                for rec in recs:
-                    if rec.offset < next_offset:
-                        continue  # already in SQL (a repeated fetch)
-                    stats.consumed += 1
-                    value = rec.value
-                    item = decode_record(value, max_bytes)
-                    if isinstance(item, EventError):
-                        fallback = key_cluster(rec.key)
-                        salvaged = (salvage(value, fallback) if value is not None and len(value) <= max_bytes
-                                    else (fallback, None, None, None))
-                        cluster = salvaged[0]
-                        pos = None
-                        if cluster is not None:
-                            self.engine_for(cluster, p).reject(item.event_id, item)
-                            pos = positions[cluster]
-                            positions[cluster] = pos + 1
-                        batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
-                        dlq.append((rec.key, *dead_letter(value, item, tp.topic, p, rec.offset)))
-                        stats.rejected += 1
-                        last_id = item.event_id
-                    else:
-                        cluster = item.cluster
-                        engine = self.engine_for(cluster, p)
+        for tp, recs in records.items():
+            p = tp.partition
+            next_offset = self.next_offsets.get(p, -1)
+            last_id = self.last_ids.get(p)
+            for rec in recs:
+                if rec.offset < next_offset:
+                    continue  # already in SQL (a repeated fetch)
+                stats.consumed += 1
+                value = rec.value
+                item = decode_record(value, max_bytes)
+                if isinstance(item, EventError):
+                    fallback = key_cluster(rec.key)
+                    salvaged = (salvage(value, fallback) if value is not None and len(value) <= max_bytes
+                                else (fallback, None, None, None))
+                    cluster = salvaged[0]
+                    pos = None
+                    if cluster is not None:
+                        self.engine_for(cluster, p).reject(item.event_id, item)
                         pos = positions[cluster]
                         positions[cluster] = pos + 1
-                        duplicates = engine.duplicates
-                        out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
-                        if engine.duplicates != duplicates:
-                            stats.duplicates += 1
-                        else:
-                            stats.applied += 1
-                            workloads = dirty.get(cluster)
-                            if workloads is None:
-                                workloads = dirty[cluster] = set()
-                            workloads.update(workload_keys(item))
-                            workloads.update(d.workload for d in out)
-                        stats.decisions += len(out)
-                        last_id = item.id
-                    next_offset = rec.offset + 1
-                if next_offset >= 0:
-                    self.next_offsets[p] = next_offset
-                    self.last_ids[p] = last_id
+                    batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
+                    dlq.append((rec.key, *dead_letter(value, item, tp.topic, p, rec.offset)))
+                    stats.rejected += 1
+                    last_id = item.event_id
+                else:
+                    cluster = item.cluster
+                    engine = self.engine_for(cluster, p)
+                    pos = positions[cluster]
+                    positions[cluster] = pos + 1
+                    duplicates = engine.duplicates
+                    out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
+                    if engine.duplicates != duplicates:
+                        stats.duplicates += 1
+                    else:
+                        stats.applied += 1
+                        workloads = dirty.get(cluster)
+                        if workloads is None:
+                            workloads = dirty[cluster] = set()
+                        workloads.update(workload_keys(item))
+                        workloads.update(d.workload for d in out)
+                    stats.decisions += len(out)
+                    last_id = item.id
+                next_offset = rec.offset + 1
+            if next_offset >= 0:
+                self.next_offsets[p] = next_offset
+                self.last_ids[p] = last_id
         stats.dead_letters += len(dlq)
         return dlq, list(batch.outbox)
 
-    def commit(self, partitions: set[int]) -> None:
-        """ONE transaction: the batch's rows, marks of published decisions, the changed projection rows
-        of the clusters the batch changed and the offsets of ``partitions``."""
-        stats = self.stats
-        stats.snapshots += len(self.batch.snapshots)
+    def prepare(self, partitions: set[int], marks: list[outbox.Range]) -> _Commit:
+        """The transaction of the batch just applied: its rows, the changed projection rows of the
+        clusters it changed, the offsets of ``partitions`` and the ``marks`` of published decisions.
+        Computed before the next batch is applied (it reads the engines), written by ``write``."""
+        self.stats.snapshots += len(self.batch.snapshots)
+        writes = self.batch.take()
         dirty, self.dirty = self.dirty, {}
+        for cluster in sorted(dirty):
+            engine = self.engines[cluster]
+            pending = self.projections.pending_workloads(cluster)
+            if pending is None:
+                writes += self.projections.changes(cluster, render_cluster(engine, cluster))
+            else:
+                only = dirty[cluster] | pending
+                writes += self.projections.changes(cluster, render_cluster(engine, cluster, only), only)
+        offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
+                    "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
+                   for p in sorted(partitions)]
+        return _Commit(marks, writes, offsets)
+
+    def write(self, commit: _Commit) -> None:
+        """ONE transaction with everything of ``commit``."""
         with self.db.begin() as conn:
-            outbox.mark_published(conn, self.to_mark)
-            self.batch.write(conn)
-            for cluster in sorted(dirty):
-                engine = self.engines[cluster]
-                pending = self.projections.pending_workloads(cluster)
-                if pending is None:
-                    self.projections.write(conn, cluster, render_cluster(engine, cluster))
-                else:
-                    only = dirty[cluster] | pending
-                    self.projections.write(conn, cluster, render_cluster(engine, cluster, only), only)
-            if partitions:
+            outbox.mark_published(conn, commit.marks)
+            run_writes(conn, commit.writes)
+            if commit.offsets:
                 o = s.ingest_offsets.c
                 conn.execute(s.ingest_offsets.delete().where(
-                    o.consumer_group == self.group, o.topic == self.topic, o.topic_partition.in_(sorted(partitions))))
-                conn.execute(s.ingest_offsets.insert(), [
-                    {"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
-                     "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
-                    for p in sorted(partitions)])
-        self.to_mark = []
+                    o.consumer_group == self.group, o.topic == self.topic,
+                    o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
+                conn.execute(s.ingest_offsets.insert(), commit.offsets)
 
-    def shutdown_snapshots(self) -> None:
-        """Snapshot every cluster that moved since its newest snapshot, in one transaction."""
+    def shutdown_snapshots(self, marks: list[outbox.Range]) -> None:
+        """Snapshot every cluster that moved since its newest snapshot, in one transaction (with ``marks``)."""
         for cluster in sorted(self.engines):
             engine, position = self.engines[cluster], self.positions[cluster]
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
                 offset = self.next_offsets.get(self.partition_of[cluster])
                 self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
-        self.commit(set())
+        self.write(self.prepare(set(), marks))
+
+
+@dataclass
+class _Commit:
+    """What one transaction writes (``_Store.prepare``)."""
+
+    marks: list[outbox.Range]
+    writes: Writes
+    offsets: list[dict]
 
 
 class _Rebalance(ConsumerRebalanceListener):
@@ -292,7 +304,8 @@ class _Rebalance(ConsumerRebalanceListener):
         self.worker = worker
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        async with self.worker.lock:  # the batch in flight commits first
+        async with self.worker.lock:  # the batch being applied and the one being written commit first
+            await self.worker.settle()
             self.worker.ready -= revoked
             self.worker.store.drop_partitions({tp.partition for tp in revoked})
 
@@ -317,6 +330,10 @@ class _Worker:
         self.ready: set[TopicPartition] = set()
         """assigned partitions sought to their stored offsets"""
         self.stored: dict[int, tuple[int, str | None]] = {}
+        self.to_mark: list[outbox.Range] = []
+        """decisions published since the last transaction, marked in the next one"""
+        self.in_flight: asyncio.Task | None = None
+        """the transaction of the previous batch (and then its publishing), while the next one is applied"""
         self.assigned_once = False
         self.join_grace = session_timeout_ms / 1000
         self.consumer = AIOKafkaConsumer(
@@ -351,7 +368,7 @@ class _Worker:
 
     async def _publish(self, rows: list[dict]) -> None:
         ranges = await outbox.publish(self.producer, self.topics.decisions, rows)
-        self.store.to_mark.extend(ranges)
+        self.to_mark.extend(ranges)
         self.store.stats.published += len(rows)
 
     def _check_watermarks(self) -> None:
@@ -363,29 +380,49 @@ class _Worker:
                                                      f"the partition now ends at offset {high}"))
 
     async def run(self) -> None:
-        store, stats = self.store, self.store.stats
+        store = self.store
         await self.producer.start()
         try:
             await check_log(self.bootstrap, self.topics.events, await asyncio.to_thread(store.stored_offsets))
             if self.publish:
                 while leftovers := await asyncio.to_thread(self._unpublished):
                     await self._publish(leftovers)
-                    await asyncio.to_thread(store.commit, set())
+                    await self._write_marks()
             self.consumer.subscribe([self.topics.events], listener=_Rebalance(self))
             await self.consumer.start()
             try:
-                await self._loop(store, stats)
+                await self._loop(store)
+                await self.settle()
             finally:
                 await self.consumer.stop()
-            await asyncio.to_thread(store.shutdown_snapshots)
+            marks, self.to_mark = self.to_mark, []
+            await asyncio.to_thread(store.shutdown_snapshots, marks)
         finally:
             await self.producer.stop()
+
+    async def settle(self) -> None:
+        """Wait for the transaction in flight (and its publishing); re-raise its failure."""
+        task, self.in_flight = self.in_flight, None
+        if task is not None:
+            await task
+
+    async def _write_marks(self) -> None:
+        marks, self.to_mark = self.to_mark, []
+        await asyncio.to_thread(self.store.write, _Commit(marks, [], []))
+
+    async def _commit(self, commit: _Commit, rows: list[dict], first: float) -> None:
+        await asyncio.to_thread(self.store.write, commit)
+        stats = self.store.stats
+        stats.batches += 1
+        stats.seconds = time.monotonic() - first
+        if self.publish and rows:
+            await self._publish(rows)
 
     def _unpublished(self) -> list[dict]:
         with self.store.db.connect() as conn:
             return outbox.unpublished(conn)
 
-    async def _loop(self, store: _Store, stats: IngestStats) -> None:
+    async def _loop(self, store: _Store) -> None:
         first: float | None = None
         started = last_activity = time.monotonic()
         while not self.stop.is_set():
@@ -400,21 +437,21 @@ class _Worker:
                 data = {tp: recs for tp, recs in data.items() if tp in self.ready and recs}
                 self._check_watermarks()
                 if not data:
-                    if store.to_mark:
-                        await asyncio.to_thread(store.commit, set())
+                    await self.settle()
+                    if self.to_mark:
+                        await self._write_marks()
                     if self._idle_done(started, last_activity):
                         return
                     continue
                 if first is None:
                     first = time.monotonic()
                 dlq, rows = await asyncio.to_thread(store.apply, data)
+                marks, self.to_mark = self.to_mark, []
+                commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data}, marks)
                 if dlq:
                     await self._send_dead_letters(dlq)
-                await asyncio.to_thread(store.commit, {tp.partition for tp in data})
-                stats.batches += 1
-                stats.seconds = time.monotonic() - first
-                if self.publish and rows:
-                    await self._publish(rows)
+                await self.settle()  # transactions stay in batch order
+                self.in_flight = asyncio.create_task(self._commit(commit, rows, first))
                 last_activity = time.monotonic()
 
     def _idle_done(self, started: float, last_activity: float) -> bool:
@@ -485,7 +522,8 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         await worker.run()
 
     try:
-        asyncio.run(main())
+        with gc_paused():  # as the file replay (replay.runner "GC note"), for the whole run
+            asyncio.run(main())
     except sa.exc.SQLAlchemyError as exc:
         raise IngestError(f"database error: {str(exc).splitlines()[0]}") from None
     except BrokerResetError:

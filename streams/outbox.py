@@ -16,6 +16,8 @@ import asyncio
 import orjson
 import sqlalchemy as sa
 from aiokafka import AIOKafkaProducer
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from statemodel import sql_schema as s
 
@@ -27,17 +29,32 @@ async def publish(producer: AIOKafkaProducer, topic: str, rows: list[dict]) -> l
     """Send outbox ``rows`` (``cluster``, ``seq``, ``payload``; in seq order per cluster) and wait
     for every acknowledgement; returns the ranges to mark published.
 
+    Records are packed into producer batches per partition (the partition ``send`` would choose for
+    the key, so one cluster's decisions share a partition and keep their order).
+
     Raises:
         aiokafka.errors.KafkaError: a send failed (nothing is marked; the rows are sent again later).
     """
     if not rows:
         return []
+    partitions = sorted(await producer.partitions_for(topic))
+    choose = DefaultPartitioner()
     sent = []
+    batches: dict[int, BatchBuilder] = {}
     for row in rows:
         payload = row["payload"]
-        sent.append(await producer.send(
-            topic, key=row["cluster"].encode(), value=orjson.dumps(payload),
-            headers=[("cause", str(payload.get("cause", "")).encode()), ("seq", str(row["seq"]).encode())]))
+        key = row["cluster"].encode()
+        partition = choose(key, partitions, partitions)
+        record = {"timestamp": None, "key": key, "value": orjson.dumps(payload),
+                  "headers": [("cause", str(payload.get("cause", "")).encode()), ("seq", str(row["seq"]).encode())]}
+        batch = batches.get(partition)
+        if batch is None or batch.append(**record) is None:
+            if batch is not None:
+                sent.append(await producer.send_batch(batch, topic, partition=partition))
+            batch = batches[partition] = producer.create_batch()
+            batch.append(**record)
+    for partition, batch in batches.items():
+        sent.append(await producer.send_batch(batch, topic, partition=partition))
     await asyncio.gather(*sent)
     ranges: list[Range] = []
     for row in rows:
