@@ -10,6 +10,7 @@ subprocess, as operators and the soak script run it).
 from __future__ import annotations
 
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -141,3 +142,28 @@ def test_broker_reset_stops_the_worker(pg: str) -> None:
         broker.stop()
     # nothing of the new logs reached the store
     assert len(rows(pg, s.events)) == len(lines)
+
+
+def test_sigterm_finishes_the_batch_commits_and_snapshots(kafka_bootstrap: str, pg: str) -> None:
+    lines = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    produce(kafka_bootstrap, Topics(prefix).events, keyed(lines))
+    proc = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, "--max-batch", "1"), stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and _progress(pg) < 10:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "ingest: consumed" in err
+    stored = _progress(pg)
+    assert 10 <= stored < len(lines)
+    # what was consumed is committed, and a snapshot covers exactly that
+    assert len(rows(pg, s.events)) == stored
+    assert [(r["cluster"], r["position"]) for r in rows(pg, s.snapshots)] == [("ml-east", stored)]
+
+    done = subprocess.run(_cli(kafka_bootstrap, pg, prefix, "--exit-when-idle", "0.5"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"consumed {len(lines) - stored}," in done.stderr
+    checked = verify(pg)
+    assert checked.ok and checked.events == len(lines), checked.summary()
