@@ -4,9 +4,6 @@ PostgreSQL database, the SQL content to compare, and the trace slice's events.""
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -17,7 +14,6 @@ from replay.importers.dlrm import import_dlrm
 from replay.quota_tree import generate_quota
 from replay.simulator import simulate
 from statemodel import sql_schema as s
-from tests.sqlhelpers import PG_ADMIN_URL
 
 DATA = Path(__file__).parent / "data"
 
@@ -78,21 +74,6 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 20.0)
             await consumer.stop()
 
     return asyncio.run(main())
-
-
-@contextmanager
-def extra_pg_database() -> Iterator[str]:
-    """A second, fresh PostgreSQL database for a test (the reference run), dropped afterwards."""
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    name = f"quotaledger_ref_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def rows(url: str, table: sa.Table, *where, drop: tuple[str, ...] = ()) -> list[dict]:

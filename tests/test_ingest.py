@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-import sqlalchemy as sa
 from alembic import command
 
 from replay.runner import run_file
@@ -24,7 +23,6 @@ from streams.devbroker import DEV_SESSION_TIMEOUT_MS
 from streams.ingest import IngestStats, run_ingest
 from streams.topics import Topics
 from tests.ingesthelpers import (
-    extra_pg_database,
     keyed,
     produce,
     read_topic,
@@ -32,7 +30,7 @@ from tests.ingesthelpers import (
     store_content,
     trace_events,
 )
-from tests.sqlhelpers import alembic_config
+from tests.sqlhelpers import alembic_config, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "replay" / "examples" / "two-teams.ndjson"
@@ -76,7 +74,7 @@ def test_trace_through_kafka_equals_file_replay(kafka_bootstrap: str, pg: str, t
         result.lines, result.applied, 0, result.decisions)
     assert stats.batches >= result.lines // 97
 
-    with extra_pg_database() as ref:
+    with fresh_database("quotaledger_ref") as ref:
         replay_to_db(str(both), ref, snapshot_every=400)
         expected = store_content(ref, drop_source=True)
     got = store_content(pg, drop_source=True)

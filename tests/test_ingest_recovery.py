@@ -27,8 +27,8 @@ from statemodel import sql_schema as s
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
-from tests.ingesthelpers import extra_pg_database, keyed, produce, read_topic, rows, store_content, trace_events
-from tests.sqlhelpers import alembic_config
+from tests.ingesthelpers import keyed, produce, read_topic, rows, store_content, trace_events
+from tests.sqlhelpers import alembic_config, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "replay" / "examples" / "two-teams.ndjson"
@@ -67,7 +67,7 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str
     options = ["--max-batch", "25", "--snapshot-every", str(SNAPSHOT_EVERY), "--snapshot-every-time",
                SNAPSHOT_EVERY_TIME]
 
-    with extra_pg_database() as ref:  # the uninterrupted run, in its own consumer group and database
+    with fresh_database("quotaledger_ref") as ref:  # the uninterrupted run, in its own consumer group and database
         reference = run_ingest(kafka_bootstrap, ref, topics=Topics(prefix), group="reference", max_batch=25,
                                snapshot_every=SNAPSHOT_EVERY, snapshot_every_ms=6 * 3_600_000, exit_when_idle=1.0,
                                session_timeout_ms=DEV_SESSION_TIMEOUT_MS, handle_signals=False, publish=False)
