@@ -503,10 +503,14 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
     from replay.sql_db import SinkError
 
-    try:
-        upgrade_schema(db_url)
-    except SinkError as exc:
-        raise IngestError(str(exc)) from None
+    for attempt in range(3):  # workers started together race to create the schema: the losers find it current
+        try:
+            upgrade_schema(db_url)
+            break
+        except SinkError as exc:
+            if attempt == 2:
+                raise IngestError(str(exc)) from None
+            time.sleep(1.0 + attempt)
     stats = IngestStats()
     db = create_db_engine(db_url)
     batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms, outbox=publish)

@@ -22,12 +22,13 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
+from replay.sql_sink import replay_to_db
 from replay.verify import verify
 from statemodel import sql_schema as s
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
-from tests.ingesthelpers import keyed, produce, read_topic, rows, store_content, trace_events
+from tests.ingesthelpers import create_topic, keyed, produce, read_topic, rows, store_content, trace_events
 from tests.sqlhelpers import alembic_config, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,3 +168,59 @@ def test_sigterm_finishes_the_batch_commits_and_snapshots(kafka_bootstrap: str, 
     assert f"consumed {len(lines) - stored}," in done.stderr
     checked = verify(pg)
     assert checked.ok and checked.events == len(lines), checked.summary()
+
+
+def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: str, pg: str, tmp_path: Path) -> None:
+    """Two workers of one group share the partitions; when one stops, the other takes its partitions
+    over and continues its clusters from what the first committed (snapshot + archived tail)."""
+    trace = trace_events(tmp_path / "trace.ndjson")
+    example = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
+    # with the default partitioner over 4 partitions: dlrm -> 3, ml-east -> 1, ml-north -> 0, ml-south -> 2,
+    # so whichever partitions a worker is assigned, it has clusters to apply
+    others = [[line.replace(b'"cluster":"ml-east"', b'"cluster":"' + name + b'"') for line in example]
+              for name in (b"ml-north", b"ml-south")]
+    streams = [trace, example, *others]
+    everything = [line for lines in streams for line in lines]
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    options = ["--max-batch", "50", "--snapshot-every", "200"]
+    first = [line for lines in streams for line in lines[:len(lines) // 2]]
+    second = [line for lines in streams for line in lines[len(lines) // 2:]]
+
+    create_topic(kafka_bootstrap, Topics(prefix).events, 4)
+    a = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
+    b = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4)  # both joined the group (the dev broker holds a join for half the session timeout)
+        produce(kafka_bootstrap, Topics(prefix).events, keyed(first))
+        deadline = time.monotonic() + 60
+        while _progress(pg) < len(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        a.send_signal(signal.SIGTERM)
+        _, a_err = a.communicate(timeout=60)
+        assert a.returncode == 0, a_err
+        produce(kafka_bootstrap, Topics(prefix).events, keyed(second))
+        while _progress(pg) < len(everything) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        b.send_signal(signal.SIGTERM)
+        _, b_err = b.communicate(timeout=60)
+        assert b.returncode == 0, b_err
+    finally:
+        for proc in (a, b):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    consumed = [int(err.split("ingest: consumed ")[1].split(",")[0]) for err in (a_err, b_err)]
+    assert sum(consumed) == len(everything) and min(consumed) > 0  # both worked, B also on A's clusters
+
+    both = tmp_path / "all.ndjson"
+    both.write_bytes(b"\n".join(everything) + b"\n")
+    with fresh_database("quotaledger_ref") as ref:
+        replay_to_db(str(both), ref, snapshot_every=200)
+        expected = store_content(ref, drop_source=True)
+    got = store_content(pg, drop_source=True)
+    for table in ("events", "decisions", "cohorts", "cluster_queues", "local_queues", "quotas", "workloads",
+                  "fair_sharing"):
+        assert got[table] == expected[table], table
+    assert {x for x in expected["snapshots"] if x[1] % 200 == 0} <= set(got["snapshots"])
+    checked = verify(pg)
+    assert checked.ok, checked.summary()
