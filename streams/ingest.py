@@ -117,7 +117,7 @@ class _Worker:
         self.consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=max(100, session_timeout_ms // 4),
-            max_partition_fetch_bytes=max(1_048_576, max_record_bytes + 1024),
+            max_partition_fetch_bytes=max(8_388_608, max_record_bytes + 1024),
             fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
         self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
                                          linger_ms=5, max_request_size=max(1_048_576, 2 * max_record_bytes))
