@@ -32,6 +32,7 @@ def record_id(value: bytes | None) -> str | None:
 
 
 def reset_message(topic: str, partition: int, next_offset: int, why: str) -> str:
+    """The error text for a reset of ``topic[partition]`` whose stored next offset is ``next_offset``."""
     return (f"broker reset detected on {topic}[{partition}]: the SQL store has applied offsets up to "
             f"{next_offset - 1}, but {why}. The log under the stored offsets is not the one that was ingested "
             "(was the broker or topic recreated?). Stopping instead of continuing in a new log; restore the "
