@@ -120,7 +120,8 @@ class _Worker:
             max_partition_fetch_bytes=max(8_388_608, max_record_bytes + 1024),
             fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
         self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
-                                         linger_ms=5, max_request_size=max(1_048_576, 2 * max_record_bytes))
+                                         linger_ms=5, max_batch_size=1_048_576,
+                                         max_request_size=max(1_048_576, 2 * max_record_bytes))
 
     def assigned(self, assigned: set[TopicPartition]) -> None:
         """Seek to the stored offsets (offset 0 when none; the consumer moves to the log start when that
