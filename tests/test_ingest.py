@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -60,7 +62,17 @@ def _interleave(a: list, b: list) -> list:
     return out
 
 
-def test_trace_through_kafka_equals_file_replay(kafka_bootstrap: str, pg: str, tmp_path: Path) -> None:
+@contextmanager
+def _reference_db(url: str, tmp_path: Path) -> Iterator[str]:
+    """An empty database of the same kind as ``url`` for the reference run."""
+    if url.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'reference.db'}"
+    else:
+        with fresh_database("quotaledger_ref") as ref:
+            yield ref
+
+
+def test_trace_through_kafka_equals_file_replay(kafka_bootstrap: str, db: str, tmp_path: Path) -> None:
     trace = trace_events(tmp_path / "trace.ndjson")
     example = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
     both = tmp_path / "both.ndjson"
@@ -68,38 +80,38 @@ def test_trace_through_kafka_equals_file_replay(kafka_bootstrap: str, pg: str, t
     topics = _topics()
     produce(kafka_bootstrap, topics.events, _interleave(keyed(trace), keyed(example)))
 
-    stats = _ingest(kafka_bootstrap, pg, topics, max_batch=97, snapshot_every=400)
+    stats = _ingest(kafka_bootstrap, db, topics, max_batch=97, snapshot_every=400)
     engine, result = run_file(str(both))
     assert (stats.consumed, stats.applied, stats.rejected, stats.decisions) == (
         result.lines, result.applied, 0, result.decisions)
     assert stats.batches >= result.lines // 97
 
-    with fresh_database("quotaledger_ref") as ref:
+    with _reference_db(db, tmp_path) as ref:
         replay_to_db(str(both), ref, snapshot_every=400)
         expected = store_content(ref, drop_source=True)
-    got = store_content(pg, drop_source=True)
+    got = store_content(db, drop_source=True)
     for table in expected:
         assert got[table] == expected[table], table
     assert {(cluster, position) for cluster, position, _ in got["snapshots"]} >= {
         ("dlrm", 400), ("dlrm", 800), ("dlrm", 1200)}  # periodic ones, not only the final one
-    checked = verify(pg)
+    checked = verify(db)
     assert checked.ok, checked.summary()
     assert checked.hash == engine.hash
 
     # source positions are the Kafka offsets; the outbox went out to the decisions topic, once each
-    offsets = {r["source_position"] for r in rows(pg, s.events)}
+    offsets = {r["source_position"] for r in rows(db, s.events)}
     assert len(offsets) <= stats.consumed and min(offsets) == 0
     published = read_topic(kafka_bootstrap, topics.decisions, stats.decisions)
     assert sorted((r.key.decode(), orjson.loads(r.value)["seq"]) for r in published) == sorted(
-        (r["cluster"], r["seq"]) for r in rows(pg, s.decisions))
+        (r["cluster"], r["seq"]) for r in rows(db, s.decisions))
     assert all(dict(r.headers)["cause"].decode() == orjson.loads(r.value)["cause"] for r in published)
-    assert all(r["published"] for r in rows(pg, s.outbox))
+    assert all(r["published"] for r in rows(db, s.outbox))
     assert stats.published == stats.decisions
 
     # a second run finds nothing new: the SQL store is the progress record, nothing is applied twice
-    again = _ingest(kafka_bootstrap, pg, topics, exit_when_idle=0.5)
+    again = _ingest(kafka_bootstrap, db, topics, exit_when_idle=0.5)
     assert (again.consumed, again.applied, again.published) == (0, 0, 0)
-    assert store_content(pg, drop_source=True) == got
+    assert store_content(db, drop_source=True) == got
 
 
 # --------------------------------------------------------------------------- bad input
