@@ -65,6 +65,32 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     asyncio.run(main())
 
 
+def wait_for_group(bootstrap: str, group: str, members: int, timeout: float = 30.0) -> None:
+    """Wait until consumer ``group`` is stable with ``members`` members.
+
+    Raises:
+        TimeoutError: not within ``timeout`` seconds.
+    """
+
+    async def main() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while loop.time() < deadline:
+                for response in await admin.describe_consumer_groups([group]):
+                    for _, _, state, _, _, found in (g[:6] for g in response.groups):
+                        if state == "Stable" and len(found) == members:
+                            return
+                await asyncio.sleep(0.2)
+            raise TimeoutError(f"consumer group {group} did not become stable with {members} members")
+        finally:
+            await admin.close()
+
+    asyncio.run(main())
+
+
 def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -> list:
     """Every record of ``topic`` from the beginning, once ``expected`` have been read or after ``timeout``."""
 

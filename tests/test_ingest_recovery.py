@@ -28,7 +28,16 @@ from statemodel import sql_schema as s
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
-from tests.ingesthelpers import create_topic, keyed, produce, read_topic, rows, store_content, trace_events
+from tests.ingesthelpers import (
+    create_topic,
+    keyed,
+    produce,
+    read_topic,
+    rows,
+    store_content,
+    trace_events,
+    wait_for_group,
+)
 from tests.sqlhelpers import alembic_config, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,7 +191,7 @@ def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: st
     streams = [trace, example, *others]
     everything = [line for lines in streams for line in lines]
     prefix = f"t{uuid.uuid4().hex[:10]}"
-    options = ["--max-batch", "50", "--snapshot-every", "200"]
+    options = ["--max-batch", "50", "--snapshot-every", "200", "--group", prefix]
     first = [line for lines in streams for line in lines[:len(lines) // 2]]
     second = [line for lines in streams for line in lines[len(lines) // 2:]]
 
@@ -190,7 +199,8 @@ def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: st
     a = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
     b = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(4)  # both joined the group (the dev broker holds a join for half the session timeout)
+        wait_for_group(kafka_bootstrap, prefix, 2)
+        time.sleep(0.5)  # the assignment callbacks ran
         produce(kafka_bootstrap, Topics(prefix).events, keyed(first))
         deadline = time.monotonic() + 60
         while _progress(pg) < len(first) and time.monotonic() < deadline:
