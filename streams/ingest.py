@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 
 import sqlalchemy as sa
@@ -268,7 +269,7 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         publish: relay decisions to ``topics.decisions`` (when False no outbox rows are written).
         session_timeout_ms: consumer-group session timeout (Tansu holds a join for half of it).
         max_record_bytes: larger record values are dead-lettered unread.
-        handle_signals: install SIGTERM / SIGINT handlers (main thread only).
+        handle_signals: stop on SIGTERM / SIGINT (when called from the main thread).
 
     Returns:
         the run's counters.
@@ -298,7 +299,7 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
     async def main() -> None:
         worker = _Worker(bootstrap, store, topics, group, max_batch, exit_when_idle, publish, session_timeout_ms,
                          max_record_bytes)
-        if handle_signals:
+        if handle_signals and threading.current_thread() is threading.main_thread():
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, worker.stop.set)

@@ -15,6 +15,7 @@ from replay.importers.dlrm import import_dlrm
 from replay.quota_tree import generate_quota
 from replay.simulator import simulate
 from statemodel import sql_schema as s
+from statemodel.timefmt import parse_duration
 
 DATA = Path(__file__).parent / "data"
 
@@ -26,7 +27,7 @@ def trace_events(path: Path, tick: str = "1h") -> list[bytes]:
     """The closed-loop simulation of ``tests/data/dlrm_slice.csv`` (a real trace slice) as NDJSON
     lines, written to ``path`` too (for ``replay``)."""
     trace = import_dlrm(DATA / "dlrm_slice.csv")
-    simulate(trace, generate_quota(trace), path, tick_ms={"1h": 3_600_000, "5m": 300_000}[tick])
+    simulate(trace, generate_quota(trace), path, tick_ms=parse_duration(tick, "tick"))
     return [line for line in path.read_bytes().splitlines() if line.strip()]
 
 
