@@ -164,9 +164,11 @@ class _Worker:
                                                      f"the partition now ends at offset {high}"))
 
     async def run(self) -> None:
+        """Check the log, relay decisions a crash left unpublished, consume until stopped or idle, then
+        leave the group and write the shutdown snapshots.  The clients are closed whatever happens."""
         store = self.store
-        await self.producer.start()
         try:
+            await self.producer.start()
             await check_log(self.bootstrap, self.topics.events, await asyncio.to_thread(store.stored_offsets))
             if self.publish:
                 while leftovers := await asyncio.to_thread(self._unpublished):
@@ -174,14 +176,13 @@ class _Worker:
                     await self._write_marks()
             self.consumer.subscribe([self.topics.events], listener=_Rebalance(self))
             await self.consumer.start()
-            try:
-                await self._loop(store)
-                await self.settle()
-            finally:
-                await self.consumer.stop()
+            await self._loop(store)
+            await self.settle()
+            await self.consumer.stop()
             marks, self.to_mark = self.to_mark, []
             await asyncio.to_thread(store.shutdown_snapshots, marks)
         finally:
+            await self.consumer.stop()
             await self.producer.stop()
 
     async def settle(self) -> None:
