@@ -133,20 +133,20 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
     if conn.dialect.name != "postgresql" or len(rows) < _COPY_MIN_ROWS:
         conn.execute(table.insert(), rows)
         return
-    columns = [c.name for c in table.columns if c is not table.autoincrement_column]
-    json_columns = {c.name for c in table.columns if isinstance(c.type, sa.JSON)}
-    names = ", ".join(f'"{c}"' for c in columns)
+    columns = [c for c in table.columns if c is not table.autoincrement_column]
+    names = [c.name for c in columns]
+    json_at = [i for i, c in enumerate(columns) if isinstance(c.type, sa.JSON)]
+    listed = ", ".join(f'"{c}"' for c in names)
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
-        with cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
+        with cursor.copy(f'COPY "{table.name}" ({listed}) FROM STDIN') as copy:
             write = copy.write_row
             for row in rows:
-                values = []
-                for c in columns:
-                    v = row.get(c)
-                    if c in json_columns and v is not None and type(v) is not RawJSON:
-                        v = orjson.dumps(v).decode()
-                    values.append(v)
+                values = [row.get(c) for c in names]
+                for i in json_at:
+                    v = values[i]
+                    if v is not None and type(v) is not RawJSON:
+                        values[i] = orjson.dumps(v).decode()
                 write(values)
     finally:
         cursor.close()
