@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import orjson
+import pytest
 import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -18,6 +19,9 @@ from statemodel import sql_schema as s
 from statemodel.timefmt import parse_duration
 
 DATA = Path(__file__).parent / "data"
+
+ON_POSTGRESQL = pytest.mark.parametrize("db", ["postgresql"], indirect=True)
+"""Run a test on the real PostgreSQL only (conftest's ``db`` fixture, one of its two kinds)."""
 
 Record = tuple[bytes | None, bytes | None]
 """``(key, value)`` of a record to produce."""

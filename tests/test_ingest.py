@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
-import pytest
-from alembic import command
 
 from replay.runner import run_file
 from replay.sql_sink import replay_to_db
@@ -25,6 +23,7 @@ from streams.devbroker import DEV_SESSION_TIMEOUT_MS
 from streams.ingest import IngestStats, run_ingest
 from streams.topics import Topics
 from tests.ingesthelpers import (
+    ON_POSTGRESQL,
     keyed,
     produce,
     read_topic,
@@ -32,17 +31,10 @@ from tests.ingesthelpers import (
     store_content,
     trace_events,
 )
-from tests.sqlhelpers import alembic_config, fresh_database
+from tests.sqlhelpers import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "replay" / "examples" / "two-teams.ndjson"
-
-
-@pytest.fixture
-def pg(postgres_url: str) -> str:
-    """The run's PostgreSQL database, emptied (schema at base)."""
-    command.downgrade(alembic_config(postgres_url), "base")
-    return postgres_url
 
 
 def _topics() -> Topics:
@@ -182,8 +174,9 @@ def _valid_hostile() -> list[bytes]:
                           "object": obj}) for n, obj in enumerate(objs)]
 
 
+@ON_POSTGRESQL
 def test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone(
-        kafka_bootstrap: str, pg: str, tmp_path: Path) -> None:
+        kafka_bootstrap: str, db: str, tmp_path: Path) -> None:
     rng = random.Random(1000)
     valid = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
     hostile = [_hostile(rng, valid, i) for i in range(1000)]
@@ -195,12 +188,12 @@ def test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone(
     topics = _topics()
     produce(kafka_bootstrap, topics.events, records)
 
-    stats = _ingest(kafka_bootstrap, pg, topics, max_batch=113, max_record_bytes=MAX_RECORD)
+    stats = _ingest(kafka_bootstrap, db, topics, max_batch=113, max_record_bytes=MAX_RECORD)
     assert (stats.consumed, stats.rejected, stats.dead_letters) == (len(records), 1000, 1000)
     assert stats.applied == len(valid) + len(_valid_hostile())
 
     # every hostile record: a dead_letters row with its bytes and a reason, and a DLQ record saying where it was
-    dead = rows(pg, s.dead_letters)
+    dead = rows(db, s.dead_letters)
     assert sorted(r["raw"] for r in dead) == sorted(v or b"" for _, _, v in hostile)
     assert all(r["reason"] and r["source"].startswith(topics.events + "/") for r in dead)
     dlq = read_topic(kafka_bootstrap, topics.dlq, 1000)
@@ -220,17 +213,17 @@ def test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone(
     clean.write_bytes(b"\n".join(valid) + b"\n")
     expected: list[dict] = []
     run_file(str(clean), on_decision=lambda d: expected.append(d.to_json()))
-    got = [r["payload"] for r in rows(pg, s.decisions, s.decisions.c.cluster == "ml-east")]
+    got = [r["payload"] for r in rows(db, s.decisions, s.decisions.c.cluster == "ml-east")]
     assert got == expected and expected
 
     # the cohort cycle is applied, not dead-lettered: its tree is inactive and the workload waits
     cycle = "cycle'); DROP TABLE decisions; --"
-    assert {r["name"]: r["active"] for r in rows(pg, s.cohorts, s.cohorts.c.cluster == cycle)} == {
+    assert {r["name"]: r["active"] for r in rows(db, s.cohorts, s.cohorts.c.cluster == cycle)} == {
         "a": False, "b": False}
-    assert [(r["name"], r["active"]) for r in rows(pg, s.cluster_queues, s.cluster_queues.c.cluster == cycle)] == [
+    assert [(r["name"], r["active"]) for r in rows(db, s.cluster_queues, s.cluster_queues.c.cluster == cycle)] == [
         ("team\"x'--", False)]
-    assert [(r["key"], r["status"]) for r in rows(pg, s.workloads, s.workloads.c.cluster == cycle)] == [
+    assert [(r["key"], r["status"]) for r in rows(db, s.workloads, s.workloads.c.cluster == cycle)] == [
         ("ns/w;DELETE FROM events", "Pending")]
-    assert not rows(pg, s.decisions, s.decisions.c.cluster == cycle)
-    checked = verify(pg)
+    assert not rows(db, s.decisions, s.decisions.c.cluster == cycle)
+    checked = verify(db)
     assert checked.ok, checked.summary()

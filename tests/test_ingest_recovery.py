@@ -18,9 +18,7 @@ import uuid
 from pathlib import Path
 
 import orjson
-import pytest
 import sqlalchemy as sa
-from alembic import command
 
 from replay.sql_sink import replay_to_db
 from replay.verify import verify
@@ -29,6 +27,7 @@ from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
 from tests.ingesthelpers import (
+    ON_POSTGRESQL,
     create_topic,
     keyed,
     produce,
@@ -38,19 +37,12 @@ from tests.ingesthelpers import (
     trace_events,
     wait_for_group,
 )
-from tests.sqlhelpers import alembic_config, fresh_database
+from tests.sqlhelpers import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "replay" / "examples" / "two-teams.ndjson"
 SNAPSHOT_EVERY = 300
 SNAPSHOT_EVERY_TIME = "6h"
-
-
-@pytest.fixture
-def pg(postgres_url: str) -> str:
-    """The run's PostgreSQL database, emptied (schema at base)."""
-    command.downgrade(alembic_config(postgres_url), "base")
-    return postgres_url
 
 
 def _cli(bootstrap: str, url: str, prefix: str, *extra: str) -> list[str]:
@@ -70,7 +62,8 @@ def _progress(url: str) -> int:
         eng.dispose()
 
 
-def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str, pg: str, tmp_path: Path) -> None:
+@ON_POSTGRESQL
+def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str, db: str, tmp_path: Path) -> None:
     lines = trace_events(tmp_path / "trace.ndjson")
     prefix = f"t{uuid.uuid4().hex[:10]}"
     produce(kafka_bootstrap, Topics(prefix).events, keyed(lines))
@@ -87,22 +80,22 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str
     rng = random.Random(20261123)
     at = []
     for target in sorted(rng.sample(range(1, len(lines)), 6)):
-        proc = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE)
-        while proc.poll() is None and _progress(pg) < target:
+        proc = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, *options), stderr=subprocess.PIPE)
+        while proc.poll() is None and _progress(db) < target:
             time.sleep(0.01)
         time.sleep(rng.uniform(0, 0.05))  # anywhere in the batch after the target: applying, committing, publishing
         if proc.poll() is None:
             proc.kill()
-            at.append(_progress(pg))
+            at.append(_progress(db))
         proc.wait()
     assert len([p for p in at if p < len(lines)]) >= 5, at  # killed inside the stream, not after it
 
-    final = subprocess.run(_cli(kafka_bootstrap, pg, prefix, *options, "--exit-when-idle", "1"),
+    final = subprocess.run(_cli(kafka_bootstrap, db, prefix, *options, "--exit-when-idle", "1"),
                            capture_output=True, text=True, timeout=120)
     assert final.returncode == 0, final.stderr
     assert "consumed" in final.stderr
 
-    got = store_content(pg, drop_source=False)
+    got = store_content(db, drop_source=False)
     for table in ("events", "decisions", "cohorts", "cluster_queues", "local_queues", "quotas", "workloads",
                   "fair_sharing"):
         assert got[table] == expected[table], table
@@ -112,30 +105,31 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str
     last = {(c, p) for c, p, _ in expected["snapshots"] if p == len(lines)}
     assert {(c, p) for c, p, _ in expected["snapshots"]} - {(c, p) for c, p, _ in got["snapshots"]} <= last
     assert len(got["snapshots"]) > 5
-    checked = verify(pg)
+    checked = verify(db)
     assert checked.ok, checked.summary()
 
     # decisions reach the topic at least once each, identical; repeats only from a kill before the mark
-    decisions = rows(pg, s.decisions)
-    assert all(r["published"] for r in rows(pg, s.outbox))
+    decisions = rows(db, s.decisions)
+    assert all(r["published"] for r in rows(db, s.outbox))
     published = read_topic(kafka_bootstrap, Topics(prefix).decisions, len(decisions))
     by_seq = {(r.key.decode(), orjson.loads(r.value)["seq"]): orjson.loads(r.value) for r in published}
     assert by_seq == {(d["cluster"], d["seq"]): d["payload"] for d in decisions}
 
 
-def test_broker_reset_stops_the_worker(pg: str) -> None:
+@ON_POSTGRESQL
+def test_broker_reset_stops_the_worker(db: str) -> None:
     lines = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
     prefix = "reset"
     broker = DevBroker().start()
     try:
         produce(broker.bootstrap, Topics(prefix).events, keyed(lines))
-        done = subprocess.run(_cli(broker.bootstrap, pg, prefix, "--exit-when-idle", "0.5"), capture_output=True,
+        done = subprocess.run(_cli(broker.bootstrap, db, prefix, "--exit-when-idle", "0.5"), capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         broker.stop()
         broker = DevBroker(port=broker.port).start()  # same address, empty log
 
-        empty = subprocess.run(_cli(broker.bootstrap, pg, prefix, "--exit-when-idle", "0.5"), capture_output=True,
+        empty = subprocess.run(_cli(broker.bootstrap, db, prefix, "--exit-when-idle", "0.5"), capture_output=True,
                                text=True, timeout=120)
         assert empty.returncode == 2, empty.stderr
         assert "broker reset detected on reset.events" in empty.stderr
@@ -144,42 +138,44 @@ def test_broker_reset_stops_the_worker(pg: str) -> None:
         # a new log that is long enough but holds other records is caught by the id under the stored offset
         other = [orjson.dumps({**orjson.loads(line), "id": f"other-{n}"}) for n, line in enumerate(lines * 2)]
         produce(broker.bootstrap, Topics(prefix).events, keyed(other))
-        different = subprocess.run(_cli(broker.bootstrap, pg, prefix, "--exit-when-idle", "0.5"),
+        different = subprocess.run(_cli(broker.bootstrap, db, prefix, "--exit-when-idle", "0.5"),
                                    capture_output=True, text=True, timeout=120)
         assert different.returncode == 2, different.stderr
         assert f"has id 'other-{len(lines) - 1}' where 'e-0039' was applied" in different.stderr
     finally:
         broker.stop()
     # nothing of the new logs reached the store
-    assert len(rows(pg, s.events)) == len(lines)
+    assert len(rows(db, s.events)) == len(lines)
 
 
-def test_sigterm_finishes_the_batch_commits_and_snapshots(kafka_bootstrap: str, pg: str) -> None:
+@ON_POSTGRESQL
+def test_sigterm_finishes_the_batch_commits_and_snapshots(kafka_bootstrap: str, db: str) -> None:
     lines = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
     prefix = f"t{uuid.uuid4().hex[:10]}"
     produce(kafka_bootstrap, Topics(prefix).events, keyed(lines))
-    proc = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, "--max-batch", "1"), stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None and _progress(pg) < 10:
+    proc = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, "--max-batch", "1"), stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and _progress(db) < 10:
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "ingest: consumed" in err
-    stored = _progress(pg)
+    stored = _progress(db)
     assert 10 <= stored < len(lines)
     # what was consumed is committed, and a snapshot covers exactly that
-    assert len(rows(pg, s.events)) == stored
-    assert [(r["cluster"], r["position"]) for r in rows(pg, s.snapshots)] == [("ml-east", stored)]
+    assert len(rows(db, s.events)) == stored
+    assert [(r["cluster"], r["position"]) for r in rows(db, s.snapshots)] == [("ml-east", stored)]
 
-    done = subprocess.run(_cli(kafka_bootstrap, pg, prefix, "--exit-when-idle", "0.5"), capture_output=True,
+    done = subprocess.run(_cli(kafka_bootstrap, db, prefix, "--exit-when-idle", "0.5"), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"consumed {len(lines) - stored}," in done.stderr
-    checked = verify(pg)
+    checked = verify(db)
     assert checked.ok and checked.events == len(lines), checked.summary()
 
 
-def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: str, pg: str, tmp_path: Path) -> None:
+@ON_POSTGRESQL
+def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: str, db: str, tmp_path: Path) -> None:
     """Two workers of one group share the partitions; when one stops, the other takes its partitions
     over and continues its clusters from what the first committed (snapshot + archived tail)."""
     trace = trace_events(tmp_path / "trace.ndjson")
@@ -196,20 +192,20 @@ def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: st
     second = [line for lines in streams for line in lines[len(lines) // 2:]]
 
     create_topic(kafka_bootstrap, Topics(prefix).events, 4)
-    a = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
-    b = subprocess.Popen(_cli(kafka_bootstrap, pg, prefix, *options), stderr=subprocess.PIPE, text=True)
+    a = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, *options), stderr=subprocess.PIPE, text=True)
+    b = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, *options), stderr=subprocess.PIPE, text=True)
     try:
         wait_for_group(kafka_bootstrap, prefix, 2)
         time.sleep(0.5)  # the assignment callbacks ran
         produce(kafka_bootstrap, Topics(prefix).events, keyed(first))
         deadline = time.monotonic() + 60
-        while _progress(pg) < len(first) and time.monotonic() < deadline:
+        while _progress(db) < len(first) and time.monotonic() < deadline:
             time.sleep(0.05)
         a.send_signal(signal.SIGTERM)
         _, a_err = a.communicate(timeout=60)
         assert a.returncode == 0, a_err
         produce(kafka_bootstrap, Topics(prefix).events, keyed(second))
-        while _progress(pg) < len(everything) and time.monotonic() < deadline:
+        while _progress(db) < len(everything) and time.monotonic() < deadline:
             time.sleep(0.05)
         b.send_signal(signal.SIGTERM)
         _, b_err = b.communicate(timeout=60)
@@ -227,10 +223,10 @@ def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: st
     with fresh_database("quotaledger_ref") as ref:
         replay_to_db(str(both), ref, snapshot_every=200)
         expected = store_content(ref, drop_source=True)
-    got = store_content(pg, drop_source=True)
+    got = store_content(db, drop_source=True)
     for table in ("events", "decisions", "cohorts", "cluster_queues", "local_queues", "quotas", "workloads",
                   "fair_sharing"):
         assert got[table] == expected[table], table
     assert {x for x in expected["snapshots"] if x[1] % 200 == 0} <= set(got["snapshots"])
-    checked = verify(pg)
+    checked = verify(db)
     assert checked.ok, checked.summary()
