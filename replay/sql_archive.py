@@ -24,6 +24,7 @@ with SQLAlchemy Core ``executemany`` inserts.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection, Iterable
 from decimal import Decimal
 
@@ -47,6 +48,9 @@ DEFAULT_SNAPSHOT_EVERY = 50_000
 """Events of one cluster between two periodic snapshots."""
 
 PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workloads, s.fair_sharing)
+
+_PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
+"""A projection row's primary key as a tuple (every projection key has at least two columns)."""
 
 CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
@@ -330,7 +334,7 @@ class ProjectionWriter:
             ValueError: ``workloads`` given for a cluster whose rows were never written here.
         """
         rows = projection_rows(cluster, cs) if cs is not None else {t: [] for t in PROJECTIONS}
-        new = {t: {tuple(r[c.name] for c in t.primary_key.columns): r for r in rows[t]} for t in PROJECTIONS}
+        new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
         written = self._written.get(cluster)
         writes: Writes = []
         if written is None:

@@ -143,16 +143,21 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> 
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts: dict[str, list[int]] = {}
-    workloads = {}
-    for key in sorted(cluster.workloads):
-        info = cluster.workloads[key]
+    pending = []
+    for key, info in cluster.workloads.items():
         counts = lq_counts.setdefault(info.local_queue, [0, 0])
         if info.status == ADMITTED:
             counts[1] += 1
         elif info.status == PENDING:
             counts[0] += 1
-        if only is not None and info.status != PENDING and key not in only:
-            continue
+            pending.append(key)
+    if only is None:
+        keys = sorted(cluster.workloads)
+    else:
+        keys = sorted({k for k in only if k in cluster.workloads}.union(pending))
+    workloads = {}
+    for key in keys:
+        info = cluster.workloads[key]
         position = positions.get(key)
         workloads[key] = {
             "status": info.status,
