@@ -577,3 +577,8 @@ def dev_broker(
     finally:
         broker.stop()
     typer.echo("dev broker stopped")
+
+
+from quotaledger import cli_ingest  # noqa: E402
+
+cli_ingest.register(app)
