@@ -587,6 +587,10 @@ def dev_broker(
     typer.echo("dev broker stopped")
 
 
+from quotaledger import cli_ingest  # noqa: E402
+
+cli_ingest.register(app)
+
 from quotaledger import cli_kafka  # noqa: E402
 
 cli_kafka.register(app)

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from replay.runner import gc_paused
 from replay.sql_db import SinkError, archived_event, create_db_engine
-from replay.sql_sink import STATE_ENCODING
+from replay.sql_archive import STATE_ENCODING
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError

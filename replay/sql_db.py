@@ -84,21 +84,23 @@ def time_ms(text: str | None) -> int | None:
     return None if text is None else parse_time(text, "time")
 
 
-def salvage(line: bytes) -> tuple[str, RawJSON | None, int | None, str | None]:
+def salvage(line: bytes, default_cluster: str | None = "default") -> tuple[str | None, RawJSON | None, int | None,
+                                                                           str | None]:
     """What can be read from a line that failed validation: ``(cluster, payload, time_ms, type)``.
 
-    ``cluster`` is the envelope's when it is a non-empty string, else ``"default"`` (the decoder's
-    default); ``payload`` is the line's JSON text when it is a JSON object, else ``None``.
+    ``cluster`` is the envelope's when it is a non-empty string, else ``default_cluster`` (the
+    decoder's default ``"default"`` for files; the worker passes the Kafka record key); ``payload``
+    is the line's JSON text when it is a JSON object, else ``None``.
     """
     try:
         raw = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return "default", None, None, None
+        return default_cluster, None, None, None
     if not isinstance(raw, dict):
-        return "default", None, None, None
+        return default_cluster, None, None, None
     cluster = raw.get("cluster")
     if not isinstance(cluster, str) or not cluster:
-        cluster = "default"
+        cluster = default_cluster
     try:
         when = parse_time(raw.get("time"), "time")
     except EventError:

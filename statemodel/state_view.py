@@ -23,6 +23,8 @@ from statemodel.version import ENGINE_VERSION
 from statemodel.workload import ADMITTED, PENDING
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from statemodel.cluster import ClusterState
     from statemodel.engine import Engine
 
@@ -111,7 +113,7 @@ def _cohorts(cluster: "ClusterState") -> dict:
     return out
 
 
-def _cluster(cluster: "ClusterState") -> dict:
+def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> dict:
     hierarchy = cluster.hierarchy
     positions: dict[str, tuple[int, int]] = {}
     pending_by_cq: dict[str, int] = {}
@@ -141,14 +143,21 @@ def _cluster(cluster: "ClusterState") -> dict:
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts: dict[str, list[int]] = {}
-    workloads = {}
-    for key in sorted(cluster.workloads):
-        info = cluster.workloads[key]
+    pending = []
+    for key, info in cluster.workloads.items():
         counts = lq_counts.setdefault(info.local_queue, [0, 0])
         if info.status == ADMITTED:
             counts[1] += 1
         elif info.status == PENDING:
             counts[0] += 1
+            pending.append(key)
+    if only is None:
+        keys = sorted(cluster.workloads)
+    else:
+        keys = sorted({k for k in only if k in cluster.workloads}.union(pending))
+    workloads = {}
+    for key in keys:
+        info = cluster.workloads[key]
         position = positions.get(key)
         workloads[key] = {
             "status": info.status,
@@ -186,14 +195,27 @@ def _cluster(cluster: "ClusterState") -> dict:
     }
 
 
+def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | None" = None) -> dict:
+    """One cluster's section of the state JSON (with its ``hash``).
+
+    With ``workloads``, the ``workloads`` map holds only those keys and every pending workload (whose
+    queue position and wait move with any event): the workloads whose view can have changed since the
+    rest was rendered, when ``workloads`` names every workload an event or decision touched since.
+
+    Raises:
+        KeyError: ``name`` is not a cluster of ``engine``.
+    """
+    view = _cluster(engine.clusters[name], workloads)
+    view["hash"] = engine.chains[name].hex()
+    return view
+
+
 def render_state(engine: "Engine") -> dict:
     """The whole state JSON for ``engine``: version, hash, time, event counts and every cluster."""
     clock = max((c.clock_ms for c in engine.clusters.values()), default=0)
     clusters = {}
     for name in sorted(engine.clusters):
-        view = _cluster(engine.clusters[name])
-        view["hash"] = engine.chains[name].hex()
-        clusters[name] = view
+        clusters[name] = render_cluster(engine, name)
     configs = [view["config"] for view in clusters.values()]
     shared = configs[0] if configs and all(c == configs[0] for c in configs) else {"admissionFairSharing": None}
     return {

@@ -27,8 +27,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 # --------------------------------------------------------------------------- SQL databases (SQLite and PostgreSQL)
 
-import uuid  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
+from contextlib import ExitStack  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -36,25 +36,17 @@ def postgres_url() -> Iterator[str]:
     """A fresh database on the local PostgreSQL for this test run, dropped afterwards (see tests/sqlhelpers.py)."""
     import sqlalchemy as sa
 
-    from tests.sqlhelpers import PG_ADMIN_URL, in_ci
+    from tests.sqlhelpers import PG_ADMIN_URL, fresh_database, in_ci
 
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 3})
-    name = f"quotaledger_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        reason = f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: PostgreSQL tests must not be skipped)", pytrace=False)
-        pytest.skip(reason)
-    try:
-        yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(fresh_database())
+        except sa.exc.OperationalError as exc:
+            reason = f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
+            if in_ci():
+                pytest.fail(f"{reason} (CI=true: PostgreSQL tests must not be skipped)", pytrace=False)
+            pytest.skip(reason)
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

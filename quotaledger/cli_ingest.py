@@ -1,0 +1,84 @@
+"""``quotaledger ingest``: the Kafka ingest worker (``streams.ingest``) on the command line.
+
+Exit codes: 0 after SIGTERM / SIGINT or ``--exit-when-idle``; 2 on a broker reset (the log under
+the stored offsets is not the one that was applied); 1 on any other failure.  The one-line
+summary goes to stderr, so the command is easy to drive as a subprocess (soak and crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``ingest`` command to ``app``."""
+    app.command("ingest")(ingest)
+
+
+def ingest(
+    bootstrap: Optional[str] = typer.Option(
+        None, "--bootstrap", help="Kafka bootstrap servers host:port (default: $QUOTALEDGER_BOOTSTRAP)."),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL of the store (default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db)."),
+    topic_prefix: Optional[str] = typer.Option(
+        None, "--topic-prefix", help="Topic name prefix (default: $QUOTALEDGER_TOPIC_PREFIX, else quotaledger)."),
+    group: str = typer.Option("quotaledger-ingest", "--group", help="Consumer group; progress is stored per group."),
+    max_batch: int = typer.Option(5000, "--max-batch", min=1, help="Most records per batch and SQL transaction."),
+    snapshot_every: int = typer.Option(
+        50_000, "--snapshot-every", min=1, help="Events of a cluster between restorable snapshots."),
+    snapshot_every_time: Optional[str] = typer.Option(
+        None, "--snapshot-every-time",
+        help="Also snapshot a cluster whenever its event time crosses a multiple of this Go duration (1h, 30m)."),
+    exit_when_idle: Optional[float] = typer.Option(
+        None, "--exit-when-idle", min=0.0,
+        help="Exit once every assigned partition is drained and nothing arrived for this many seconds."),
+    publish: bool = typer.Option(True, "--publish/--no-publish", help="Relay decisions to the decisions topic."),
+    session_timeout_ms: int = typer.Option(
+        10_000, "--session-timeout-ms", min=100,
+        help="Consumer-group session timeout (the dev broker holds a join for half of it; 2000 suits it)."),
+    max_record_bytes: int = typer.Option(
+        1_000_000, "--max-record-bytes", min=1, help="Larger record values are dead-lettered unread."),
+) -> None:
+    """Consume the events topic into the SQL store, exactly once, and publish decisions.
+
+    Each batch is applied and committed in ONE transaction with the consumed offsets; bad records
+    go to the dead-letter topic and table; a restart resumes from the offsets stored in SQL.
+    """
+    from quotaledger.cli import db_url
+    from statemodel.errors import EventError
+    from statemodel.timefmt import parse_duration
+    from streams.ingest import IngestError, run_ingest
+    from streams.log_check import BrokerResetError
+    from streams.topics import DEFAULT_PREFIX, Topics
+
+    bootstrap = bootstrap or os.environ.get("QUOTALEDGER_BOOTSTRAP")
+    if not bootstrap:
+        sys.stderr.write("error: no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP\n")
+        raise typer.Exit(1)
+    every_ms = None
+    if snapshot_every_time is not None:
+        try:
+            every_ms = parse_duration(snapshot_every_time, "--snapshot-every-time")
+        except EventError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            raise typer.Exit(1) from None
+        if every_ms < 1:
+            sys.stderr.write("error: --snapshot-every-time must be positive\n")
+            raise typer.Exit(1)
+    prefix = topic_prefix or os.environ.get("QUOTALEDGER_TOPIC_PREFIX") or DEFAULT_PREFIX
+    try:
+        stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
+                           exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
+                           snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
+                           max_record_bytes=max_record_bytes)
+    except BrokerResetError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(2) from None
+    except IngestError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    sys.stderr.write(f"ingest: {stats.summary()}\n")

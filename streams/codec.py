@@ -1,0 +1,65 @@
+"""Kafka record → validated event, or the reason it goes to the dead-letter topic.
+
+The value is decoded by ``statemodel.events.decode_event``, the very decoder of the NDJSON file
+replay (``replay.runner.decoded_lines``), so a record is accepted or rejected exactly as the same
+line in a file would be.  In front of it, two checks that only a record can fail: a missing value
+(a tombstone) and a value larger than the configured limit (never parsed).  A value that is not
+JSON because it is not UTF-8 is reported as such.
+
+Dead-letter records keep the original key and value (an oversized value is cut to
+``DLQ_VALUE_LIMIT`` bytes, the whole value stays in the ``dead_letters`` table) and carry their
+reason in headers: ``reason``, ``field_path``, ``event_id``, ``source_topic``,
+``source_partition``, ``source_offset`` and, when cut, ``original_size``.
+"""
+
+from __future__ import annotations
+
+from statemodel.errors import EventError
+from statemodel.event_types import Event
+from statemodel.events import decode_event
+
+DEFAULT_MAX_RECORD_BYTES = 1_000_000
+"""Largest record value the worker parses (bytes); larger ones are dead-lettered unread."""
+
+DLQ_VALUE_LIMIT = 65_536
+"""Bytes of an oversized value copied to the dead-letter topic."""
+
+
+def decode_record(value: bytes | None, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Event | EventError:
+    """The event in a record value, or the ``EventError`` that rejects it (path ``""`` for the record
+    as a whole: no value, too large, not UTF-8, not JSON; else the offending field's path)."""
+    if value is None:
+        return EventError("", "record has no value (tombstone)")
+    if len(value) > max_bytes:
+        return EventError("", f"record value of {len(value)} bytes exceeds the {max_bytes}-byte limit")
+    try:
+        return decode_event(value)
+    except EventError as err:
+        if not err.path and err.problem.startswith("invalid JSON"):
+            try:
+                value.decode()
+            except UnicodeDecodeError as exc:
+                return EventError("", f"value is not valid UTF-8 ({exc.reason} at byte {exc.start})")
+        return err
+
+
+def key_cluster(key: bytes | None) -> str | None:
+    """The cluster named by a record key (producers key events by cluster), ``None`` if unreadable."""
+    if not key:
+        return None
+    try:
+        return key.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def dead_letter(value: bytes | None, err: EventError, topic: str, partition: int,
+                offset: int) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+    """``(value, headers)`` of the dead-letter record for a rejected record (see the module docstring)."""
+    headers = [("reason", err.problem.encode()), ("field_path", (err.path or "").encode()),
+               ("event_id", (err.event_id or "").encode()), ("source_topic", topic.encode()),
+               ("source_partition", str(partition).encode()), ("source_offset", str(offset).encode())]
+    if value is not None and len(value) > DLQ_VALUE_LIMIT:
+        headers.append(("original_size", str(len(value)).encode()))
+        value = value[:DLQ_VALUE_LIMIT]
+    return value, headers

@@ -1,0 +1,343 @@
+"""The Kafka ingest worker: events topic → engine → one SQL transaction per batch → outbox relay.
+
+Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust):
+
+1. ``getmany`` up to ``max_batch`` records of the assigned partitions of ``<prefix>.events``;
+2. decode and validate each value (``streams.codec``: the file replay's decoder) and apply it to
+   the engine of its cluster (one ``Engine`` per cluster, restored on first sight);
+3. records that fail validation go to ``<prefix>.events.dlq`` (headers: reason, field path, id,
+   source topic / partition / offset), acknowledged by the broker *before* the commit below, so a
+   crash can repeat a dead letter in the topic but never lose one;
+4. ONE SQL transaction (``replay.sql_archive``, the same rows as ``quotaledger replay --db``):
+   archived events (``source_position`` = Kafka offset), decisions, dead letters, unpublished
+   outbox rows, periodic snapshots, the changed projection rows of the clusters the batch touched,
+   the outbox rows published since the last batch marked, and ``ingest_offsets`` (next offset and
+   last event id per partition);
+5. after the commit the outbox relay (``streams.outbox``) publishes the batch's decisions to
+   ``<prefix>.decisions`` (key = cluster, header ``cause``), marked published in the next
+   transaction.
+
+Exactly-once effect: SQL is the only record of progress.  On start and on every partition
+assignment each partition is sought to its stored ``next_offset`` (Kafka-side commits are never
+made nor read), and a cluster's engine is rebuilt from its newest snapshot plus the archived tail
+(``replay.point_in_time.restore``) the first time one of its records arrives.  A kill -9 before the
+commit loses only uncommitted work, which is consumed again from the stored offsets; after it,
+nothing is consumed twice.  Records below a partition's stored offset are skipped.  When
+partitions are revoked, their clusters' engines are dropped (after the batch in flight commits),
+so a worker that gets them back restores what another worker added meanwhile.
+
+Projections: after each batch the projection rows of the clusters it touched are recomputed from
+that cluster's ``Engine.state()`` and only the rows that differ from the ones last written are
+deleted / inserted (``replay.sql_archive.ProjectionWriter``); the first write after a cluster is
+(re)loaded replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of
+the events committed so far, at the cost of rendering the touched clusters once per batch.
+
+Snapshots: every ``snapshot_every`` events of a cluster and, with ``snapshot_every_ms``, whenever
+its event clock crosses a multiple of that period (both fixed by the event stream, so crashes do
+not change which snapshots exist), and on shutdown for every cluster that moved since its last.
+
+Broker reset (``streams.log_check``): on start and on every assignment the record under each
+stored offset is checked; while running, a fetch high watermark below the next offset to read is
+a reset too.  Either stops the worker with ``BrokerResetError``.
+
+SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots and return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import signal
+import threading
+import time
+
+import sqlalchemy as sa
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+
+from replay.runner import gc_paused
+from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
+from replay.sql_db import create_db_engine, upgrade_schema
+from streams import outbox
+from streams.codec import DEFAULT_MAX_RECORD_BYTES
+from streams.ingest_store import Commit, IngestStats, IngestStore
+from streams.log_check import BrokerResetError, check_log, reset_message
+from streams.topics import Topics
+
+__all__ = ["IngestStats", "IngestError", "BrokerResetError", "run_ingest", "DEFAULT_SESSION_TIMEOUT_MS",
+           "DEFAULT_GROUP", "DEFAULT_MAX_BATCH"]
+
+DEFAULT_SESSION_TIMEOUT_MS = 10_000
+"""Consumer-group session timeout; use ``streams.devbroker.DEV_SESSION_TIMEOUT_MS`` with Tansu."""
+
+DEFAULT_GROUP = "quotaledger-ingest"
+FULL_COLLECTION_EVERY = 60.0
+"""Seconds between full garbage collections while idle, ten times that while busy (``_Worker._collect_garbage``)."""
+DEFAULT_MAX_BATCH = 5000
+
+
+class IngestError(RuntimeError):
+    """The worker cannot go on (database or broker failure); the message says why."""
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    """Seeks assigned partitions to the offsets stored in SQL; drops revoked partitions' state."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self.worker = worker
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        async with self.worker.lock:  # the batch being applied and the one being written commit first
+            await self.worker.settle()
+            self.worker.ready -= revoked
+            self.worker.store.drop_partitions({tp.partition for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.worker.assigned(assigned)
+
+
+class _Worker:
+    """The asynchronous side: consumer, producer, rebalances, dead letters, relay, stop and idle."""
+
+    def __init__(self, bootstrap: str, store: IngestStore, topics: Topics, group: str, max_batch: int,
+                 exit_when_idle: float | None, publish: bool, session_timeout_ms: int, max_record_bytes: int) -> None:
+        self.bootstrap = bootstrap
+        self.store = store
+        self.topics = topics
+        self.max_batch = max_batch
+        self.exit_when_idle = exit_when_idle
+        self.publish = publish
+        self.lock = asyncio.Lock()
+        self.stop = asyncio.Event()
+        self.to_check: set[TopicPartition] = set()
+        self.ready: set[TopicPartition] = set()
+        """assigned partitions sought to their stored offsets"""
+        self.stored: dict[int, tuple[int, str | None]] = {}
+        self.to_mark: list[outbox.Range] = []
+        """decisions published since the last transaction, marked in the next one"""
+        self.in_flight: asyncio.Task | None = None
+        """the transaction of the previous batch (and then its publishing), while the next one is applied"""
+        self.assigned_once = False
+        self.full_collection = time.monotonic()
+        self.join_grace = session_timeout_ms / 1000
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+            session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=max(100, session_timeout_ms // 4),
+            max_partition_fetch_bytes=max(8_388_608, max_record_bytes + 1024),
+            fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
+        self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
+                                         linger_ms=5, max_batch_size=1_048_576,
+                                         max_request_size=max(1_048_576, 2 * max_record_bytes))
+
+    def assigned(self, assigned: set[TopicPartition]) -> None:
+        """Seek to the stored offsets (offset 0 when none; the consumer moves to the log start when that
+        is out of range); check the log under them next.  Records of a partition are only applied once
+        it was sought here.  Synchronous on purpose: no fetch can complete between assignment and seek.
+        (Should a stored offset be out of range, the consumer falls back to the log start: those records
+        are below the stored offset and skipped, and the high watermark check reports the reset.)"""
+        self.stored = self.store.stored_offsets()
+        for tp in assigned:
+            stored = self.stored.get(tp.partition)
+            self.consumer.seek(tp, 0 if stored is None else stored[0])
+            if stored is not None:
+                self.store.next_offsets[tp.partition] = stored[0]
+                self.store.last_ids[tp.partition] = stored[1]
+        self.ready |= assigned
+        self.to_check |= assigned
+        self.assigned_once = True
+
+    async def _send_dead_letters(self, dlq: list[tuple[bytes | None, bytes | None, list]]) -> None:
+        sent = [await self.producer.send(self.topics.dlq, key=key, value=value, headers=headers)
+                for key, value, headers in dlq]
+        await asyncio.gather(*sent)
+
+    async def _publish(self, rows: list[dict]) -> None:
+        ranges = await outbox.publish(self.producer, self.topics.decisions, rows)
+        self.to_mark.extend(ranges)
+        self.store.stats.published += len(rows)
+
+    def _check_watermarks(self) -> None:
+        for tp in self.consumer.assignment():
+            high = self.consumer.highwater(tp)
+            expected = self.store.next_offsets.get(tp.partition)
+            if high is not None and expected is not None and high < expected:
+                raise BrokerResetError(reset_message(tp.topic, tp.partition, expected,
+                                                     f"the partition now ends at offset {high}"))
+
+    async def run(self) -> None:
+        """Check the log, relay decisions a crash left unpublished, consume until stopped or idle, then
+        leave the group and write the shutdown snapshots.  The clients are closed whatever happens."""
+        store = self.store
+        try:
+            await self.producer.start()
+            await check_log(self.bootstrap, self.topics.events, await asyncio.to_thread(store.stored_offsets))
+            if self.publish:
+                while leftovers := await asyncio.to_thread(self._unpublished):
+                    await self._publish(leftovers)
+                    await self._write_marks()
+            self.consumer.subscribe([self.topics.events], listener=_Rebalance(self))
+            await self.consumer.start()
+            await self._loop(store)
+            await self.settle()
+            await self.consumer.stop()
+            marks, self.to_mark = self.to_mark, []
+            await asyncio.to_thread(store.shutdown_snapshots, marks)
+        finally:
+            await self.consumer.stop()
+            await self.producer.stop()
+
+    async def settle(self) -> None:
+        """Wait for the transaction in flight (and its publishing); re-raise its failure."""
+        task, self.in_flight = self.in_flight, None
+        if task is not None:
+            await task
+
+    async def _write_marks(self) -> None:
+        marks, self.to_mark = self.to_mark, []
+        await asyncio.to_thread(self.store.write, Commit(marks, [], []))
+
+    async def _commit(self, commit: Commit, rows: list[dict], first: float) -> None:
+        await asyncio.to_thread(self.store.write, commit)
+        stats = self.store.stats
+        stats.batches += 1
+        stats.seconds = time.monotonic() - first
+        if self.publish and rows:
+            await self._publish(rows)
+
+    def _unpublished(self) -> list[dict]:
+        with self.store.db.connect() as conn:
+            return outbox.unpublished(conn)
+
+    async def _loop(self, store: IngestStore) -> None:
+        first: float | None = None
+        started = last_activity = time.monotonic()
+        while not self.stop.is_set():
+            data = await self.consumer.getmany(timeout_ms=200, max_records=self.max_batch)
+            if self.to_check:
+                checking, self.to_check = self.to_check, set()
+                await check_log(self.bootstrap, self.topics.events,
+                                {tp.partition: self.stored[tp.partition] for tp in checking
+                                 if tp.partition in self.stored})
+                last_activity = time.monotonic()
+            async with self.lock:
+                data = {tp: recs for tp, recs in data.items() if tp in self.ready and recs}
+                self._check_watermarks()
+                if not data:
+                    await self.settle()
+                    if self.to_mark:
+                        await self._write_marks()
+                    self._collect_garbage(idle=True)
+                    if self._idle_done(started, last_activity):
+                        return
+                    continue
+                if first is None:
+                    first = time.monotonic()
+                dlq, rows = await asyncio.to_thread(store.apply, data)
+                marks, self.to_mark = self.to_mark, []
+                commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data}, marks)
+                if dlq:
+                    await self._send_dead_letters(dlq)
+                await self.settle()  # transactions stay in batch order
+                self.in_flight = asyncio.create_task(self._commit(commit, rows, first))
+                self._collect_garbage(idle=False)
+                last_activity = time.monotonic()
+
+    def _collect_garbage(self, idle: bool) -> None:
+        """The automatic cyclic GC is paused for the run, as in the file replay (``replay.runner`` "GC
+        note": its full passes over the engine's live objects cost a fifth of the time).  A worker
+        runs for days, though, so cycles are still collected: the young generations after every
+        batch (their size follows the batch, not the history), everything once a minute when idle and
+        every ten minutes when busy."""
+        now = time.monotonic()
+        if now - self.full_collection >= FULL_COLLECTION_EVERY * (1 if idle else 10):
+            gc.collect()
+            self.full_collection = now
+        elif not idle:
+            gc.collect(1)
+
+    def _idle_done(self, started: float, last_activity: float) -> bool:
+        """``--exit-when-idle``: nothing arrived for that long, every assigned partition is drained, and
+        the group was joined (or could not be within the session timeout)."""
+        if self.exit_when_idle is None:
+            return False
+        now = time.monotonic()
+        if now - last_activity < self.exit_when_idle:
+            return False
+        if not self.assigned_once and now - started < self.exit_when_idle + self.join_grace:
+            return False
+        for tp in self.consumer.assignment():
+            high = self.consumer.highwater(tp)
+            if high is not None and self.store.next_offsets.get(tp.partition, 0) < high:
+                return False
+        return True
+
+
+def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group: str = DEFAULT_GROUP,
+               max_batch: int = DEFAULT_MAX_BATCH, exit_when_idle: float | None = None,
+               snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None,
+               publish: bool = True, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, handle_signals: bool = True) -> IngestStats:
+    """Run the ingest worker (module docstring) until SIGTERM / SIGINT or, with ``exit_when_idle``
+    (seconds), until every assigned partition is drained and nothing arrived for that long.
+
+    Args:
+        bootstrap: Kafka ``host:port`` list.
+        db_url: SQLAlchemy URL of the store (schema upgraded first).
+        topics: topic names (``streams.topics``); events are read from ``topics.events``.
+        group: consumer group (progress in ``ingest_offsets`` is kept per group).
+        max_batch: most records per batch (and per SQL transaction).
+        snapshot_every / snapshot_every_ms: snapshot period in events of a cluster / ms of its event time.
+        publish: relay decisions to ``topics.decisions`` (when False no outbox rows are written).
+        session_timeout_ms: consumer-group session timeout (Tansu holds a join for half of it).
+        max_record_bytes: larger record values are dead-lettered unread.
+        handle_signals: stop on SIGTERM / SIGINT (when called from the main thread).
+
+    Returns:
+        the run's counters.
+
+    Raises:
+        BrokerResetError: the log under the stored offsets is not the one that was applied.
+        IngestError: bad options, or the database or the broker failed (committed work is kept;
+            a restart resumes from it).
+    """
+    if max_batch < 1 or snapshot_every < 1 or (snapshot_every_ms is not None and snapshot_every_ms < 1):
+        raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
+    from replay.sql_db import SinkError
+
+    for attempt in range(3):  # workers started together race to create the schema: the losers find it current
+        try:
+            upgrade_schema(db_url)
+            break
+        except SinkError as exc:
+            if attempt == 2:
+                raise IngestError(str(exc)) from None
+            time.sleep(1.0 + attempt)
+    stats = IngestStats()
+    db = create_db_engine(db_url)
+    batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms, outbox=publish)
+    store = IngestStore(db, topics.events, group, batch, max_record_bytes, stats)
+
+    async def main() -> None:
+        worker = _Worker(bootstrap, store, topics, group, max_batch, exit_when_idle, publish, session_timeout_ms,
+                         max_record_bytes)
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, worker.stop.set)
+        await worker.run()
+
+    try:
+        with gc_paused():  # see _collect_garbage
+            asyncio.run(main())
+    except sa.exc.SQLAlchemyError as exc:
+        raise IngestError(f"database error: {str(exc).splitlines()[0]}") from None
+    except BrokerResetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - aiokafka errors and the like: report, exit non-zero
+        from aiokafka.errors import KafkaError
+
+        if isinstance(exc, (KafkaError, OSError)):
+            raise IngestError(f"Kafka error ({bootstrap}): {type(exc).__name__}: {exc}") from None
+        raise
+    finally:
+        db.dispose()
+    return stats

@@ -1,0 +1,245 @@
+"""The synchronous side of the ingest worker (``streams.ingest``): one engine per cluster, restored
+from SQL on first sight, the archive rows of a batch and its transaction.
+
+``IngestStore.apply`` decodes and applies a batch of records (run in a worker thread);
+``prepare`` computes the batch's transaction (rows, changed projection rows, offsets) before the
+next batch changes the engines; ``write`` runs it, possibly while the next batch is applied.
+See ``streams.ingest`` for the guarantees these give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from replay.point_in_time import restore
+from replay.sql_archive import ArchiveBatch, ProjectionWriter, Writes, run_writes
+from replay.sql_db import salvage
+from statemodel import sql_schema as s
+from statemodel.engine import Engine
+from statemodel.errors import EventError
+from statemodel.event_types import Event
+from statemodel.objects import Workload
+from statemodel.state_view import render_cluster
+from streams import outbox
+from streams.codec import dead_letter, decode_record, key_cluster
+
+
+@dataclass
+class IngestStats:
+    """Counters of one worker run.
+
+    Attributes:
+        consumed: records read from the events topic (each once, skipped repeats excluded).
+        applied: events applied by the engine.
+        rejected: records that failed validation (each is a dead letter).
+        duplicates: events with an id seen before in their cluster (archived, not applied).
+        dead_letters: records sent to the dead-letter topic and ``dead_letters``.
+        decisions: decisions emitted (and written to ``decisions``).
+        batches: SQL transactions committed with consumed records.
+        seconds: wall time from the first record consumed to the commit of the last batch.
+        published: decisions published to the decisions topic.
+        snapshots: snapshots written (periodic and shutdown).
+    """
+
+    consumed: int = 0
+    applied: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    decisions: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    published: int = 0
+    snapshots: int = 0
+
+    @property
+    def events_per_second(self) -> float:
+        """Consumed records per second of ``seconds`` (``0.0`` when nothing was consumed)."""
+        return self.consumed / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line: every counter and the rate."""
+        return (f"consumed {self.consumed}, applied {self.applied}, rejected {self.rejected}, "
+                f"duplicates {self.duplicates}, dead letters {self.dead_letters}, decisions {self.decisions} "
+                f"({self.published} published), {self.batches} batches, {self.snapshots} snapshots, "
+                f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
+
+
+def workload_keys(event: Event) -> Iterator[str]:
+    """Keys (``namespace/name``) of the workloads an event names (inner events of a ``Batch`` too)."""
+    if event.workload is not None:
+        yield event.workload
+    if isinstance(event.obj, Workload):
+        yield event.obj.key
+    if event.ref is not None and event.ref.kind == "Workload":
+        yield f"{event.ref.namespace}/{event.ref.name}"
+    for inner in event.events:
+        yield from workload_keys(inner)
+
+
+class IngestStore:
+    """The synchronous side of the worker: engines, archive rows and SQL transactions (run in a thread)."""
+
+    def __init__(self, db: sa.Engine, topic: str, group: str, batch: ArchiveBatch, max_record_bytes: int,
+                 stats: IngestStats) -> None:
+        self.db = db
+        self.topic = topic
+        self.group = group
+        self.batch = batch
+        self.max_record_bytes = max_record_bytes
+        self.stats = stats
+        self.projections = ProjectionWriter()
+        self.engines: dict[str, Engine] = {}
+        self.positions: dict[str, int] = {}
+        self.partition_of: dict[str, int] = {}
+        self.next_offsets: dict[int, int] = {}
+        self.last_ids: dict[int, str | None] = {}
+        self.dirty: dict[str, set[str]] = {}
+        """cluster -> keys of the workloads an applied event or a decision of this batch named"""
+
+    def stored_offsets(self) -> dict[int, tuple[int, str | None]]:
+        """``partition -> (next_offset, last_event_id)`` stored for this group and topic."""
+        o = s.ingest_offsets.c
+        with self.db.connect() as conn:
+            rows = conn.execute(sa.select(o.topic_partition, o.next_offset, o.last_event_id).where(
+                o.consumer_group == self.group, o.topic == self.topic))
+            return {r.topic_partition: (r.next_offset, r.last_event_id) for r in rows}
+
+    def engine_for(self, cluster: str, partition: int) -> Engine:
+        """The engine of ``cluster``: in memory, else restored from SQL (snapshot + archived tail)."""
+        engine = self.engines.get(cluster)
+        if engine is not None:
+            return engine
+        with self.db.connect() as conn:
+            end = conn.execute(sa.select(sa.func.count()).select_from(s.events).where(
+                s.events.c.cluster == cluster)).scalar_one()
+            engine, start = restore(conn, cluster, end) if end else (Engine(), 0)
+            if start:
+                self.batch.last_snapshot[cluster] = start
+        self.engines[cluster] = engine
+        self.positions[cluster] = end
+        self.partition_of[cluster] = partition
+        self.projections.forget([cluster])
+        return engine
+
+    def drop_partitions(self, partitions: set[int]) -> None:
+        """Forget everything held for these partitions and their clusters (they were revoked)."""
+        for cluster in [c for c, p in self.partition_of.items() if p in partitions]:
+            for held in (self.engines, self.positions, self.partition_of, self.batch.last_snapshot):
+                held.pop(cluster, None)
+            self.projections.forget([cluster])
+            self.dirty.pop(cluster, None)
+        for p in partitions:
+            self.next_offsets.pop(p, None)
+            self.last_ids.pop(p, None)
+
+    def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
+              ) -> tuple[list[tuple[bytes | None, bytes | None, list]], list[dict]]:
+        """Decode and apply one batch; returns ``(dead-letter messages, outbox rows)``."""
+        stats, batch, positions = self.stats, self.batch, self.positions
+        dlq: list[tuple[bytes | None, bytes | None, list]] = []
+        dirty = self.dirty
+        max_bytes = self.max_record_bytes
+        for tp, recs in records.items():
+            p = tp.partition
+            next_offset = self.next_offsets.get(p, -1)
+            last_id = self.last_ids.get(p)
+            for rec in recs:
+                if rec.offset < next_offset:
+                    continue  # already in SQL (a repeated fetch)
+                stats.consumed += 1
+                value = rec.value
+                item = decode_record(value, max_bytes)
+                if isinstance(item, EventError):
+                    fallback = key_cluster(rec.key)
+                    salvaged = (salvage(value, fallback) if value is not None and len(value) <= max_bytes
+                                else (fallback, None, None, None))
+                    cluster = salvaged[0]
+                    pos = None
+                    if cluster is not None:
+                        self.engine_for(cluster, p).reject(item.event_id, item)
+                        pos = positions[cluster]
+                        positions[cluster] = pos + 1
+                    batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
+                    dlq.append((rec.key, *dead_letter(value, item, tp.topic, p, rec.offset)))
+                    stats.rejected += 1
+                    last_id = item.event_id
+                else:
+                    cluster = item.cluster
+                    engine = self.engine_for(cluster, p)
+                    pos = positions[cluster]
+                    positions[cluster] = pos + 1
+                    duplicates = engine.duplicates
+                    out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
+                    if engine.duplicates != duplicates:
+                        stats.duplicates += 1
+                    else:
+                        stats.applied += 1
+                        workloads = dirty.get(cluster)
+                        if workloads is None:
+                            workloads = dirty[cluster] = set()
+                        workloads.update(workload_keys(item))
+                        workloads.update(d.workload for d in out)
+                    stats.decisions += len(out)
+                    last_id = item.id
+                next_offset = rec.offset + 1
+            if next_offset >= 0:
+                self.next_offsets[p] = next_offset
+                self.last_ids[p] = last_id
+        stats.dead_letters += len(dlq)
+        return dlq, list(batch.outbox)
+
+    def prepare(self, partitions: set[int], marks: list[outbox.Range]) -> Commit:
+        """The transaction of the batch just applied: its rows, the changed projection rows of the
+        clusters it changed, the offsets of ``partitions`` and the ``marks`` of published decisions.
+        Computed before the next batch is applied (it reads the engines), written by ``write``."""
+        self.stats.snapshots += len(self.batch.snapshots)
+        writes = self.batch.take()
+        dirty, self.dirty = self.dirty, {}
+        for cluster in sorted(dirty):
+            engine = self.engines[cluster]
+            pending = self.projections.pending_workloads(cluster)
+            if pending is None:
+                writes += self.projections.changes(cluster, render_cluster(engine, cluster))
+            else:
+                only = dirty[cluster] | pending
+                writes += self.projections.changes(cluster, render_cluster(engine, cluster, only), only)
+        offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
+                    "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
+                   for p in sorted(partitions)]
+        return Commit(marks, writes, offsets)
+
+    def write(self, commit: Commit) -> None:
+        """ONE transaction with everything of ``commit``."""
+        with self.db.begin() as conn:
+            outbox.mark_published(conn, commit.marks)
+            run_writes(conn, commit.writes)
+            if commit.offsets:
+                o = s.ingest_offsets.c
+                conn.execute(s.ingest_offsets.delete().where(
+                    o.consumer_group == self.group, o.topic == self.topic,
+                    o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
+                conn.execute(s.ingest_offsets.insert(), commit.offsets)
+
+    def shutdown_snapshots(self, marks: list[outbox.Range]) -> None:
+        """Snapshot every cluster that moved since its newest snapshot, in one transaction (with ``marks``)."""
+        for cluster in sorted(self.engines):
+            engine, position = self.engines[cluster], self.positions[cluster]
+            if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
+                offset = self.next_offsets.get(self.partition_of[cluster])
+                self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
+        self.write(self.prepare(set(), marks))
+
+
+@dataclass
+class Commit:
+    """What one transaction writes (``IngestStore.prepare``)."""
+
+    marks: list[outbox.Range]
+    writes: Writes
+    offsets: list[dict]

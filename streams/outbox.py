@@ -1,0 +1,81 @@
+"""Outbox relay: decisions committed in the ``outbox`` table → the decisions topic → marked published.
+
+The worker writes each decision as an unpublished ``outbox`` row in the same transaction as the
+events that caused it; only after that commit does the relay send it (key = cluster, value = the
+decision JSON, headers ``cause`` = the causing event id and ``seq``) and wait for the broker's
+acknowledgement.  The rows are then marked ``published`` (by ``(cluster, seq)`` ranges, in the
+worker's next transaction).  A crash between the send and the mark re-sends those decisions on
+restart: delivery to Kafka is at-least-once, and ``(cluster, seq)`` — gap-free per cluster —
+identifies a decision, so consumers drop repeats by keeping the highest ``seq`` seen per cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import sqlalchemy as sa
+from aiokafka import AIOKafkaProducer
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.producer.message_accumulator import BatchBuilder
+
+from statemodel import sql_schema as s
+
+Range = tuple[str, int, int]
+"""``(cluster, first seq, last seq)`` of published decisions."""
+
+
+async def publish(producer: AIOKafkaProducer, topic: str, rows: list[dict]) -> list[Range]:
+    """Send outbox ``rows`` (``cluster``, ``seq``, ``payload``; in seq order per cluster) and wait
+    for every acknowledgement; returns the ranges to mark published.
+
+    Records are packed into producer batches per partition (the partition ``send`` would choose for
+    the key, so one cluster's decisions share a partition and keep their order).
+
+    Raises:
+        aiokafka.errors.KafkaError: a send failed (nothing is marked; the rows are sent again later).
+    """
+    if not rows:
+        return []
+    partitions = sorted(await producer.partitions_for(topic))
+    choose = DefaultPartitioner()
+    sent = []
+    batches: dict[int, BatchBuilder] = {}
+    for row in rows:
+        payload = row["payload"]
+        key = row["cluster"].encode()
+        partition = choose(key, partitions, partitions)
+        record = {"timestamp": None, "key": key, "value": orjson.dumps(payload),
+                  "headers": [("cause", str(payload.get("cause", "")).encode()), ("seq", str(row["seq"]).encode())]}
+        batch = batches.get(partition)
+        if batch is None or batch.append(**record) is None:
+            if batch is not None:
+                sent.append(await producer.send_batch(batch, topic, partition=partition))
+            batch = batches[partition] = producer.create_batch()
+            batch.append(**record)
+    for partition, batch in batches.items():
+        sent.append(await producer.send_batch(batch, topic, partition=partition))
+    await asyncio.gather(*sent)
+    ranges: list[Range] = []
+    for row in rows:
+        if ranges and ranges[-1][0] == row["cluster"] and ranges[-1][2] + 1 == row["seq"]:
+            ranges[-1] = (row["cluster"], ranges[-1][1], row["seq"])
+        else:
+            ranges.append((row["cluster"], row["seq"], row["seq"]))
+    return ranges
+
+
+def mark_published(conn: sa.Connection, ranges: list[Range]) -> None:
+    """Mark the outbox rows of ``ranges`` published, in ``conn``'s transaction."""
+    o = s.outbox.c
+    for cluster, first, last in ranges:
+        conn.execute(s.outbox.update().where(o.cluster == cluster, o.seq >= first, o.seq <= last)
+                     .values(published=True))
+
+
+def unpublished(conn: sa.Connection, limit: int = 10_000) -> list[dict]:
+    """Up to ``limit`` unpublished outbox rows, in ``(cluster, seq)`` order (left by a crash)."""
+    o = s.outbox.c
+    rows = conn.execute(sa.select(o.cluster, o.seq, o.payload).where(o.published.is_(False))
+                        .order_by(o.cluster, o.seq).limit(limit))
+    return [{"cluster": r.cluster, "seq": r.seq, "payload": r.payload} for r in rows]
