@@ -2,9 +2,10 @@
 
 The same events are produced to two fresh topic prefixes.  One worker ingests the first into a
 scratch PostgreSQL database without interruption.  For the second, ``--kills`` times (default 20), a
-``quotaledger ingest`` subprocess is started and killed with SIGKILL at a random moment
-(``--kill-after MIN,MAX`` seconds after its start, seeded by ``--seed``); a last worker then runs to
-the end (``--exit-when-idle``).  The two databases are compared:
+``quotaledger ingest`` subprocess is started and killed with SIGKILL at a random moment while it
+works: ``--kill-after MIN,MAX`` seconds (uniform, seeded by ``--seed``) after its first commit, so
+the kill lands mid-batch, mid-transaction or mid-publish rather than during start-up; a last worker
+then runs to the end (``--exit-when-idle``).  The two databases are compared:
 
 - every row of ``events``, ``decisions``, ``dead_letters`` and the projections (ids and the source
   topic name aside), and the periodic snapshots' hash chain values;
@@ -16,7 +17,7 @@ Prints the per-kill progress (records committed when each kill landed) and the v
 anything differs.
 
     .venv/bin/python benchmarks/kafka_soak.py                 # dev broker + local PostgreSQL
-    .venv/bin/python benchmarks/kafka_soak.py --kills 20 --kill-after 0.5,2.5 --seed 7
+    .venv/bin/python benchmarks/kafka_soak.py --kills 20 --kill-after 0,0.4 --seed 7
 """
 
 from __future__ import annotations
@@ -109,6 +110,20 @@ def published_decisions(bootstrap: str, topic: str) -> list[tuple[str, int]]:
     return asyncio.run(run())
 
 
+def wait_for_progress(proc: subprocess.Popen, url: str, before: int, total: int, log: Path) -> bool:
+    """Wait until a restarted worker commits past ``before`` (True), or nothing is left (False)."""
+    deadline = time.monotonic() + 120
+    while before < total:
+        if proc.poll() is not None:
+            raise SystemExit(f"worker exited with {proc.returncode} before committing; log {log}")
+        if committed(url) > before:
+            return True
+        if time.monotonic() > deadline:
+            raise SystemExit(f"worker made no progress in 120 s; log {log}")
+        time.sleep(0.02)
+    return False
+
+
 def worker_cmd(bootstrap: str, url: str, topics: Topics, args: argparse.Namespace, idle: float | None) -> list[str]:
     cmd = [quotaledger_exe(), "ingest", "--bootstrap", bootstrap, "--db", url, "--topic-prefix", topics.prefix,
            "--group", "soak", "--max-batch", str(args.max_batch), "--snapshot-every", str(SNAPSHOT_EVERY)]
@@ -130,7 +145,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(parser)
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--kill-after", default="0.5,2.5", help="MIN,MAX seconds after a worker's start")
+    parser.add_argument("--kill-after", default="0,0.4",
+                        help="MIN,MAX seconds after the restarted worker's first commit")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--max-batch", type=int, default=500, help="records per batch (small: more commits to land in)")
     args = parser.parse_args()
@@ -151,10 +167,12 @@ def main() -> None:
         print(f"uninterrupted run: {committed(calm_db)} of {n} records in {time.perf_counter() - started:.1f}s")
 
         mid_stream = 0
+        done = 0
         for k in range(1, args.kills + 1):
             with open(log, "ab") as out:
                 proc = subprocess.Popen(worker_cmd(bootstrap, killed_db, killed_topics, args, idle=None),
                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            resumed = wait_for_progress(proc, killed_db, done, n, log)
             delay = rnd.uniform(lo, hi)
             try:
                 proc.wait(timeout=delay)
@@ -165,7 +183,8 @@ def main() -> None:
             proc.wait()
             done = committed(killed_db)
             mid_stream += done < n
-            print(f"kill {k:2d} after {delay:.2f}s: {done} of {n} records committed")
+            print(f"kill {k:2d}: {delay:.2f}s after {'its first commit' if resumed else 'the end of the topic'}, "
+                  f"{done} of {n} records committed")
         run_to_end(worker_cmd(bootstrap, killed_db, killed_topics, args, idle=3.0), log)
         print(f"after the last restart: {committed(killed_db)} of {n} records committed")
 
