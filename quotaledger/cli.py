@@ -53,15 +53,20 @@ def _binary_out(target: str | None) -> Iterator[IO[bytes] | None]:
             yield f
 
 
-def _format_reject(line_no: int, err: Any) -> str:
-    """``rejected line N (id X): path: problem`` (``id -`` when the id could not be read)."""
+def _format_reject(line_no: int, err: Any, unit: str = "line") -> str:
+    """``rejected line N (id X): path: problem`` (``id -`` when the id could not be read; ``offset N``
+    for a Kafka source)."""
     where = f"{err.path}: {err.problem}" if err.path else err.problem
     event_id = err.event_id if err.event_id is not None else "-"
-    return f"rejected line {line_no} (id {event_id}): {where}"
+    return f"rejected {unit} {line_no} (id {event_id}): {where}"
 
 
-def _print_reject(line_no: int, err: Any) -> None:
-    sys.stderr.write(_format_reject(line_no, err) + "\n")
+def _reject_printer(source: str) -> Any:
+    """The ``on_reject`` callback for ``source``: prints ``_format_reject`` lines on stderr."""
+    from replay.sources import position_name
+
+    unit = position_name(source)
+    return lambda line_no, err: sys.stderr.write(_format_reject(line_no, err, unit) + "\n")
 
 
 def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, Any]:
@@ -69,7 +74,7 @@ def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, 
     from replay.runner import run_file  # imported lazily: keeps `--help` fast
 
     try:
-        return run_file(source, on_decision=on_decision, on_reject=_print_reject, watch=watch)
+        return run_file(source, on_decision=on_decision, on_reject=_reject_printer(source), watch=watch)
     except (OSError, EOFError) as exc:
         sys.stderr.write(f"error: cannot read {source}: {exc}\n")
         raise typer.Exit(1) from exc
@@ -83,7 +88,7 @@ def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace
 
     try:
         return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
-                            on_decision=on_decision, on_reject=_print_reject, watch=watch)
+                            on_decision=on_decision, on_reject=_reject_printer(source), watch=watch)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
@@ -140,7 +145,8 @@ def _console() -> Console:
 
 @app.command()
 def replay(
-    events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
+    events: str = typer.Argument(
+        ..., help="NDJSON events file (.gz accepted), - for stdin, or kafka://HOST:PORT/TOPIC?from=..&to=.."),
     decisions_out: Optional[str] = typer.Option(
         None, "--decisions-out", help="Write decisions as NDJSON here (- for stdout)."
     ),
@@ -196,7 +202,8 @@ def replay(
 
 @app.command()
 def state(
-    events: Optional[str] = typer.Argument(None, help="NDJSON events file (.gz accepted), or - for stdin."),
+    events: Optional[str] = typer.Argument(
+        None, help="NDJSON events file (.gz accepted), - for stdin, or a kafka:// range."),
     as_json: bool = typer.Option(False, "--json", help="Print the state JSON instead of tables."),
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
     at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
@@ -239,7 +246,7 @@ def state(
         from replay.runner import run_file
 
         try:
-            engine, _ = run_file(events, on_reject=_print_reject, until_ms=until)
+            engine, _ = run_file(events, on_reject=_reject_printer(events), until_ms=until)
         except (OSError, EOFError) as exc:
             sys.stderr.write(f"error: cannot read {events}: {exc}\n")
             raise typer.Exit(1) from exc
@@ -437,7 +444,8 @@ def version() -> None:
 @app.command()
 def verify(
     source: Optional[str] = typer.Argument(
-        None, help="Recompute from this NDJSON file instead of the archived events (.gz accepted, - for stdin)."),
+        None, help="Recompute from this NDJSON file (.gz accepted, - for stdin) or kafka:// range instead of the "
+                   "archived events."),
     db: Optional[str] = typer.Option(
         None, "--db", help="SQLAlchemy URL (default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db)."),
 ) -> None:
@@ -582,3 +590,7 @@ def dev_broker(
 from quotaledger import cli_ingest  # noqa: E402
 
 cli_ingest.register(app)
+
+from quotaledger import cli_kafka  # noqa: E402
+
+cli_kafka.register(app)

@@ -67,29 +67,33 @@ def open_source(source: str, watch: Watch | None = None) -> Iterator[BinaryIO]:
             s.close()
 
 
+def lines_of(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` for every non-blank line of an open NDJSON stream.
+
+    ``line_number`` is 1-based and counts every line, blank ones included; ``line`` is the raw
+    bytes with the trailing ``\\n`` / ``\\r\\n`` removed.  Lines that are empty or only whitespace
+    are skipped.
+    """
+    n = 0
+    for line in stream:
+        n += 1
+        line = line.rstrip(b"\r\n")
+        if not line or line.isspace():
+            continue
+        yield n, line
+
+
 def iter_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, line)`` for every non-blank line of an NDJSON source.
+    """Yield ``(line_number, line)`` for every non-blank line of an NDJSON source (``lines_of``).
 
     Args:
         source: a file path, or ``"-"`` for standard input (read as binary).  A file
             is read as gzip when its name ends with ``.gz`` or its content starts
             with the gzip magic bytes ``1f 8b`` (stdin too, when it can be peeked).
 
-    Yields:
-        ``(line_number, line)``: ``line_number`` is 1-based and counts every line of
-        the (decompressed) input, blank ones included; ``line`` is the raw bytes
-        with the trailing ``\\n`` / ``\\r\\n`` removed.  Lines that are empty or only
-        whitespace are skipped.
-
     Raises:
         OSError: the file cannot be opened or read (``FileNotFoundError`` …).
         gzip.BadGzipFile / EOFError: a gzip stream is corrupt or truncated.
     """
     with open_source(source) as stream:
-        n = 0
-        for line in stream:
-            n += 1
-            line = line.rstrip(b"\r\n")
-            if not line or line.isspace():
-                continue
-            yield n, line
+        yield from lines_of(stream)

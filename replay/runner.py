@@ -1,4 +1,4 @@
-"""Replay runner: NDJSON source → ``decode_event`` → ``Engine.apply`` → decisions.
+"""Replay runner: event source (NDJSON file or Kafka range) → ``decode_event`` → ``Engine.apply`` → decisions.
 
 The offline path runs the very same ``statemodel.engine.Engine`` as the live
 Kafka path, so a replay and a live run cannot disagree.  The loop is kept
@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from replay.ndjson import Watch, open_source
+from replay.ndjson import Watch
+from replay.sources import open_records
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.event_types import Event
@@ -31,7 +32,7 @@ DecisionCallback = Callable[[Any], None]
 """Called with each ``statemodel.engine.Decision``, in ``seq`` order."""
 
 RejectCallback = Callable[[int, EventError], None]
-"""Called with ``(line_number, error)`` for each line that fails validation."""
+"""Called with ``(position, error)`` for each record that fails validation (line number or Kafka offset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +83,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decoded_lines(stream: Iterable[bytes]) -> Iterator[tuple[int, bytes, Event | EventError]]:
-    """``(line number, raw line, event or the EventError that rejects it)`` for every non-blank
-    line of an NDJSON stream (line numbers count blank lines too)."""
+def decoded_lines(records: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes, Event | EventError]]:
+    """``(position, raw record, event or the EventError that rejects it)`` for every record of a
+    source (``replay.sources.open_records``: line numbers of a file, offsets of a Kafka range)."""
     decode = decode_event
-    line_no = 0
-    for line in stream:
-        line_no += 1
-        if line.isspace():
-            continue
+    for position, line in records:
         try:
-            yield line_no, line, decode(line)
+            yield position, line, decode(line)
         except EventError as err:
-            yield line_no, line, err
+            yield position, line, err
 
 
 def run_file(
@@ -115,11 +112,12 @@ def run_file(
     ``on_decision``.
 
     Args:
-        source: NDJSON path (plain or gzip) or ``"-"`` for stdin; see ``replay.ndjson``.
+        source: NDJSON path (plain or gzip), ``"-"`` for stdin, or a ``kafka://`` range; see
+            ``replay.sources``.
         engine: the engine to continue from; a fresh ``Engine()`` when ``None``.
         on_decision: optional callback, called once per decision.
-        on_reject: optional callback ``(line_number, error)``; line numbers are 1-based.
-        watch: optional wrapper of the line stream (progress display), see ``replay.ndjson.open_source``.
+        on_reject: optional callback ``(position, error)``: 1-based line number, or Kafka offset.
+        watch: optional wrapper of a file's line stream (progress display), see ``replay.ndjson.open_source``.
 
     Returns:
         ``(engine, result)``: the engine after the last event and the run's counters.
@@ -138,8 +136,8 @@ def run_file(
     n_decisions = 0
     n_lines = 0
     started = time.perf_counter()
-    with gc_paused(), open_source(source, watch) as stream:
-        for line_no, _, item in decoded_lines(stream):
+    with gc_paused(), open_records(source, watch) as records:
+        for line_no, _, item in decoded_lines(records):
             n_lines += 1
             if isinstance(item, EventError):
                 reject(item.event_id, item)

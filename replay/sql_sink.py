@@ -1,4 +1,5 @@
-"""SQL sink: replay an NDJSON source through the engine and archive everything in the SQL store.
+"""SQL sink: replay an event source (NDJSON file or Kafka range) through the engine and archive
+everything in the SQL store.
 
 ``replay_to_db(source, url)`` streams the events through the very same ``Engine`` as
 ``replay.runner.run_file`` and writes, one transaction per batch of ``batch_size`` input events
@@ -7,7 +8,7 @@ Kafka ingest worker):
 
 - every event to ``events`` (status ``applied`` / ``duplicate`` / ``rejected`` with reason and
   field path; ``payload`` the received JSON text; ``position`` 0-based per cluster;
-  ``source_position`` the 1-based line number), rejected ones also to ``dead_letters``;
+  ``source_position`` the 1-based line number, or the Kafka offset), rejected ones also to ``dead_letters``;
 - every decision to ``decisions`` (``payload`` = ``Decision.to_json()``);
 - every ``snapshot_every`` events of a cluster, with the batch that holds those events, and at
   the end, a ``snapshots`` row: the restorable engine snapshot of that cluster
@@ -31,8 +32,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from replay.ndjson import Watch, open_source
+from replay.ndjson import Watch
 from replay.runner import ReplayResult, decoded_lines, gc_paused
+from replay.sources import open_records
 from replay.sql_archive import (
     CLUSTER_TABLES,
     DEFAULT_SNAPSHOT_EVERY,
@@ -127,7 +129,7 @@ def replay_to_db(
     on_reject: Callable[[int, EventError], None] | None = None,
     watch: Watch | None = None,
 ) -> tuple[Engine, ReplayResult]:
-    """Replay ``source`` (NDJSON path, plain or gzip, or ``-``) into the SQL store at ``url``.
+    """Replay ``source`` (NDJSON path, plain or gzip, ``-``, or a ``kafka://`` range) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
     ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
@@ -153,8 +155,8 @@ def replay_to_db(
     n_lines = n_decisions = line_no = pending = 0
     started = time.perf_counter()
     try:
-        with gc_paused(), open_source(source, watch) as stream:
-            for line_no, line, event in decoded_lines(stream):
+        with gc_paused(), open_records(source, watch) as records:
+            for line_no, line, event in decoded_lines(records):
                 n_lines += 1
                 if isinstance(event, EventError):
                     err = event

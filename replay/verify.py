@@ -3,10 +3,10 @@
 From the archive (default): each cluster's ``events`` rows in ``position`` order are re-decoded from
 their stored ``payload`` and re-fed to a fresh ``Engine`` exactly as they were seen — applied and
 duplicate rows through ``Engine.apply`` (so duplicates are counted again), rejected rows through
-``Engine.reject`` — checking that each gets its recorded status.  From a SOURCE: the NDJSON lines
-are replayed instead.  Either way every decision produced is compared, seq by seq and as whole
-JSON, with the stored ``decisions`` row, and the cluster's hash chain with every ``snapshots`` row
-(``state_hash`` after ``position`` events).  The first difference is returned as a ``Divergence``.
+``Engine.reject`` — checking that each gets its recorded status.  From a SOURCE: its records (NDJSON
+lines or a Kafka range, ``replay.sources``) are replayed instead.  Either way every decision produced
+is compared, seq by seq and as whole JSON, with the stored ``decisions`` row, and the cluster's hash
+chain with every ``snapshots`` row (``state_hash`` after ``position`` events).  The first difference is returned as a ``Divergence``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from replay.ndjson import open_source
+from replay.runner import decoded_lines
+from replay.sources import open_records, position_name
 from replay.sql_db import SinkError, archived_event, create_db_engine, redacted, salvage
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.events import decode_event
 from statemodel.version import ENGINE_VERSION
 
 _YIELD = 2000
@@ -193,23 +193,17 @@ def _from_archive(checker: _Checker, db: sa.Engine, clusters: list[str]) -> None
 
 def _from_source(checker: _Checker, source: str, stored: list[str]) -> None:
     positions: dict[str, int] = {}
-    line_no = 0
-    with open_source(source) as stream:
-        for line in stream:
-            line_no += 1
-            if line.isspace():
-                continue
-            event = error = None
-            try:
-                event = decode_event(line)
-                cluster = event.cluster
-            except EventError as err:
-                error = err
-                cluster = salvage(line)[0]
+    unit = position_name(source)
+    with open_records(source) as records:
+        for where, line, item in decoded_lines(records):
+            if isinstance(item, EventError):
+                event, error, cluster = None, item, salvage(line)[0]
+            else:
+                event, error, cluster = item, None, item.cluster
             pos = positions.get(cluster, 0)
             positions[cluster] = pos + 1
-            ident = event.id if event is not None else (error.event_id if error else None)
-            checker.feed(cluster, pos, f"{ident or '-'} at position {pos} (line {line_no})", event, error, None)
+            ident = event.id if event is not None else error.event_id
+            checker.feed(cluster, pos, f"{ident or '-'} at position {pos} ({unit} {where})", event, error, None)
     for cluster in sorted(set(positions) | set(stored)):
         if cluster not in positions:
             raise _Found(Divergence(cluster, "cluster", "(not in SOURCE)", "events stored in the database"))

@@ -1,0 +1,73 @@
+"""Kafka commands of the ``quotaledger`` CLI: ``produce`` (issue 5).  Thin: parses options and calls
+``streams.producer``; ``register(app)`` adds them to the main Typer app."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+BOOTSTRAP_ENV = "QUOTALEDGER_BOOTSTRAP"
+PREFIX_ENV = "QUOTALEDGER_TOPIC_PREFIX"
+
+
+def produce(
+    events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
+    bootstrap: str = typer.Option(..., "--bootstrap", envvar=BOOTSTRAP_ENV,
+                                  help="Kafka bootstrap servers HOST:PORT[,HOST:PORT]."),
+    topic_prefix: str = typer.Option("quotaledger", "--topic-prefix", envvar=PREFIX_ENV,
+                                     help="Topic names are PREFIX.events, PREFIX.decisions, PREFIX.events.dlq."),
+    partitions: int = typer.Option(3, "--partitions", min=1,
+                                   help="Partitions of the topics when they are created (existing ones are kept)."),
+    replication_factor: int = typer.Option(1, "--replication-factor", min=1,
+                                           help="Replication factor of the topics when they are created."),
+    max_message_bytes: int = typer.Option(1 << 20, "--max-message-bytes", min=1024,
+                                          help="Lines longer than this are reported and not produced."),
+) -> None:
+    """Produce EVENTS to the events topic: one record per line, bytes unchanged, key = the event's
+    cluster ("default" when it cannot be read), so each cluster keeps its order in one partition.
+
+    Creates the three topics when missing.  Malformed lines are produced as they are (the ingest
+    worker dead-letters them).  Exit code 1 when the broker fails or a line was too large to send.
+    """
+    from streams.admin import TopicAdminError
+    from streams.producer import ProduceError, produce_file
+    from streams.topics import Topics
+
+    err = Console(stderr=True)
+    options = dict(topics=Topics(topic_prefix), partitions=partitions, replication_factor=replication_factor,
+                   max_message_bytes=max_message_bytes)
+    try:
+        if err.is_terminal:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+            total = None
+            if events != "-" and not events.endswith(".gz"):
+                total = os.path.getsize(events)
+            with Progress(TextColumn("producing"), BarColumn(), DownloadColumn(),
+                          TextColumn("{task.fields[records]:,} records"), TimeElapsedColumn(),
+                          console=err, transient=True) as bar:
+                task = bar.add_task("produce", total=total, records=0)
+                result = produce_file(events, bootstrap, **options,
+                                      on_progress=lambda n, read: bar.update(task, completed=read, records=n))
+        else:
+            result = produce_file(events, bootstrap, **options)
+    except (TopicAdminError, ProduceError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    except (OSError, EOFError) as exc:
+        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
+        raise typer.Exit(1) from exc
+    for line_no in result.oversized[:20]:
+        sys.stderr.write(f"not produced: line {line_no} is longer than --max-message-bytes {max_message_bytes}\n")
+    typer.echo(result.summary())
+    if result.oversized:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the Kafka commands (``produce``) to ``app``."""
+    app.command()(produce)
