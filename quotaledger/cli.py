@@ -545,9 +545,6 @@ from quotaledger.cli_sql import register as register_sql  # noqa: E402
 
 register_sql(app)
 
-if __name__ == "__main__":
-    app()
-
 
 # --------------------------------------------------------------------------- Kafka
 
@@ -594,3 +591,6 @@ cli_ingest.register(app)
 from quotaledger import cli_kafka  # noqa: E402
 
 cli_kafka.register(app)
+
+if __name__ == "__main__":
+    app()

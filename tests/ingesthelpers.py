@@ -10,7 +10,7 @@ import orjson
 import pytest
 import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 
 from replay.importers.dlrm import import_dlrm
 from replay.quota_tree import generate_quota
@@ -52,20 +52,6 @@ def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
             await asyncio.gather(*sent)
         finally:
             await producer.stop()
-
-    asyncio.run(main())
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` with ``partitions`` partitions (instead of the broker's default)."""
-
-    async def main() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-        finally:
-            await admin.close()
 
     asyncio.run(main())
 

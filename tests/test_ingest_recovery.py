@@ -9,6 +9,7 @@ subprocess, as operators and the soak script run it).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import signal
 import subprocess
@@ -23,12 +24,12 @@ import sqlalchemy as sa
 from replay.sql_sink import replay_to_db
 from replay.verify import verify
 from statemodel import sql_schema as s
+from streams.admin import ensure_topics
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
 from tests.ingesthelpers import (
     ON_POSTGRESQL,
-    create_topic,
     keyed,
     produce,
     read_topic,
@@ -191,7 +192,7 @@ def test_two_workers_split_partitions_and_hand_clusters_over(kafka_bootstrap: st
     first = [line for lines in streams for line in lines[:len(lines) // 2]]
     second = [line for lines in streams for line in lines[len(lines) // 2:]]
 
-    create_topic(kafka_bootstrap, Topics(prefix).events, 4)
+    asyncio.run(ensure_topics(kafka_bootstrap, Topics(prefix), partitions=4))
     a = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, *options), stderr=subprocess.PIPE, text=True)
     b = subprocess.Popen(_cli(kafka_bootstrap, db, prefix, *options), stderr=subprocess.PIPE, text=True)
     try:
