@@ -24,9 +24,11 @@ with SQLAlchemy Core ``executemany`` inserts.
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from decimal import Decimal
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -135,6 +137,9 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
     rows or more, ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values."""
     if not rows:
         return
+    if conn.dialect.name == "sqlite":
+        _insert_sqlite(conn, table, rows)
+        return
     if conn.dialect.name != "postgresql" or len(rows) < _COPY_MIN_ROWS:
         conn.execute(table.insert(), rows)
         return
@@ -153,6 +158,49 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
                     if v is not None and type(v) is not RawJSON:
                         values[i] = orjson.dumps(v).decode()
                 write(values)
+    finally:
+        cursor.close()
+
+
+@functools.lru_cache(maxsize=256)
+def _sqlite_plan(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]
+                 ) -> tuple[str, Callable[[dict], tuple], list[tuple[int, Callable[[Any], Any]]]]:
+    """How to insert rows with these keys: the statement SQLAlchemy compiles for them, a getter of
+    its parameters in order, and the column type's own bind processor for each parameter that has
+    one (DateTime ones memoized per distinct value: a batch repeats its timestamps)."""
+    compiled = table.insert().compile(dialect=dialect, column_keys=list(keys))
+    names = compiled.positiontup or []
+    processors = []
+    for i, name in enumerate(names):
+        column_type = table.c[name].type
+        process = column_type._cached_bind_processor(dialect)
+        if process is not None:
+            if isinstance(column_type, sa.DateTime):
+                process = functools.lru_cache(maxsize=65_536)(process)
+            processors.append((i, process))
+    getter = operator.itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
+    return str(compiled), getter, processors
+
+
+def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+    """``rows`` as one ``executemany`` of the sqlite3 connection that ``conn``'s transaction holds,
+    with exactly the parameters SQLAlchemy Core would bind (the keys of the first row, as Core
+    takes them; every value through its column type's bind processor), but without Core's per-row
+    parameter machinery."""
+    sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
+    if processors:
+        params: list = []
+        append = params.append
+        for row in rows:
+            values = list(getter(row))
+            for i, process in processors:
+                values[i] = process(values[i])
+            append(values)
+    else:
+        params = [getter(row) for row in rows]
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, params)
     finally:
         cursor.close()
 
