@@ -186,7 +186,7 @@ def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> No
     """``rows`` as one ``executemany`` of the sqlite3 connection that ``conn``'s transaction holds,
     with exactly the parameters SQLAlchemy Core would bind (the keys of the first row, as Core
     takes them; every value through its column type's bind processor), but without Core's per-row
-    parameter machinery."""
+    parameter machinery.  Errors of the driver are raised as SQLAlchemy's ``DBAPIError`` subclasses."""
     sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
     if processors:
         params: list = []
@@ -198,9 +198,12 @@ def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> No
             append(values)
     else:
         params = [getter(row) for row in rows]
+    dbapi_error = conn.dialect.loaded_dbapi.Error
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
         cursor.executemany(sql, params)
+    except dbapi_error as exc:  # raised as Core would raise it (sa.exc.IntegrityError, OperationalError, ...)
+        raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
     finally:
         cursor.close()
 

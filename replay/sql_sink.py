@@ -17,6 +17,12 @@ Kafka ingest worker):
   ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) of each replayed cluster replaced
   from ``engine.state()``.
 
+The batches are written on a writer thread: while one batch's transaction runs (sqlite3 and
+psycopg release the GIL inside the database calls), the main thread applies the next batch; a
+batch is handed over only once the transaction before it has committed, so transactions keep
+their order, and an error of the writer surfaces at the next hand-over (or at the end) and runs
+the same cleanup as any other error.
+
 Idempotence: a cluster that already has rows in ``events`` / ``decisions`` / ``snapshots`` is
 refused (``SinkError``) unless ``replace=True``, which deletes that cluster's rows in the same
 transaction as its first batch.  When a run fails, the rows it wrote for its clusters are deleted
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,6 +46,8 @@ from replay.sql_archive import (
     STATE_ENCODING,
     ArchiveBatch,
     ProjectionWriter,
+    Writes,
+    run_writes,
 )
 from replay.sql_db import SinkError, create_db_engine, redacted, salvage, upgrade_schema
 from statemodel import sql_schema as s
@@ -62,6 +71,9 @@ class SqlSink:
         self.to_clear: list[str] = []
         self.batch = ArchiveBatch(snapshot_every=snapshot_every)
         self.written_any = False
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quotaledger-sql-writer")
+        self.in_flight: Future[None] | None = None
+        self.in_flight_clear: list[str] = []
 
     def claim(self, cluster: str) -> int:
         """First sight of ``cluster`` in this run: refuse or schedule the clearing of its old rows."""
@@ -80,32 +92,58 @@ class SqlSink:
         return 0
 
     def flush(self) -> None:
-        """Write everything buffered in one transaction."""
+        """Hand everything buffered to the writer thread as one transaction, once the transaction
+        before it is committed (so transactions stay in batch order); raises that one's error."""
         if not (len(self.batch) or self.to_clear):
             return
+        writes = self.batch.take()
+        self.wait()
+        clear, self.to_clear = self.to_clear, []
+        self.in_flight, self.in_flight_clear = self.writer.submit(self._write, clear, writes), clear
+
+    def _write(self, clear: list[str], writes: Writes) -> None:
         with self.db.begin() as conn:
-            for cluster in self.to_clear:
+            for cluster in clear:
                 for table in CLUSTER_TABLES:
                     conn.execute(table.delete().where(table.c.cluster == cluster))
-            self.batch.write(conn)
+            run_writes(conn, writes)
+
+    def wait(self) -> None:
+        """Wait until the transaction in flight is committed; raises its error (its clusters to clear
+        are then still to clear: the transaction rolled back)."""
+        in_flight, self.in_flight = self.in_flight, None
+        if in_flight is None:
+            return
+        try:
+            in_flight.result()
+        except BaseException:
+            self.to_clear = self.in_flight_clear + self.to_clear
+            raise
         self.written_any = True
-        self.to_clear = []
 
     def finish(self, engine: Engine, last_line: int) -> None:
         """Write the final snapshot of every cluster (unless one was just taken at the same position)
-        and replace the projections of this run's clusters, in one transaction."""
+        and then, in one transaction, replace the projections of this run's clusters (computed while
+        the last batch is written)."""
         for cluster in sorted(self.positions):
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != self.positions[cluster]:
                 self.batch.add_snapshot(engine, cluster, self.positions[cluster], last_line)
         self.flush()
         clusters = engine.state().get("clusters", {})
         projections = ProjectionWriter()
-        with self.db.begin() as conn:
-            for cluster in sorted(self.positions):
-                projections.write(conn, cluster, clusters.get(cluster))  # None: only rejected events, no state
+        writes: Writes = []
+        for cluster in sorted(self.positions):
+            writes += projections.changes(cluster, clusters.get(cluster))  # None: only rejected events, no state
+        self.wait()
+        self._write([], writes)
 
     def cleanup(self) -> None:
-        """After a failed run: delete what this run wrote for its clusters."""
+        """After a failed run: wait for the transaction in flight, then delete what this run wrote for
+        its clusters."""
+        try:
+            self.wait()
+        except BaseException:  # noqa: BLE001 - the run's first error is the one to report
+            pass
         if not self.written_any:
             return
         with self.db.begin() as conn:
@@ -114,6 +152,10 @@ class SqlSink:
                     continue  # nothing of this run was written for it yet, its old rows are intact
                 for table in CLUSTER_TABLES:
                     conn.execute(table.delete().where(table.c.cluster == cluster))
+
+    def close(self) -> None:
+        """Stop the writer thread (after the transaction in flight, if any)."""
+        self.writer.shutdown(wait=True)
 
 
 def replay_to_db(
@@ -193,6 +235,7 @@ def replay_to_db(
         _cleanup(sink)
         raise
     finally:
+        sink.close()
         db.dispose()
     seconds = time.perf_counter() - started
     return engine, ReplayResult(applied=engine.applied, rejected=engine.rejected, duplicates=engine.duplicates,
