@@ -74,9 +74,9 @@ DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decis
 class TupleRows(NamedTuple):
     """Rows of one table as tuples of ``columns``, the form the archive's hot tables are built in.
 
-    JSON values are ``RawJSON`` text (or ``None``: SQL NULL).  The table's ``DateTime`` columns are
-    not in ``columns``: each is written from its epoch-milliseconds companion ``<name>_ms`` (UTC),
-    so a row is built without a datetime object.
+    JSON values are ``RawJSON`` text (rows without a value use ``columns`` without that column).
+    The table's ``DateTime`` columns are not in ``columns``: each is written from its
+    epoch-milliseconds companion ``<name>_ms`` (UTC), so a row is built without a datetime object.
     """
 
     columns: tuple[str, ...]
@@ -178,7 +178,7 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRo
     """Insert ``rows`` (dicts keyed by column name, or ``TupleRows``) into ``table``: ``COPY`` on
     PostgreSQL for 50 rows or more, one ``executemany`` of the driver on SQLite, SQLAlchemy Core
     ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values (in
-    ``TupleRows``: ``RawJSON`` or ``None``)."""
+    ``TupleRows``: ``RawJSON``)."""
     if not rows:
         return
     dialect = conn.dialect.name
