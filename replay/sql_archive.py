@@ -27,8 +27,9 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -71,7 +72,8 @@ DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decis
 """The columns of ``ArchiveBatch``'s ``decisions`` tuples (``decision_time`` follows from ``decision_time_ms``)."""
 
 
-class TupleRows(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TupleRows:
     """Rows of one table as tuples of ``columns``, the form the archive's hot tables are built in.
 
     JSON values are ``RawJSON`` text (rows without a value use ``columns`` without that column).
@@ -82,7 +84,7 @@ class TupleRows(NamedTuple):
     columns: tuple[str, ...]
     rows: list[tuple]
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:
         return len(self.rows)
 
     def dicts(self, table: sa.Table) -> list[dict]:
@@ -243,19 +245,27 @@ def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str,
     """The statement for ``TupleRows`` of these columns (their ``DateTime`` columns appended), the
     indexes of the ``*_ms`` values those are written from, and the converter of those values."""
     times = _derived_times(table, columns)
-    names = [*columns, *(name for name, _ in times)]
-    quote = dialect.identifier_preparer.quote
-    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(names)))
-    sql = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) SELECT {values} FROM json_each(?)"
+    sql = _json_each_insert(dialect, table, [*columns, *(name for name, _ in times)])
     convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
     return sql, [at for _, at in times], convert
+
+
+def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str]) -> str:
+    """An insert of the rows of a JSON array of arrays (values in the order of ``names``)."""
+    quote = dialect.identifier_preparer.quote
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(names)))
+    return f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) SELECT {values} FROM json_each(?)"
+
+
+_NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
+"""Column types whose bound values (floats, bytes) a JSON document would not carry exactly."""
 
 
 def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows) -> None:
     """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows
     (each ``DateTime`` column's text appended, what Core would bind for it) go to SQLite as one JSON
-    array of arrays, inserted by ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM
-    json_each(?)``.  The values arrive as they would be bound (text, integers, NULL; rows hold no
+    array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB), inserted by ``INSERT ...
+    SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as they would be bound (text, integers, NULL; rows hold no
     floats, blobs or booleans), and SQLite inserts the whole batch in one call, which runs without
     the GIL (an ``executemany`` takes the GIL back for every row and, next to a busy thread, waits
     for it each time)."""
@@ -267,17 +277,19 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
         params = [row + (convert[row[at]],) for row in rows.rows]
     else:
         params = [row + tuple(convert[row[at]] for at in time_at) for row in rows.rows]
-    _execute(conn, sql, [(orjson.dumps(params).decode(),)])  # text: SQLite 3.45+ reads a BLOB as JSONB
+    _execute(conn, sql, [(orjson.dumps(params).decode(),)])
 
 
 @functools.lru_cache(maxsize=256)
 def _sqlite_plan(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]
-                 ) -> tuple[str, Callable[[dict], tuple], list[tuple[int, Callable[[Any], Any]]]]:
-    """How to insert rows with these keys: the statement SQLAlchemy compiles for them, a getter of
-    its parameters in order, and the column type's own bind processor for each parameter that has
-    one (DateTime ones memoized per distinct value: a batch repeats its timestamps)."""
+                 ) -> tuple[str | None, str, Callable[[dict], tuple], list[tuple[int, Callable[[Any], Any]]]]:
+    """How to insert rows with these keys: a ``json_each`` insert of them (``None`` when a column
+    holds floats or bytes), the statement SQLAlchemy compiles for them, a getter of its parameters
+    in order, and the column type's own bind processor for each parameter that has one (DateTime
+    ones memoized per distinct value: a batch repeats its timestamps)."""
     compiled = table.insert().compile(dialect=dialect, column_keys=list(keys))
     names = compiled.positiontup or []
+    in_json = not any(isinstance(table.c[name].type, _NOT_IN_JSON) for name in names)
     processors = []
     for i, name in enumerate(names):
         column_type = table.c[name].type
@@ -287,15 +299,17 @@ def _sqlite_plan(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]
                 process = functools.lru_cache(maxsize=65_536)(process)
             processors.append((i, process))
     getter = operator.itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
-    return str(compiled), getter, processors
+    return _json_each_insert(dialect, table, names) if in_json else None, str(compiled), getter, processors
 
 
 def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
-    """``rows`` as one ``executemany`` of the sqlite3 connection that ``conn``'s transaction holds,
-    with exactly the parameters SQLAlchemy Core would bind (the keys of the first row, as Core
-    takes them; every value through its column type's bind processor), but without Core's per-row
-    parameter machinery.  Errors of the driver are raised as SQLAlchemy's ``DBAPIError`` subclasses."""
-    sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
+    """``rows`` in the sqlite3 connection that ``conn``'s transaction holds, with exactly the
+    parameters SQLAlchemy Core would bind (the keys of the first row, as Core takes them; every
+    value through its column type's bind processor), but without Core's per-row parameter
+    machinery: as one ``json_each`` statement (see ``_insert_sqlite_tuples``), or, when a column
+    holds floats or bytes, one ``executemany``.  Errors of the driver are raised as SQLAlchemy's
+    ``DBAPIError`` subclasses."""
+    json_sql, sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
     if processors:
         params: list = []
         append = params.append
@@ -306,7 +320,10 @@ def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> No
             append(values)
     else:
         params = [getter(row) for row in rows]
-    _execute(conn, sql, params)
+    if json_sql is None:
+        _execute(conn, sql, params)
+    else:
+        _execute(conn, json_sql, [(orjson.dumps(params).decode(),)])
 
 
 def _execute(conn: sa.Connection, sql: str, params: list) -> None:

@@ -114,9 +114,12 @@ class SqlSink:
     def flush(self) -> None:
         """Hand everything buffered to the writer thread as one transaction, once the transaction
         before it is committed (so transactions stay in batch order); raises that one's error."""
-        if not (len(self.batch) or self.to_clear):
-            return
-        writes = self.batch.take()
+        if len(self.batch) or self.to_clear:
+            self._submit(self.batch.take())
+
+    def _submit(self, writes: Writes) -> None:
+        """Hand ``writes`` (and the clearing of newly claimed clusters) to the writer thread as one
+        transaction, once the transaction before it is committed."""
         self.wait()
         clear, self.to_clear = self.to_clear, []
         self.in_flight, self.in_flight_clear = self.writer.submit(self._write, clear, writes), clear
@@ -142,20 +145,21 @@ class SqlSink:
         self.written_any = True
 
     def finish(self, engine: Engine, last_line: int) -> None:
-        """Write the final snapshot of every cluster (unless one was just taken at the same position)
-        and then, in one transaction, replace the projections of this run's clusters (computed while
-        the last batch is written)."""
-        for cluster in sorted(self.positions):
-            if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != self.positions[cluster]:
-                self.batch.add_snapshot(engine, cluster, self.positions[cluster], last_line)
+        """Replace the projections of this run's clusters in one transaction (computed while the last
+        batch is written), then write the final snapshot of every cluster (dumped while the
+        projections are written; skipped when one was just taken at the same position)."""
         self.flush()
         clusters = engine.state().get("clusters", {})
         projections = ProjectionWriter()
         writes: Writes = []
         for cluster in sorted(self.positions):
             writes += projections.changes(cluster, clusters.get(cluster))  # None: only rejected events, no state
+        self._submit(writes)
+        for cluster in sorted(self.positions):
+            if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != self.positions[cluster]:
+                self.batch.add_snapshot(engine, cluster, self.positions[cluster], last_line)
+        self.flush()
         self.wait()
-        self._write([], writes)
 
     def cleanup(self) -> None:
         """After a failed run: wait for the transaction in flight, then delete what this run wrote for
@@ -246,7 +250,6 @@ def replay_to_db(
                 if pending >= batch_size:
                     sink.flush()
                     pending = 0
-            sink.flush()
             sink.finish(engine, line_no)
     except sa.exc.SQLAlchemyError as exc:
         _cleanup(sink)
