@@ -18,8 +18,11 @@ replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
   later write may also be given only some workloads (the ones touched since, plus the pending
   ones), so a long history of finished workloads is neither rendered nor compared again.
 
-On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); elsewhere, and for fewer rows,
-with SQLAlchemy Core ``executemany`` inserts.
+``events`` and ``decisions`` rows are built as ``TupleRows`` (tuples, times as epoch ms only),
+the other tables' as dicts.  On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); on
+SQLite with one statement per table and transaction on the driver connection, storing exactly
+what SQLAlchemy Core would (``tests/test_sql_fast_path.py`` compares the two); elsewhere, and for
+fewer rows on PostgreSQL, with SQLAlchemy Core ``executemany`` inserts.
 """
 
 from __future__ import annotations
@@ -178,8 +181,8 @@ def projection_rows(cluster: str, cs: dict) -> dict[sa.Table, list[dict]]:
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
     """Insert ``rows`` (dicts keyed by column name, or ``TupleRows``) into ``table``: ``COPY`` on
-    PostgreSQL for 50 rows or more, one ``executemany`` of the driver on SQLite, SQLAlchemy Core
-    ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values (in
+    PostgreSQL for 50 rows or more, one statement of the driver on SQLite (``_insert_sqlite`` /
+    ``_insert_sqlite_tuples``), SQLAlchemy Core ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values (in
     ``TupleRows``: ``RawJSON``)."""
     if not rows:
         return
@@ -263,12 +266,12 @@ _NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
 
 def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows) -> None:
     """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows
-    (each ``DateTime`` column's text appended, what Core would bind for it) go to SQLite as one JSON
-    array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB), inserted by ``INSERT ...
-    SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as they would be bound (text, integers, NULL; rows hold no
-    floats, blobs or booleans), and SQLite inserts the whole batch in one call, which runs without
-    the GIL (an ``executemany`` takes the GIL back for every row and, next to a busy thread, waits
-    for it each time)."""
+    (each ``DateTime`` column's text appended, what Core would bind for it) go to SQLite as one
+    JSON array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB), inserted by
+    ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as
+    they would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite
+    inserts the whole batch in one call, which runs without the GIL (an ``executemany`` takes the
+    GIL back for every row and, next to a busy thread, waits for it each time)."""
     sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
     if convert is None:
         params: list = rows.rows
@@ -413,7 +416,6 @@ class ArchiveBatch:
         state = engine.clusters.get(cluster)
         clock_before = state.clock_ms if state is not None else None
         out = engine.apply(event)
-        ms = event.time_ms
         self.events.append((cluster, position, source_position, event.id, event.time_ms, event.type,
                             RawJSON(line.strip().decode()), "applied" if engine.applied != before else "duplicate",
                             None, None))
@@ -458,10 +460,6 @@ class ArchiveBatch:
         self.events, self.events_no_payload, self.decisions, self.outbox = [], [], [], []
         self.dead, self.snapshots = [], []
         return writes
-
-    def write(self, conn: sa.Connection) -> None:
-        """Insert every queued row in ``conn``'s transaction, then forget them."""
-        run_writes(conn, self.take())
 
 
 Writes = list[tuple[str, sa.Table, list | TupleRows]]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -140,7 +141,11 @@ class SqlSink:
         try:
             in_flight.result()
         except BaseException:
-            self.to_clear = self.in_flight_clear + self.to_clear
+            futures.wait([in_flight])  # interrupted while waiting: the transaction still ends first
+            if in_flight.exception() is not None:
+                self.to_clear = self.in_flight_clear + self.to_clear
+            else:
+                self.written_any = True
             raise
         self.written_any = True
 
@@ -197,8 +202,8 @@ def replay_to_db(
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
     ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
-    ``snapshot_every`` events of a cluster, and at the end, a restorable snapshot of that cluster is
-    written in the same transaction as the events it covers.
+    ``snapshot_every`` events of a cluster a restorable snapshot of that cluster is written in the
+    same transaction as the events it covers; at the end, one more after the projections.
 
     Raises:
         SinkError: schema cannot be upgraded, a cluster already in the database without
