@@ -244,13 +244,17 @@ class _SqliteTimes(dict):
 
 @functools.lru_cache(maxsize=64)
 def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]
-                       ) -> tuple[str, list[int], _SqliteTimes | None]:
-    """The statement for ``TupleRows`` of these columns (their ``DateTime`` columns appended), the
-    indexes of the ``*_ms`` values those are written from, and the converter of those values."""
+                       ) -> tuple[str, str, list[int], _SqliteTimes | None]:
+    """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended; a
+    ``json_each`` insert and a plain one), the indexes of the ``*_ms`` values those are written
+    from, and the converter of those values."""
     times = _derived_times(table, columns)
-    sql = _json_each_insert(dialect, table, [*columns, *(name for name, _ in times)])
+    names = [*columns, *(name for name, _ in times)]
+    quote = dialect.identifier_preparer.quote
+    plain = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+             f"VALUES ({', '.join('?' * len(names))})")
     convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
-    return sql, [at for _, at in times], convert
+    return _json_each_insert(dialect, table, names), plain, [at for _, at in times], convert
 
 
 def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str]) -> str:
@@ -271,8 +275,9 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
     ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as
     they would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite
     inserts the whole batch in one call, which runs without the GIL (an ``executemany`` takes the
-    GIL back for every row and, next to a busy thread, waits for it each time)."""
-    sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
+    GIL back for every row and, next to a busy thread, waits for it each time).  A batch with a
+    NUL in some text goes in with ``executemany`` (``_execute_as_json``)."""
+    json_sql, sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
     if convert is None:
         params: list = rows.rows
     elif len(time_at) == 1:
@@ -280,7 +285,20 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
         params = [row + (convert[row[at]],) for row in rows.rows]
     else:
         params = [row + tuple(convert[row[at]] for at in time_at) for row in rows.rows]
-    _execute(conn, sql, [(orjson.dumps(params).decode(),)])
+    _execute_as_json(conn, json_sql, sql, params)
+
+
+def _execute_as_json(conn: sa.Connection, json_sql: str, sql: str, params: list) -> None:
+    """``params`` through the ``json_each`` insert ``json_sql``, or, when a text holds a NUL (SQLite's
+    JSON functions cut text there) or cannot be encoded, through ``executemany`` of ``sql``."""
+    try:
+        doc = orjson.dumps(params).decode()
+    except orjson.JSONEncodeError:
+        doc = None
+    if doc is None or "\\u0000" in doc:
+        _execute(conn, sql, params)
+    else:
+        _execute(conn, json_sql, [(doc,)])
 
 
 @functools.lru_cache(maxsize=256)
@@ -310,7 +328,7 @@ def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> No
     parameters SQLAlchemy Core would bind (the keys of the first row, as Core takes them; every
     value through its column type's bind processor), but without Core's per-row parameter
     machinery: as one ``json_each`` statement (see ``_insert_sqlite_tuples``), or, when a column
-    holds floats or bytes, one ``executemany``.  Errors of the driver are raised as SQLAlchemy's
+    holds floats or bytes (or a text a NUL), one ``executemany``.  Errors of the driver are raised as SQLAlchemy's
     ``DBAPIError`` subclasses."""
     json_sql, sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
     if processors:
@@ -326,7 +344,7 @@ def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> No
     if json_sql is None:
         _execute(conn, sql, params)
     else:
-        _execute(conn, json_sql, [(orjson.dumps(params).decode(),)])
+        _execute_as_json(conn, json_sql, sql, params)
 
 
 def _execute(conn: sa.Connection, sql: str, params: list) -> None:

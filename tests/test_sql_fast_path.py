@@ -67,8 +67,9 @@ def _recluster(rows: TupleRows, cluster: str) -> TupleRows:
     return TupleRows(rows.columns, [(*row[:at], cluster, *row[at + 1:]) for row in rows.rows])
 
 
-def _synthetic_events() -> tuple[TupleRows, TupleRows]:
-    """70 event rows with a payload (odd JSON text: escapes, unicode, nesting, spacing) and 10 without."""
+def _synthetic_events() -> tuple[TupleRows, TupleRows, TupleRows]:
+    """70 event rows with a payload (odd JSON text: escapes, unicode, nesting, spacing), 10 without,
+    and 3 with a NUL character in texts (SQLite's JSON functions would cut them there)."""
     texts = ['{"a":1}', '{"s":"ü → 漢字 \\u2028 \\"q\\" \\\\ \\n"}', '{ "nested" : {"l": [1, 2.50, null, true]} }',
              '{"big":123456789012345678901234567890}', '{"e":""}']
     with_payload = []
@@ -79,7 +80,10 @@ def _synthetic_events() -> tuple[TupleRows, TupleRows]:
                              None if i % 4 else "bad 'quote' \"here\"", None if i % 5 else "object.spec"))
     without = [("x", 70 + i, None if i % 2 else 80 + i, None, EDGE_MS[-1 - i % len(EDGE_MS)], None, "rejected",
                 "not a JSON object", None) for i in range(10)]
-    return TupleRows(EVENT_COLUMNS, with_payload), TupleRows(EVENT_COLUMNS_NO_PAYLOAD, without)
+    nul = [("x", 80 + i, None, f"id\x00{i}", 1000 * i, "Applied", RawJSON('{"id":"id\\u0000"}'), "rejected",
+            "bad value 'a\x00b'", None) for i in range(3)]
+    return (TupleRows(EVENT_COLUMNS, with_payload), TupleRows(EVENT_COLUMNS_NO_PAYLOAD, without),
+            TupleRows(EVENT_COLUMNS, nul))
 
 
 def _example_batch() -> tuple[ArchiveBatch, dict]:
@@ -135,9 +139,10 @@ def _assert_same(url: str, table: sa.Table, expected_rows: int) -> None:
 def test_tuple_rows_read_back_as_core_rows(db: str) -> None:
     """events (with and without payload, every edge time, NULLs) and decisions of a real replay."""
     upgrade_schema(db)
-    for rows in _synthetic_events():
+    sets = _synthetic_events() if db.startswith("sqlite") else _synthetic_events()[:2]  # PostgreSQL refuses NULs
+    for rows in sets:
         _write_both(db, s.events, _recluster(rows, "fast"), _core_dicts(s.events, rows, "core"))
-    _assert_same(db, s.events, 80)
+    _assert_same(db, s.events, sum(len(rows) for rows in sets))
     batch, _ = _example_batch()
     writes = {(op, table.name, getattr(rows, "columns", None)): rows for op, table, rows in batch.take()}
     decisions = writes[("insert", "decisions", DECISION_COLUMNS)]
