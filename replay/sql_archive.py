@@ -18,15 +18,21 @@ replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
   later write may also be given only some workloads (the ones touched since, plus the pending
   ones), so a long history of finished workloads is neither rendered nor compared again.
 
-On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); elsewhere, and for fewer rows,
-with SQLAlchemy Core ``executemany`` inserts.
+``events`` and ``decisions`` rows are built as ``TupleRows`` (tuples, times as epoch ms only),
+the other tables' as dicts.  On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); on
+SQLite with one statement per table and transaction on the driver connection, storing exactly
+what SQLAlchemy Core would (``tests/test_sql_fast_path.py`` compares the two); elsewhere, and for
+fewer rows on PostgreSQL, with SQLAlchemy Core ``executemany`` inserts.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -57,6 +63,49 @@ CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, 
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
 
 _COPY_MIN_ROWS = 50
+
+EVENT_COLUMNS = ("cluster", "position", "source_position", "event_id", "event_time_ms", "type", "payload", "status",
+                 "reason", "field_path")
+"""The columns of ``ArchiveBatch``'s ``events`` tuples (``event_time`` follows from ``event_time_ms``)."""
+
+EVENT_COLUMNS_NO_PAYLOAD = tuple(c for c in EVENT_COLUMNS if c != "payload")
+
+DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decision_time_ms", "type", "workload",
+                    "cluster_queue", "payload")
+"""The columns of ``ArchiveBatch``'s ``decisions`` tuples (``decision_time`` follows from ``decision_time_ms``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TupleRows:
+    """Rows of one table as tuples of ``columns``, the form the archive's hot tables are built in.
+
+    JSON values are ``RawJSON`` text (rows without a value use ``columns`` without that column).
+    The table's ``DateTime`` columns are not in ``columns``: each is written from its
+    epoch-milliseconds companion ``<name>_ms`` (UTC), so a row is built without a datetime object.
+    """
+
+    columns: tuple[str, ...]
+    rows: list[tuple]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def dicts(self, table: sa.Table) -> list[dict]:
+        """The rows as dicts for SQLAlchemy Core, the ``DateTime`` columns filled in."""
+        times = _derived_times(table, self.columns)
+        out = []
+        for row in self.rows:
+            d = dict(zip(self.columns, row))
+            for name, at in times:
+                d[name] = ms_to_datetime(row[at])
+            out.append(d)
+        return out
+
+
+def _derived_times(table: sa.Table, columns: tuple[str, ...]) -> list[tuple[str, int]]:
+    """``(DateTime column, index of its *_ms companion in columns)`` for ``table``'s DateTime columns."""
+    return [(c.name, columns.index(f"{c.name}_ms")) for c in table.columns
+            if isinstance(c.type, sa.DateTime) and c.name not in columns]
 
 
 def _dec(v: float | None) -> Decimal | None:
@@ -130,29 +179,183 @@ def projection_rows(cluster: str, cs: dict) -> dict[sa.Table, list[dict]]:
     return rows
 
 
-def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
-    """Insert ``rows`` (dicts keyed by column name) into ``table``: ``COPY`` on PostgreSQL for 50
-    rows or more, ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values."""
+def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
+    """Insert ``rows`` (dicts keyed by column name, or ``TupleRows``) into ``table``: ``COPY`` on
+    PostgreSQL for 50 rows or more, one statement of the driver on SQLite (``_insert_sqlite`` /
+    ``_insert_sqlite_tuples``), SQLAlchemy Core ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values (in
+    ``TupleRows``: ``RawJSON``)."""
     if not rows:
         return
-    if conn.dialect.name != "postgresql" or len(rows) < _COPY_MIN_ROWS:
-        conn.execute(table.insert(), rows)
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        if isinstance(rows, TupleRows):
+            _insert_sqlite_tuples(conn, table, rows)
+        else:
+            _insert_sqlite(conn, table, rows)
         return
-    columns = [c for c in table.columns if c is not table.autoincrement_column]
-    names = [c.name for c in columns]
-    json_at = [i for i, c in enumerate(columns) if isinstance(c.type, sa.JSON)]
+    if dialect != "postgresql" or len(rows) < _COPY_MIN_ROWS:
+        conn.execute(table.insert(), rows.dicts(table) if isinstance(rows, TupleRows) else rows)
+        return
+    if isinstance(rows, TupleRows):
+        times = _derived_times(table, rows.columns)
+        names = [*rows.columns, *(name for name, _ in times)]
+        values_of: Iterable[Sequence] = ((*row, *(ms_to_datetime(row[at]) for _, at in times)) for row in rows.rows)
+    else:
+        columns = [c for c in table.columns if c is not table.autoincrement_column]
+        names = [c.name for c in columns]
+        json_at = [i for i, c in enumerate(columns) if isinstance(c.type, sa.JSON)]
+        values_of = (_copy_values(row, names, json_at) for row in rows)
     listed = ", ".join(f'"{c}"' for c in names)
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
         with cursor.copy(f'COPY "{table.name}" ({listed}) FROM STDIN') as copy:
             write = copy.write_row
-            for row in rows:
-                values = [row.get(c) for c in names]
-                for i in json_at:
-                    v = values[i]
-                    if v is not None and type(v) is not RawJSON:
-                        values[i] = orjson.dumps(v).decode()
+            for values in values_of:
                 write(values)
+    finally:
+        cursor.close()
+
+
+def _copy_values(row: dict, names: list[str], json_at: list[int]) -> list:
+    values = [row.get(c) for c in names]
+    for i in json_at:
+        v = values[i]
+        if v is not None and type(v) is not RawJSON:
+            values[i] = orjson.dumps(v).decode()
+    return values
+
+
+class _SqliteTimes(dict):
+    """Epoch ms → the text SQLAlchemy's SQLite ``DateTime`` stores for that UTC instant (its own
+    bind processor applied to ``ms_to_datetime``), memoized: a batch repeats its timestamps."""
+
+    LIMIT = 1 << 17
+
+    def __init__(self, process: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.process = process
+
+    def __missing__(self, ms: int | None) -> str | None:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        text = self[ms] = self.process(ms_to_datetime(ms))
+        return text
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]
+                       ) -> tuple[str, str, list[int], _SqliteTimes | None]:
+    """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended; a
+    ``json_each`` insert and a plain one), the indexes of the ``*_ms`` values those are written
+    from, and the converter of those values."""
+    times = _derived_times(table, columns)
+    names = [*columns, *(name for name, _ in times)]
+    quote = dialect.identifier_preparer.quote
+    plain = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+             f"VALUES ({', '.join('?' * len(names))})")
+    convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
+    return _json_each_insert(dialect, table, names), plain, [at for _, at in times], convert
+
+
+def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str]) -> str:
+    """An insert of the rows of a JSON array of arrays (values in the order of ``names``)."""
+    quote = dialect.identifier_preparer.quote
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(names)))
+    return f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) SELECT {values} FROM json_each(?)"
+
+
+_NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
+"""Column types whose bound values (floats, bytes) a JSON document would not carry exactly."""
+
+
+def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows) -> None:
+    """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows
+    (each ``DateTime`` column's text appended, what Core would bind for it) go to SQLite as one
+    JSON array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB), inserted by
+    ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as
+    they would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite
+    inserts the whole batch in one call, which runs without the GIL (an ``executemany`` takes the
+    GIL back for every row and, next to a busy thread, waits for it each time).  A batch with a
+    NUL in some text goes in with ``executemany`` (``_execute_as_json``)."""
+    json_sql, sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
+    if convert is None:
+        params: list = rows.rows
+    elif len(time_at) == 1:
+        at = time_at[0]
+        params = [row + (convert[row[at]],) for row in rows.rows]
+    else:
+        params = [row + tuple(convert[row[at]] for at in time_at) for row in rows.rows]
+    _execute_as_json(conn, json_sql, sql, params)
+
+
+def _execute_as_json(conn: sa.Connection, json_sql: str, sql: str, params: list) -> None:
+    """``params`` through the ``json_each`` insert ``json_sql``, or, when a text holds a NUL (SQLite's
+    JSON functions cut text there) or cannot be encoded, through ``executemany`` of ``sql``."""
+    try:
+        doc = orjson.dumps(params).decode()
+    except orjson.JSONEncodeError:
+        doc = None
+    if doc is None or "\\u0000" in doc:
+        _execute(conn, sql, params)
+    else:
+        _execute(conn, json_sql, [(doc,)])
+
+
+@functools.lru_cache(maxsize=256)
+def _sqlite_plan(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]
+                 ) -> tuple[str | None, str, Callable[[dict], tuple], list[tuple[int, Callable[[Any], Any]]]]:
+    """How to insert rows with these keys: a ``json_each`` insert of them (``None`` when a column
+    holds floats or bytes), the statement SQLAlchemy compiles for them, a getter of its parameters
+    in order, and the column type's own bind processor for each parameter that has one (DateTime
+    ones memoized per distinct value: a batch repeats its timestamps)."""
+    compiled = table.insert().compile(dialect=dialect, column_keys=list(keys))
+    names = compiled.positiontup or []
+    in_json = not any(isinstance(table.c[name].type, _NOT_IN_JSON) for name in names)
+    processors = []
+    for i, name in enumerate(names):
+        column_type = table.c[name].type
+        process = column_type._cached_bind_processor(dialect)
+        if process is not None:
+            if isinstance(column_type, sa.DateTime):
+                process = functools.lru_cache(maxsize=65_536)(process)
+            processors.append((i, process))
+    getter = operator.itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
+    return _json_each_insert(dialect, table, names) if in_json else None, str(compiled), getter, processors
+
+
+def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+    """``rows`` in the sqlite3 connection that ``conn``'s transaction holds, with exactly the
+    parameters SQLAlchemy Core would bind (the keys of the first row, as Core takes them; every
+    value through its column type's bind processor), but without Core's per-row parameter
+    machinery: as one ``json_each`` statement (see ``_insert_sqlite_tuples``), or, when a column
+    holds floats or bytes (or a text a NUL), one ``executemany``.  Errors of the driver are raised as SQLAlchemy's
+    ``DBAPIError`` subclasses."""
+    json_sql, sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
+    if processors:
+        params: list = []
+        append = params.append
+        for row in rows:
+            values = list(getter(row))
+            for i, process in processors:
+                values[i] = process(values[i])
+            append(values)
+    else:
+        params = [getter(row) for row in rows]
+    if json_sql is None:
+        _execute(conn, sql, params)
+    else:
+        _execute_as_json(conn, json_sql, sql, params)
+
+
+def _execute(conn: sa.Connection, sql: str, params: list) -> None:
+    """``executemany`` on the driver connection of ``conn``'s transaction; the driver's errors are
+    raised as Core raises them (``sa.exc.IntegrityError``, ``OperationalError``, ...)."""
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, params)
+    except dbapi_error as exc:
+        raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
     finally:
         cursor.close()
 
@@ -188,9 +391,12 @@ class ArchiveBatch:
         self.snapshot_every = snapshot_every
         self.snapshot_every_ms = snapshot_every_ms
         self.with_outbox = outbox
-        self.events: list[dict] = []
-        self.events_no_payload: list[dict] = []
-        self.decisions: list[dict] = []
+        self.events: list[tuple] = []
+        """``EVENT_COLUMNS`` tuples"""
+        self.events_no_payload: list[tuple] = []
+        """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object)"""
+        self.decisions: list[tuple] = []
+        """``DECISION_COLUMNS`` tuples"""
         self.outbox: list[dict] = []
         self.dead: list[dict] = []
         self.snapshots: list[dict] = []
@@ -209,14 +415,12 @@ class ArchiveBatch:
         time_ms, type)``."""
         cluster, payload, when, etype = salvaged
         if cluster is not None and position is not None:
-            row = {"cluster": cluster, "position": position, "source_position": source_position,
-                   "event_id": err.event_id, "event_time": ms_to_datetime(when), "event_time_ms": when,
-                   "type": etype, "status": "rejected", "reason": err.problem, "field_path": err.path or None}
+            head = (cluster, position, source_position, err.event_id, when, etype)
+            tail = ("rejected", err.problem, err.path or None)
             if payload is None:
-                self.events_no_payload.append(row)
+                self.events_no_payload.append(head + tail)
             else:
-                row["payload"] = payload
-                self.events.append(row)
+                self.events.append((*head, payload, *tail))
         self.dead.append({"cluster": cluster if payload is not None else None, "source": source,
                           "source_position": source_position, "raw": bytes(line),
                           "reason": err.problem, "field_path": err.path or None, "received_position": position})
@@ -230,21 +434,15 @@ class ArchiveBatch:
         state = engine.clusters.get(cluster)
         clock_before = state.clock_ms if state is not None else None
         out = engine.apply(event)
-        ms = event.time_ms
-        self.events.append({"cluster": cluster, "position": position, "source_position": source_position,
-                            "event_id": event.id, "event_time": ms_to_datetime(ms), "event_time_ms": ms,
-                            "type": event.type, "payload": RawJSON(line.strip().decode()),
-                            "status": "applied" if engine.applied != before else "duplicate",
-                            "reason": None, "field_path": None})
+        self.events.append((cluster, position, source_position, event.id, event.time_ms, event.type,
+                            RawJSON(line.strip().decode()), "applied" if engine.applied != before else "duplicate",
+                            None, None))
         if out:
             decisions, outbox = self.decisions, self.outbox
             for d in out:
-                dms = d.time_ms
                 payload = d.to_json()
-                decisions.append({"cluster": cluster, "seq": d.seq, "cause_event_id": d.cause,
-                                  "cause_position": position, "decision_time": ms_to_datetime(dms),
-                                  "decision_time_ms": dms, "type": d.kind, "workload": d.workload,
-                                  "cluster_queue": d.cluster_queue, "payload": payload})
+                decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
+                                  RawJSON(orjson.dumps(payload).decode())))
                 if self.with_outbox:
                     outbox.append({"cluster": cluster, "seq": d.seq, "payload": payload, "published": False})
         if (position + 1) % self.snapshot_every == 0 or self._time_due(engine, cluster, clock_before):
@@ -273,20 +471,19 @@ class ArchiveBatch:
     def take(self) -> Writes:
         """The queued rows as writes for ``run_writes`` (the batch is empty afterwards)."""
         writes: Writes = [("insert", table, rows) for table, rows in (
-            (s.events, self.events), (s.events, self.events_no_payload), (s.decisions, self.decisions),
+            (s.events, TupleRows(EVENT_COLUMNS, self.events)),
+            (s.events, TupleRows(EVENT_COLUMNS_NO_PAYLOAD, self.events_no_payload)),
+            (s.decisions, TupleRows(DECISION_COLUMNS, self.decisions)),
             (s.outbox, self.outbox), (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
         self.events, self.events_no_payload, self.decisions, self.outbox = [], [], [], []
         self.dead, self.snapshots = [], []
         return writes
 
-    def write(self, conn: sa.Connection) -> None:
-        """Insert every queued row in ``conn``'s transaction, then forget them."""
-        run_writes(conn, self.take())
 
-
-Writes = list[tuple[str, sa.Table, list]]
-"""SQL work computed ahead of its transaction: ``("insert", table, rows)``, ``("delete_keys", table,
-primary keys)`` or ``("delete_cluster", table, [cluster])``; see ``run_writes``."""
+Writes = list[tuple[str, sa.Table, list | TupleRows]]
+"""SQL work computed ahead of its transaction: ``("insert", table, rows)`` (rows: dicts or
+``TupleRows``), ``("delete_keys", table, primary keys)`` or ``("delete_cluster", table, [cluster])``;
+see ``run_writes``."""
 
 
 def run_writes(conn: sa.Connection, writes: Writes) -> None:
