@@ -33,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
+import gc
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -119,8 +121,10 @@ class Committer:
             await self._receive()
         await self._sent()
         message = ("commit", type(commit)(commit.marks, writes_by_name(commit.writes), commit.offsets), rows)
+        # pickled here, not in the sending thread: there it would contend for the GIL with the next batch
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         self.waiting.append(started)
-        self.sending = asyncio.ensure_future(asyncio.to_thread(self.to_child.send, message))  # type: ignore[union-attr]
+        self.sending = asyncio.ensure_future(asyncio.to_thread(self.to_child.send_bytes, data))  # type: ignore[union-attr]
 
     async def settle(self) -> None:
         """Wait until every submitted transaction is committed.
@@ -244,6 +248,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
             commit(Commit(marks, writes_from_names(batch.writes), batch.offsets))
             marks = []
             reply.send(("ack", published, time.monotonic()))
+            gc.collect(0)  # what the producer and the drivers leave in cycles; the rows are gone already
             if rows and producer is not None:
                 marks.extend(await outbox.publish(producer, config.decisions_topic, rows))
                 published += len(rows)
@@ -276,6 +281,8 @@ def main(argv: list[str]) -> None:
     inbox = Connection(read_fd, writable=False)
     reply = Connection(write_fd, readable=False)
     config = inbox.recv()
+    gc.freeze()  # the modules just imported are never garbage
+    gc.disable()  # a batch's rows hold no cycles: freed by reference counting, see _serve
     asyncio.run(_serve(inbox, reply, config))
 
 
