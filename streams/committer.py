@@ -2,9 +2,9 @@
 interpreter that runs the engine.
 
 The worker (``streams.ingest``) starts it with ``Committer.start`` as ``python -m streams.committer``
-and hands it each batch's ``Commit`` (``streams.ingest_store``) with the batch's outbox rows as ONE
-message on a pipe (``multiprocessing.connection`` framing: a length header, then the pickled
-message).  The process:
+and hands it each batch's ``Commit`` (``streams.ingest_store``) as ONE message on a pipe
+(``multiprocessing.connection`` framing: a length header, then the batch encoded by
+``streams.batch_codec``).  The process:
 
 1. relays the outbox rows a previous run left unpublished (``streams.outbox``), marking them
    published in their own transactions, before it reads the first message;
@@ -35,15 +35,16 @@ import collections
 import ctypes
 import gc
 import os
-import pickle
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from replay.sql_archive import writes_by_name, writes_from_names
+from statemodel import sql_schema as s
+from streams import batch_codec
 
+_STOP = b"stop"
 MARK_AFTER_IDLE = 0.2
 """Seconds without a message after which published decisions are marked in a transaction of their own."""
 
@@ -109,10 +110,10 @@ class Committer:
         self.from_child = Connection(up_r, writable=False)
         self.to_child.send(self.config)
 
-    async def submit(self, commit, rows: list[dict], started: float | None) -> None:
-        """Queue ``commit`` (``streams.ingest_store.Commit``) and the outbox ``rows`` to publish after
-        it; ``started`` (monotonic time of the run's first record) marks a batch for the counters.
-        Waits while ``depth`` messages are unacknowledged.
+    async def submit(self, commit, started: float | None) -> None:
+        """Queue ``commit`` (``streams.ingest_store.Commit``; its outbox rows are published after it
+        is committed); ``started`` (monotonic time of the run's first record) marks a batch for the
+        counters.  Waits while ``depth`` messages are unacknowledged.
 
         Raises:
             CommitterError: the process failed or died.
@@ -120,9 +121,8 @@ class Committer:
         while len(self.waiting) >= self.depth:
             await self._receive()
         await self._sent()
-        message = ("commit", type(commit)(commit.marks, writes_by_name(commit.writes), commit.offsets), rows)
-        # pickled here, not in the sending thread: there it would contend for the GIL with the next batch
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        # encoded here, not in the sending thread: there it would contend for the GIL with the next batch
+        data = batch_codec.encode(commit.writes, commit.offsets)
         self.waiting.append(started)
         self.sending = asyncio.ensure_future(asyncio.to_thread(self.to_child.send_bytes, data))  # type: ignore[union-attr]
 
@@ -143,7 +143,7 @@ class Committer:
         """
         await self.settle()
         await self._sent()
-        self.to_child.send(("stop",))  # type: ignore[union-attr]
+        self.to_child.send_bytes(_STOP)  # type: ignore[union-attr]
         reply = await self._reply()
         self.stats.published = reply[1]
         await asyncio.to_thread(self.proc.wait)  # type: ignore[union-attr]
@@ -236,17 +236,20 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
                 commit(Commit(done, [], []))
                 continue
             try:
-                message = await asyncio.to_thread(inbox.recv)
+                message = await asyncio.to_thread(inbox.recv_bytes)
             except EOFError:
                 return  # the worker is gone: whatever it had not sent whole is not committed
-            if message[0] == "stop":
+            if message == _STOP:
                 if marks:
                     commit(Commit(marks, [], []))
                 reply.send(("done", published))
                 return
-            _, batch, rows = message
-            commit(Commit(marks, writes_from_names(batch.writes), batch.offsets))
+            writes, offsets = batch_codec.decode(message)
+            del message
+            commit(Commit(marks, writes, offsets))
             marks = []
+            rows = [row for op, table, items in writes if op == "insert" and table is s.outbox for row in items]
+            del writes
             reply.send(("ack", published, time.monotonic()))
             gc.collect(0)  # what the producer and the drivers leave in cycles; the rows are gone already
             if rows and producer is not None:

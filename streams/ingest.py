@@ -167,7 +167,7 @@ class _Worker:
             await self._loop(store)
             await self.settle()
             await self.consumer.stop()
-            await self.committer.submit(await asyncio.to_thread(store.shutdown_commit), [], None)
+            await self.committer.submit(await asyncio.to_thread(store.shutdown_commit), None)
             await self.committer.close()
         finally:
             await self.consumer.stop()
@@ -199,11 +199,11 @@ class _Worker:
                     continue
                 if first is None:
                     first = time.monotonic()
-                dlq, rows = await asyncio.to_thread(store.apply, data)
+                dlq, _ = await asyncio.to_thread(store.apply, data)
                 commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data}, [])
                 if dlq:
                     await self._send_dead_letters(dlq)
-                await self.committer.submit(commit, rows, first)  # in batch order, applied meanwhile
+                await self.committer.submit(commit, first)  # in batch order, applied meanwhile
                 self._collect_garbage(idle=False)
                 last_activity = time.monotonic()
 
