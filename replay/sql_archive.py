@@ -292,7 +292,7 @@ primary keys)`` or ``("delete_cluster", table, [cluster])``; see ``run_writes``.
 def writes_by_name(writes: Writes) -> list[tuple[str, str, list]]:
     """``writes`` with table names instead of ``sa.Table`` objects (picklable, for another process);
     ``writes_from_names`` turns them back."""
-    return [(op, table.name, items) for op, table, items in writes]
+    return [(op, str(table.name), items) for op, table, items in writes]
 
 
 def writes_from_names(named: list[tuple[str, str, list]]) -> Writes:
