@@ -73,7 +73,10 @@ DEFAULT_SESSION_TIMEOUT_MS = 10_000
 DEFAULT_GROUP = "quotaledger-ingest"
 FULL_COLLECTION_EVERY = 60.0
 """Seconds between full garbage collections while idle, ten times that while busy (``_Worker._collect_garbage``)."""
-DEFAULT_MAX_BATCH = 5000
+DEFAULT_MAX_BATCH = 20_000
+"""Records per batch: the per-batch cost of the projections (every queue's rows rendered and compared)
+is spread over more events; on the DLRM trace 20,000 gave 44 % of the engine-only rate where 5,000
+gave 32 % (README "Streaming ingest")."""
 
 
 class IngestError(RuntimeError):
