@@ -38,11 +38,16 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 from statemodel import sql_schema as s
 from streams import batch_codec
+
+if TYPE_CHECKING:
+    from streams.ingest_store import Commit, IngestStats
 
 _STOP = b"stop"
 MARK_AFTER_IDLE = 0.2
@@ -86,7 +91,7 @@ class Committer:
     and ``seconds`` per acknowledged batch, ``published`` as reported by the process.
     """
 
-    def __init__(self, config: CommitterConfig, stats, depth: int = 2) -> None:
+    def __init__(self, config: CommitterConfig, stats: IngestStats, depth: int = 2) -> None:
         self.config = config
         self.stats = stats
         self.depth = depth
@@ -96,6 +101,9 @@ class Committer:
         self.waiting: collections.deque[float | None] = collections.deque()
         """per unacknowledged message: the time the run started when it holds a batch, else None"""
         self.sending: asyncio.Future | None = None
+        self.sender = ThreadPoolExecutor(1, thread_name_prefix="committer-send")
+        """not the loop's default executor: a send blocked on a stuck committer must not hold up the
+        end of ``asyncio.run`` (``abandon`` unblocks it by ending the process)"""
 
     def start(self) -> None:
         """Start the process (call it from the thread that lives as long as the worker: on Linux the
@@ -110,7 +118,7 @@ class Committer:
         self.from_child = Connection(up_r, writable=False)
         self.to_child.send(self.config)
 
-    async def submit(self, commit, started: float | None) -> None:
+    async def submit(self, commit: Commit, started: float | None) -> None:
         """Queue ``commit`` (``streams.ingest_store.Commit``; its outbox rows are published after it
         is committed); ``started`` (monotonic time of the run's first record) marks a batch for the
         counters.  Waits while ``depth`` messages are unacknowledged.
@@ -124,7 +132,8 @@ class Committer:
         # encoded here, not in the sending thread: there it would contend for the GIL with the next batch
         data = batch_codec.encode(commit.writes, commit.offsets)
         self.waiting.append(started)
-        self.sending = asyncio.ensure_future(asyncio.to_thread(self.to_child.send_bytes, data))  # type: ignore[union-attr]
+        self.sending = asyncio.get_running_loop().run_in_executor(
+            self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
 
     async def settle(self) -> None:
         """Wait until every submitted transaction is committed.
@@ -149,8 +158,9 @@ class Committer:
         await asyncio.to_thread(self.proc.wait)  # type: ignore[union-attr]
 
     def abandon(self) -> None:
-        """After a failure: close the pipe (the process exits at end of file, committing nothing
-        more than the messages it already read whole) and reap it, killing it after 10 s."""
+        """End of a run (after ``close``, or instead of it after a failure): close the pipe (the
+        process exits at end of file, committing nothing more than the messages it already read
+        whole) and reap it, killing it after 10 s."""
         for conn in (self.to_child, self.from_child):
             if conn is not None and not conn.closed:
                 conn.close()
@@ -160,6 +170,7 @@ class Committer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.sender.shutdown(wait=False)
 
     async def _sent(self) -> None:
         sending, self.sending = self.sending, None
