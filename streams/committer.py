@@ -47,9 +47,14 @@ from statemodel import sql_schema as s
 from streams import batch_codec
 
 if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from replay.sql_archive import Writes
     from streams.ingest_store import Commit, IngestStats
 
 _STOP = b"stop"
+_PART, _WHOLE = b"+", b"="
+"""first byte of a message: more of the batch follows / the batch ends here (commit it)"""
 MARK_AFTER_IDLE = 0.2
 """Seconds without a message after which published decisions are marked in a transaction of their own."""
 
@@ -130,8 +135,16 @@ class Committer:
             await self._receive()
         await self._sent()
         # encoded here, not in the sending thread: there it would contend for the GIL with the next batch
-        data = batch_codec.encode(commit.writes, commit.offsets)
+        data = _WHOLE + batch_codec.encode(commit.writes, commit.offsets)
         self.waiting.append(started)
+        self.sending = asyncio.get_running_loop().run_in_executor(
+            self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
+
+    async def send_part(self, writes: Writes) -> None:
+        """Send rows of the batch being applied ahead of its ``submit`` (written in the batch's
+        transaction meanwhile; nothing is committed before ``submit``)."""
+        await self._sent()
+        data = _PART + batch_codec.encode(writes, [])
         self.sending = asyncio.get_running_loop().run_in_executor(
             self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
 
@@ -218,12 +231,15 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
 
     from replay.sql_db import create_db_engine
     from streams import outbox
-    from streams.ingest_store import Commit, write_commit
+    from streams.ingest_store import Commit, write_commit, write_in
 
     db = create_db_engine(config.db_url)
     producer = None
     published = 0
     marks: list[outbox.Range] = []
+    open_batch: sa.Connection | None = None
+    """the connection whose transaction holds the parts of the batch being received"""
+    rows: list[dict] = []
 
     def commit(c: Commit) -> None:
         write_commit(db, config.group, config.topic, c)
@@ -242,7 +258,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
                 commit(Commit(await outbox.publish(producer, config.decisions_topic, leftovers), [], []))
                 published += len(leftovers)
         while True:
-            if marks and not await asyncio.to_thread(inbox.poll, MARK_AFTER_IDLE):
+            if marks and open_batch is None and not await asyncio.to_thread(inbox.poll, MARK_AFTER_IDLE):
                 marks, done = [], marks
                 commit(Commit(done, [], []))
                 continue
@@ -255,21 +271,39 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
                     commit(Commit(marks, [], []))
                 reply.send(("done", published))
                 return
-            writes, offsets = batch_codec.decode(message)
+            writes, offsets = batch_codec.decode(message[1:])
+            whole = message[:1] == _WHOLE
             del message
-            commit(Commit(marks, writes, offsets))
+            rows += [row for op, table, items in writes if op == "insert" and table is s.outbox for row in items]
+            if open_batch is None:
+                if whole:
+                    commit(Commit(marks, writes, offsets))
+                else:
+                    open_batch = db.connect()
+                    open_batch.begin()
+                    write_in(open_batch, config.group, config.topic, Commit(marks, writes, offsets))
+            else:
+                write_in(open_batch, config.group, config.topic, Commit(marks, writes, offsets))
+                if whole:
+                    open_batch.commit()
+                    open_batch.close()
+                    open_batch = None
             marks = []
-            rows = [row for op, table, items in writes if op == "insert" and table is s.outbox for row in items]
             del writes
+            if not whole:
+                continue
             reply.send(("ack", published, time.monotonic()))
             gc.collect(0)  # what the producer and the drivers leave in cycles; the rows are gone already
             if rows and producer is not None:
                 marks.extend(await outbox.publish(producer, config.decisions_topic, rows))
                 published += len(rows)
+            rows = []
     except Exception as exc:  # noqa: BLE001 - reported to the worker, which exits non-zero
         reply.send(("error", _describe(exc, config.bootstrap)))
         raise SystemExit(1) from None
     finally:
+        if open_batch is not None:
+            open_batch.close()  # rolls the incomplete batch back
         if producer is not None:
             await producer.stop()
         db.dispose()

@@ -194,6 +194,13 @@ class IngestStore:
         stats.dead_letters += len(dlq)
         return dlq, list(batch.outbox)
 
+    def take_part(self) -> Writes:
+        """The archive rows of the batch so far (events, decisions, outbox, dead letters, snapshots),
+        to be written ahead of the rest of the batch in the same transaction; ``prepare`` gives the
+        rest with the projections and the offsets."""
+        self.stats.snapshots += len(self.batch.snapshots)
+        return self.batch.take()
+
     def prepare(self, partitions: set[int], marks: list[outbox.Range]) -> Commit:
         """The transaction of the batch just applied: its rows, the changed projection rows of the
         clusters it changed, the offsets of ``partitions`` and the ``marks`` of published decisions.
@@ -229,17 +236,22 @@ class IngestStore:
 
 
 def write_commit(db: sa.Engine, group: str, topic: str, commit: Commit) -> None:
-    """ONE transaction with everything of ``commit``: the ``marks`` of published decisions, the
-    ``writes`` and the ``offsets`` of ``group`` on ``topic``."""
+    """ONE transaction with everything of ``commit`` (``write_in``)."""
     with db.begin() as conn:
-        outbox.mark_published(conn, commit.marks)
-        run_writes(conn, commit.writes)
-        if commit.offsets:
-            o = s.ingest_offsets.c
-            conn.execute(s.ingest_offsets.delete().where(
-                o.consumer_group == group, o.topic == topic,
-                o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
-            conn.execute(s.ingest_offsets.insert(), commit.offsets)
+        write_in(conn, group, topic, commit)
+
+
+def write_in(conn: sa.Connection, group: str, topic: str, commit: Commit) -> None:
+    """Everything of ``commit`` in ``conn``'s transaction: the ``marks`` of published decisions, the
+    ``writes`` and the ``offsets`` of ``group`` on ``topic``."""
+    outbox.mark_published(conn, commit.marks)
+    run_writes(conn, commit.writes)
+    if commit.offsets:
+        o = s.ingest_offsets.c
+        conn.execute(s.ingest_offsets.delete().where(
+            o.consumer_group == group, o.topic == topic,
+            o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
+        conn.execute(s.ingest_offsets.insert(), commit.offsets)
 
 
 @dataclass
