@@ -2,30 +2,34 @@
 interpreter that runs the engine.
 
 The worker (``streams.ingest``) starts it with ``Committer.start`` as ``python -m streams.committer``
-and hands it each batch's ``Commit`` (``streams.ingest_store``) as ONE message on a pipe
-(``multiprocessing.connection`` framing: a length header, then the batch encoded by
-``streams.batch_codec``).  The process:
+and hands it each batch's ``Commit`` (``streams.ingest_store``) on a pipe
+(``multiprocessing.connection`` framing: a length header, then a kind byte and the rows encoded by
+``streams.batch_codec``): first, optionally, PART messages with the archive rows of the parts of
+the batch applied so far (``Committer.send_part``), then one WHOLE message with the rest, the
+projection rows and the offsets (``Committer.submit``).  The process:
 
 1. relays the outbox rows a previous run left unpublished (``streams.outbox``), marking them
    published in their own transactions, before it reads the first message;
-2. for each message writes the whole ``Commit`` in ONE transaction (``write_commit``), together
-   with the marks of the decisions it published since its last transaction, and acknowledges it;
+2. writes a batch's messages in ONE transaction (``write_in``) — opened by its first message,
+   with the marks of the decisions published since the last transaction — commits it with the
+   WHOLE message and acknowledges it;
 3. then publishes that batch's decisions to the decisions topic (key = cluster, headers ``cause``
    and ``seq``) and waits for the broker's acknowledgement; the marks go into the next
    transaction, or into a transaction of their own when no message arrives within
-   ``MARK_AFTER_IDLE`` seconds;
+   ``MARK_AFTER_IDLE`` seconds and no batch is open;
 4. on a ``stop`` message writes the last marks, replies with the number of decisions published and
    exits.
 
 Crash safety.  A message is read whole or not at all (a worker dying mid-send leaves a short
-message: the read ends with ``EOFError`` and nothing is committed), so a transaction always holds a
-whole batch and its offsets.  The process dies with the worker: on Linux the kernel kills it
-(``PR_SET_PDEATHSIG``) the moment its parent ends, and everywhere it exits at end of file on its
-pipe, so a restarted worker never races an orphaned committer (a transaction it had open is rolled
-back when its connection drops).  SIGINT and SIGTERM are ignored here: the worker handles them and
-then stops its committer in order.  Decisions committed but not yet published when anything dies
-are relayed by the next run (step 1): at-least-once on the topic, ``(cluster, seq)`` identifies a
-decision.
+message: the read ends with ``EOFError``), and only a WHOLE message commits, so a transaction
+always holds a whole batch and its offsets; at end of file an open batch is rolled back.  The
+process dies with the worker: on Linux the kernel kills it (``PR_SET_PDEATHSIG``) the moment its
+parent ends, and everywhere it exits at end of file on its pipe, so no batch is committed after
+the worker died and a restarted worker never races an orphaned committer (a transaction it had
+open is rolled back when its connection drops).  SIGINT and SIGTERM are ignored here: the worker
+handles them and then stops its committer in order.  Decisions committed but not yet published
+when anything dies are relayed by the next run (step 1): at-least-once on the topic,
+``(cluster, seq)`` identifies a decision.
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@ Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust
    --db``): archived events (``source_position`` = Kafka offset), decisions, dead letters,
    unpublished outbox rows, periodic snapshots, the changed projection rows of the clusters the
    batch touched, and ``ingest_offsets`` (next offset and last event id per partition) — computed
-   here and handed, as one message, to the committer process (``streams.committer``), which
-   writes it while this process applies the next batch (at most two batches in flight);
+   here and handed to the committer process (``streams.committer``), which writes it while this
+   process applies the next batch (at most two batches in flight).  A batch is applied in
+   ``PARTS_PER_BATCH`` parts: the archive rows of each part but the last go to the committer as
+   soon as the part is applied and are written into the batch's open transaction meanwhile; the
+   last message (rest of the rows, projections, offsets) commits it;
 5. after the commit the committer relays the batch's decisions to ``<prefix>.decisions`` (key =
    cluster, header ``cause``) and marks them published in its next transaction.  The engine's
    interpreter thus never spends time on SQL or on publishing.
