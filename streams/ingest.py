@@ -50,11 +50,11 @@ SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 import gc
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -83,8 +83,8 @@ which writes them in the batch's transaction while the next part is applied (so 
 the last batch before idle waits for one part's rows, not the whole batch's)."""
 DEFAULT_MAX_BATCH = 20_000
 """Records per batch: the per-batch cost of the projections (every queue's rows rendered and compared)
-is spread over more events; on the DLRM trace 20,000 gave 44 % of the engine-only rate where 5,000
-gave 32 % (README "Streaming ingest")."""
+is spread over more events (DLRM trace: 43 % of the engine-only rate at 20,000, 36 % at 40,000, where
+the one-process worker gave 31 % at its former default of 5,000; medians, README "Streaming ingest")."""
 
 
 class IngestError(RuntimeError):
@@ -108,7 +108,7 @@ class _Rebalance(ConsumerRebalanceListener):
 
 
 class _Worker:
-    """The asynchronous side: consumer, producer, rebalances, dead letters, relay, stop and idle."""
+    """The asynchronous side: consumer, dead-letter producer, rebalances, hand-off to the committer, stop and idle."""
 
     def __init__(self, bootstrap: str, store: IngestStore, committer: Committer, topics: Topics, group: str,
                  max_batch: int, exit_when_idle: float | None, session_timeout_ms: int, max_record_bytes: int) -> None:
