@@ -211,7 +211,8 @@ class _Worker:
                 if first is None:
                     first = time.monotonic()
                 dlq = []
-                for part, last in _parts(data, -(-self.max_batch // PARTS_PER_BATCH)):  # the committer writes a part while the next one is applied
+                # the committer writes a part's rows while the next part is applied
+                for part, last in _parts(data, -(-self.max_batch // PARTS_PER_BATCH)):
                     dlq += (await asyncio.to_thread(store.apply, part))[0]
                     if not last:
                         await self.committer.send_part(store.take_part())
