@@ -27,7 +27,8 @@ def ingest(
     topic_prefix: Optional[str] = typer.Option(
         None, "--topic-prefix", help="Topic name prefix (default: $QUOTALEDGER_TOPIC_PREFIX, else quotaledger)."),
     group: str = typer.Option("quotaledger-ingest", "--group", help="Consumer group; progress is stored per group."),
-    max_batch: int = typer.Option(5000, "--max-batch", min=1, help="Most records per batch and SQL transaction."),
+    max_batch: int = typer.Option(20_000, "--max-batch", min=1,  # streams.ingest.DEFAULT_MAX_BATCH (not imported: slow)
+                                  help="Most records per batch and SQL transaction."),
     snapshot_every: int = typer.Option(
         50_000, "--snapshot-every", min=1, help="Events of a cluster between restorable snapshots."),
     snapshot_every_time: Optional[str] = typer.Option(

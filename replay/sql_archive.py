@@ -486,6 +486,21 @@ Writes = list[tuple[str, sa.Table, list | TupleRows]]
 see ``run_writes``."""
 
 
+def writes_by_name(writes: Writes) -> list[tuple[str, str, list]]:
+    """``writes`` with table names instead of ``sa.Table`` objects (picklable, for another process);
+    ``writes_from_names`` turns them back."""
+    return [(op, str(table.name), items) for op, table, items in writes]
+
+
+def writes_from_names(named: list[tuple[str, str, list]]) -> Writes:
+    """The ``Writes`` of ``writes_by_name`` output (tables looked up in ``statemodel.sql_schema``).
+
+    Raises:
+        KeyError: a name is not a table of the schema.
+    """
+    return [(op, s.metadata.tables[name], items) for op, name, items in named]
+
+
 def run_writes(conn: sa.Connection, writes: Writes) -> None:
     """Execute ``writes`` in order in ``conn``'s transaction."""
     for op, table, items in writes:

@@ -194,6 +194,13 @@ class IngestStore:
         stats.dead_letters += len(dlq)
         return dlq, list(batch.outbox)
 
+    def take_part(self) -> Writes:
+        """The archive rows of the batch so far (events, decisions, outbox, dead letters, snapshots),
+        to be written ahead of the rest of the batch in the same transaction; ``prepare`` gives the
+        rest with the projections and the offsets."""
+        self.stats.snapshots += len(self.batch.snapshots)
+        return self.batch.take()
+
     def prepare(self, partitions: set[int], marks: list[outbox.Range]) -> Commit:
         """The transaction of the batch just applied: its rows, the changed projection rows of the
         clusters it changed, the offsets of ``partitions`` and the ``marks`` of published decisions.
@@ -215,25 +222,36 @@ class IngestStore:
         return Commit(marks, writes, offsets)
 
     def write(self, commit: Commit) -> None:
-        """ONE transaction with everything of ``commit``."""
-        with self.db.begin() as conn:
-            outbox.mark_published(conn, commit.marks)
-            run_writes(conn, commit.writes)
-            if commit.offsets:
-                o = s.ingest_offsets.c
-                conn.execute(s.ingest_offsets.delete().where(
-                    o.consumer_group == self.group, o.topic == self.topic,
-                    o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
-                conn.execute(s.ingest_offsets.insert(), commit.offsets)
+        """ONE transaction with everything of ``commit`` (``write_commit``)."""
+        write_commit(self.db, self.group, self.topic, commit)
 
-    def shutdown_snapshots(self, marks: list[outbox.Range]) -> None:
-        """Snapshot every cluster that moved since its newest snapshot, in one transaction (with ``marks``)."""
+    def shutdown_commit(self) -> Commit:
+        """The last transaction of a run: a snapshot of every cluster that moved since its newest one."""
         for cluster in sorted(self.engines):
             engine, position = self.engines[cluster], self.positions[cluster]
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
                 offset = self.next_offsets.get(self.partition_of[cluster])
                 self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
-        self.write(self.prepare(set(), marks))
+        return self.prepare(set(), [])
+
+
+def write_commit(db: sa.Engine, group: str, topic: str, commit: Commit) -> None:
+    """ONE transaction with everything of ``commit`` (``write_in``)."""
+    with db.begin() as conn:
+        write_in(conn, group, topic, commit)
+
+
+def write_in(conn: sa.Connection, group: str, topic: str, commit: Commit) -> None:
+    """Everything of ``commit`` in ``conn``'s transaction: the ``marks`` of published decisions, the
+    ``writes`` and the ``offsets`` of ``group`` on ``topic``."""
+    outbox.mark_published(conn, commit.marks)
+    run_writes(conn, commit.writes)
+    if commit.offsets:
+        o = s.ingest_offsets.c
+        conn.execute(s.ingest_offsets.delete().where(
+            o.consumer_group == group, o.topic == topic,
+            o.topic_partition.in_([r["topic_partition"] for r in commit.offsets])))
+        conn.execute(s.ingest_offsets.insert(), commit.offsets)
 
 
 @dataclass

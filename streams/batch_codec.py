@@ -1,0 +1,102 @@
+"""One batch's transaction as bytes, for the pipe between the ingest worker and its committer
+process (``streams.committer``): ``encode`` there, ``decode`` here, the very same rows out.
+
+Pickling a batch's rows costs the worker about 11 µs per event (DLRM trace, 20,000-event batches),
+a third of what applying the event costs; orjson writes the same rows in about 4 µs.  JSON lacks
+some of the rows' types, so they are carried as follows and restored by ``decode`` from the
+table's column types:
+
+- ``datetime`` (``DateTime`` columns): orjson's RFC 3339 text, read back by ``datetime.fromisoformat``
+  (same instant, same time zone);
+- ``Decimal`` / ``bytes`` / ``replay.sql_db.RawJSON`` (``Numeric`` / ``LargeBinary`` / verbatim
+  JSON text): a one-key object ``{"\\u0000dec" | "\\u0000b64" | "\\u0000raw": text}``;
+- primary keys of ``delete_keys`` writes: lists back to tuples.
+
+Those types are only restored where a row holds them directly (a column value), which is the only
+place the archive puts them (nested values are JSON-ready: ``insert_rows`` serializes them with
+orjson).  Anything else JSON cannot carry exactly (another ``str``/``int``/``dict`` subclass, an
+unknown type, rows that are not dicts) makes ``encode`` fall back to ``pickle`` for that batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from datetime import datetime
+from decimal import Decimal
+
+import orjson
+import sqlalchemy as sa
+
+from replay.sql_archive import Writes, writes_by_name, writes_from_names
+from replay.sql_db import RawJSON
+
+_JSON, _PICKLE = b"J", b"P"
+_DEC, _B64, _RAW = "\x00dec", "\x00b64", "\x00raw"
+
+
+def _default(value: object) -> dict:
+    kind = type(value)
+    if kind is RawJSON:
+        return {_RAW: str.__str__(value)}  # type: ignore[arg-type]
+    if kind is Decimal:
+        return {_DEC: str(value)}
+    if kind is bytes:
+        return {_B64: base64.b64encode(value).decode()}  # type: ignore[arg-type]
+    raise TypeError(kind.__name__)
+
+
+def encode(writes: Writes, offsets: list[dict]) -> bytes:
+    """``writes`` (``replay.sql_archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes."""
+    named = writes_by_name(writes)
+    if all(op != "insert" or not items or type(items[0]) is dict for op, _, items in named):
+        try:
+            return _JSON + orjson.dumps((named, offsets), default=_default, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        except TypeError:
+            pass
+    return _PICKLE + pickle.dumps((named, offsets), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes) -> tuple[Writes, list[dict]]:
+    """What ``encode`` was given.
+
+    Raises:
+        KeyError: a table name that is not in the schema.
+    """
+    if data[:1] == _PICKLE:
+        named, offsets = pickle.loads(data[1:])
+        return writes_from_names(named), offsets
+    named, offsets = orjson.loads(memoryview(data)[1:])
+    writes = writes_from_names(named)
+    for i, (op, table, items) in enumerate(writes):
+        if op == "insert":
+            _restore(table, items)
+        elif op == "delete_keys":
+            writes[i] = (op, table, [tuple(k) for k in items])
+    return writes, offsets
+
+
+def _restore(table: sa.Table, rows: list[dict]) -> None:
+    times = [c.name for c in table.columns if isinstance(c.type, sa.DateTime)]
+    marked = [c.name for c in table.columns if isinstance(c.type, (sa.JSON, sa.Numeric, sa.LargeBinary))]
+    parse = datetime.fromisoformat
+    for row in rows:
+        for name in times:
+            value = row.get(name)
+            if type(value) is str:
+                row[name] = parse(value)
+        for name in marked:
+            value = row.get(name)
+            if type(value) is dict and len(value) == 1:
+                row[name] = _unmark(value)
+
+
+def _unmark(value: dict) -> object:
+    (mark, text), = value.items()
+    if mark == _RAW:
+        return RawJSON(text)
+    if mark == _DEC:
+        return Decimal(text)
+    if mark == _B64:
+        return base64.b64decode(text)
+    return value
