@@ -10,12 +10,14 @@ table's column types:
   (same instant, same time zone);
 - ``Decimal`` / ``bytes`` / ``replay.sql_db.RawJSON`` (``Numeric`` / ``LargeBinary`` / verbatim
   JSON text): a one-key object ``{"\\u0000dec" | "\\u0000b64" | "\\u0000raw": text}``;
-- primary keys of ``delete_keys`` writes: lists back to tuples.
+- primary keys of ``delete_keys`` writes: lists back to tuples;
+- ``replay.sql_archive.TupleRows`` (the hot tables' rows): ``{"\\u0000rows": [columns, rows]}``, each
+  row a JSON array whose ``RawJSON`` values are marked as above.
 
 Those types are only restored where a row holds them directly (a column value), which is the only
 place the archive puts them (nested values are JSON-ready: ``insert_rows`` serializes them with
 orjson).  Anything else JSON cannot carry exactly (another ``str``/``int``/``dict`` subclass, an
-unknown type, rows that are not dicts) makes ``encode`` fall back to ``pickle`` for that batch.
+unknown type, list rows that are not dicts) makes ``encode`` fall back to ``pickle`` for that batch.
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from decimal import Decimal
 import orjson
 import sqlalchemy as sa
 
-from replay.sql_archive import Writes, writes_by_name, writes_from_names
+from replay.sql_archive import TupleRows, Writes, writes_by_name, writes_from_names
 from replay.sql_db import RawJSON
 
 _JSON, _PICKLE = b"J", b"P"
-_DEC, _B64, _RAW = "\x00dec", "\x00b64", "\x00raw"
+_DEC, _B64, _RAW, _ROWS = "\x00dec", "\x00b64", "\x00raw", "\x00rows"
 
 
 def _default(value: object) -> dict:
@@ -49,9 +51,12 @@ def _default(value: object) -> dict:
 def encode(writes: Writes, offsets: list[dict]) -> bytes:
     """``writes`` (``replay.sql_archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes."""
     named = writes_by_name(writes)
-    if all(op != "insert" or not items or type(items[0]) is dict for op, _, items in named):
+    if all(op != "insert" or type(items) is TupleRows or not items or type(items[0]) is dict
+           for op, _, items in named):
+        carried = [(op, name, {_ROWS: [items.columns, items.rows]} if type(items) is TupleRows else items)
+                   for op, name, items in named]
         try:
-            return _JSON + orjson.dumps((named, offsets), default=_default, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+            return _JSON + orjson.dumps((carried, offsets), default=_default, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
         except TypeError:
             pass
     return _PICKLE + pickle.dumps((named, offsets), protocol=pickle.HIGHEST_PROTOCOL)
@@ -69,7 +74,11 @@ def decode(data: bytes) -> tuple[Writes, list[dict]]:
     named, offsets = orjson.loads(memoryview(data)[1:])
     writes = writes_from_names(named)
     for i, (op, table, items) in enumerate(writes):
-        if op == "insert":
+        if op == "insert" and type(items) is dict:
+            columns, rows = items[_ROWS]
+            writes[i] = (op, table, TupleRows(tuple(columns), [
+                tuple(_unmark(v) if type(v) is dict else v for v in row) for row in rows]))
+        elif op == "insert":
             _restore(table, items)
         elif op == "delete_keys":
             writes[i] = (op, table, [tuple(k) for k in items])
