@@ -245,16 +245,31 @@ class _SqliteTimes(dict):
 @functools.lru_cache(maxsize=64)
 def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]
                        ) -> tuple[str, str, list[int], _SqliteTimes | None]:
-    """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended; a
-    ``json_each`` insert and a plain one), the indexes of the ``*_ms`` values those are written
-    from, and the converter of those values."""
+    """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended): a
+    ``json_each`` insert of the rows as they are, which derives each ``DateTime`` text from its
+    ``*_ms`` value in SQL (``_sqlite_time_sql``), and a plain insert whose parameters carry that text;
+    the indexes of the ``*_ms`` values, and the converter the plain insert's parameters use."""
     times = _derived_times(table, columns)
     names = [*columns, *(name for name, _ in times)]
     quote = dialect.identifier_preparer.quote
-    plain = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
-             f"VALUES ({', '.join('?' * len(names))})")
+    listed = ", ".join(quote(c) for c in names)
+    plain = f"INSERT INTO {quote(table.name)} ({listed}) VALUES ({', '.join('?' * len(names))})"
+    values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))]
+    values += [_sqlite_time_sql(f"json_extract(value, '$[{at}]')") for _, at in times]
+    json_sql = f"INSERT INTO {quote(table.name)} ({listed}) SELECT {', '.join(values)} FROM json_each(?)"
     convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
-    return _json_each_insert(dialect, table, names), plain, [at for _, at in times], convert
+    return json_sql, plain, [at for _, at in times], convert
+
+
+def _sqlite_time_sql(ms: str) -> str:
+    """SQL for the text SQLAlchemy's SQLite ``DateTime`` stores (``YYYY-MM-DD HH:MM:SS.ffffff``, UTC)
+    of the epoch-milliseconds integer ``ms`` (NULL stays NULL): whole seconds rounded down, so
+    instants before 1970 keep a fraction in 0..999 ms.  Computed by SQLite itself, so the writer
+    thread spends no GIL-holding time on it; ``tests/test_sql_fast_path.py`` compares the result
+    with SQLAlchemy's own text over the engine's whole time range."""
+    frac = f"((({ms}) % 1000) + 1000) % 1000"
+    return (f"strftime('%Y-%m-%d %H:%M:%S', (({ms}) - {frac}) / 1000, 'unixepoch') "
+            f"|| printf('.%03d000', {frac})")
 
 
 def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str]) -> str:
@@ -269,15 +284,19 @@ _NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
 
 
 def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows) -> None:
-    """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows
-    (each ``DateTime`` column's text appended, what Core would bind for it) go to SQLite as one
-    JSON array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB), inserted by
-    ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``.  The values arrive as
-    they would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite
-    inserts the whole batch in one call, which runs without the GIL (an ``executemany`` takes the
-    GIL back for every row and, next to a busy thread, waits for it each time).  A batch with a
-    NUL in some text goes in with ``executemany`` (``_execute_as_json``)."""
+    """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows go
+    to SQLite as one JSON array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB),
+    inserted by ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``, which also
+    derives each ``DateTime`` column's text from its ``*_ms`` value.  The values arrive as they
+    would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite inserts
+    the whole batch in one call, which runs without the GIL (an ``executemany`` takes the GIL back
+    for every row and, next to a busy thread, waits for it each time).  A batch with a NUL in some
+    text goes in with ``executemany``, each ``DateTime`` text computed in Python (``_SqliteTimes``)."""
     json_sql, sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
+    doc = _json_document(rows.rows)
+    if doc is not None:
+        _execute(conn, json_sql, [(doc,)])
+        return
     if convert is None:
         params: list = rows.rows
     elif len(time_at) == 1:
@@ -285,17 +304,25 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
         params = [row + (convert[row[at]],) for row in rows.rows]
     else:
         params = [row + tuple(convert[row[at]] for at in time_at) for row in rows.rows]
-    _execute_as_json(conn, json_sql, sql, params)
+    _execute(conn, sql, params)
 
 
-def _execute_as_json(conn: sa.Connection, json_sql: str, sql: str, params: list) -> None:
-    """``params`` through the ``json_each`` insert ``json_sql``, or, when a text holds a NUL (SQLite's
-    JSON functions cut text there) or cannot be encoded, through ``executemany`` of ``sql``."""
+def _json_document(params: list) -> str | None:
+    """``params`` as the JSON text a ``json_each`` insert reads, or ``None`` when that would not carry
+    them exactly: a text holds a NUL (SQLite's JSON functions cut text there), or orjson refuses a
+    value."""
     try:
         doc = orjson.dumps(params).decode()
     except orjson.JSONEncodeError:
-        doc = None
-    if doc is None or "\\u0000" in doc:
+        return None
+    return None if "\\u0000" in doc else doc
+
+
+def _execute_as_json(conn: sa.Connection, json_sql: str, sql: str, params: list) -> None:
+    """``params`` through the ``json_each`` insert ``json_sql``, or, when ``_json_document`` cannot
+    carry them, through ``executemany`` of ``sql``."""
+    doc = _json_document(params)
+    if doc is None:
         _execute(conn, sql, params)
     else:
         _execute(conn, json_sql, [(doc,)])
