@@ -32,7 +32,7 @@ from kafka_setup import add_common_arguments, broker, event_file, produce, scrat
 from replay.runner import run_file
 from replay.verify import verify
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS
-from streams.ingest import run_ingest
+from streams.ingest import DEFAULT_MAX_BATCH, run_ingest
 from streams.topics import Topics
 
 
@@ -68,7 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(parser)
     parser.add_argument("--db", help="SQLAlchemy URL for the ingest (default: a scratch PostgreSQL database)")
-    parser.add_argument("--max-batch", type=int, default=5000, help="records per batch / SQL transaction")
+    parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH,
+                        help="records per batch / SQL transaction (default: the worker's own)")
     args = parser.parse_args()
 
     path = event_file(args)

@@ -80,14 +80,37 @@ def _run(source: str, on_decision: Any = None, watch: Any = None) -> tuple[Any, 
         raise typer.Exit(1) from exc
 
 
-def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, replace: bool,
-            on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
+SNAPSHOT_EVERY_TIME_HELP = "Also snapshot a cluster whenever its event time crosses a multiple of this Go duration (1h, 30m)."
+
+
+def snapshot_interval_ms(text: str | None) -> int | None:
+    """``--snapshot-every-time`` in milliseconds (``None`` when not given); exits 1 with a message
+    naming the option when it is not a positive Go duration."""
+    from statemodel.errors import EventError
+    from statemodel.timefmt import parse_duration
+
+    if text is None:
+        return None
+    try:
+        every_ms = parse_duration(text, "--snapshot-every-time")
+    except EventError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(1) from None
+    if every_ms < 1:
+        sys.stderr.write("error: --snapshot-every-time must be positive\n")
+        raise typer.Exit(1)
+    return every_ms
+
+
+def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, snapshot_every_ms: int | None,
+            replace: bool, on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
     from replay.sql_db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
-        return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every, replace=replace,
+        return replay_to_db(source, url, batch_size=batch_size, snapshot_every=snapshot_every,
+                            snapshot_every_ms=snapshot_every_ms, replace=replace,
                             on_decision=on_decision, on_reject=_reject_printer(source), watch=watch)
     except SinkError as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -162,6 +185,8 @@ def replay(
         5000, "--batch-size", min=1, help="With --db: input events per database transaction."),
     snapshot_every: int = typer.Option(
         50_000, "--snapshot-every", min=1, help="With --db: events of a cluster between restorable snapshots."),
+    snapshot_every_time: Optional[str] = typer.Option(
+        None, "--snapshot-every-time", help="With --db: " + SNAPSHOT_EVERY_TIME_HELP),
     replace: bool = typer.Option(
         False, "--replace", help="With --db: delete the rows of clusters already in the database first."),
 ) -> None:
@@ -175,6 +200,7 @@ def replay(
     import os
 
     url = db or os.environ.get("QUOTALEDGER_DB") or None
+    every_ms = snapshot_interval_ms(snapshot_every_time)
     with _binary_out(decisions_out) as out:
         on_decision = None
         if out is not None:
@@ -188,7 +214,8 @@ def replay(
             if url is None:
                 engine, result = _run(events, on_decision=on_decision, watch=watch)
             else:
-                engine, result = _run_db(events, url, batch_size, snapshot_every, replace, on_decision, watch)
+                engine, result = _run_db(events, url, batch_size, snapshot_every, every_ms, replace, on_decision,
+                                         watch)
     state = engine.state()
     with _binary_out(state_out) as out:
         if out is not None:

@@ -49,9 +49,7 @@ def ingest(
     Each batch is applied and committed in ONE transaction with the consumed offsets; bad records
     go to the dead-letter topic and table; a restart resumes from the offsets stored in SQL.
     """
-    from quotaledger.cli import db_url
-    from statemodel.errors import EventError
-    from statemodel.timefmt import parse_duration
+    from quotaledger.cli import db_url, snapshot_interval_ms
     from streams.ingest import IngestError, run_ingest
     from streams.log_check import BrokerResetError
     from streams.topics import DEFAULT_PREFIX, Topics
@@ -60,16 +58,7 @@ def ingest(
     if not bootstrap:
         sys.stderr.write("error: no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP\n")
         raise typer.Exit(1)
-    every_ms = None
-    if snapshot_every_time is not None:
-        try:
-            every_ms = parse_duration(snapshot_every_time, "--snapshot-every-time")
-        except EventError as exc:
-            sys.stderr.write(f"error: {exc}\n")
-            raise typer.Exit(1) from None
-        if every_ms < 1:
-            sys.stderr.write("error: --snapshot-every-time must be positive\n")
-            raise typer.Exit(1)
+    every_ms = snapshot_interval_ms(snapshot_every_time)
     prefix = topic_prefix or os.environ.get("QUOTALEDGER_TOPIC_PREFIX") or DEFAULT_PREFIX
     try:
         stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,

@@ -86,13 +86,14 @@ class SqlSink:
     """Batches archive rows (``replay.sql_archive.ArchiveBatch``) and writes them; see the module
     docstring.  Use via ``replay_to_db``."""
 
-    def __init__(self, db: sa.Engine, source: str, replace: bool, snapshot_every: int) -> None:
+    def __init__(self, db: sa.Engine, source: str, replace: bool, snapshot_every: int,
+                 snapshot_every_ms: int | None = None) -> None:
         self.db = db
         self.source = source
         self.replace = replace
         self.positions: dict[str, int] = {}
         self.to_clear: list[str] = []
-        self.batch = ArchiveBatch(snapshot_every=snapshot_every)
+        self.batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms)
         self.written_any = False
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quotaledger-sql-writer")
         self.in_flight: Future[None] | None = None
@@ -195,6 +196,7 @@ def replay_to_db(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+    snapshot_every_ms: int | None = None,
     replace: bool = False,
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
@@ -204,8 +206,10 @@ def replay_to_db(
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
     ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
-    ``snapshot_every`` events of a cluster a restorable snapshot of that cluster is written in the
-    same transaction as the events it covers; at the end, one more after the projections.
+    ``snapshot_every`` events of a cluster — and, with ``snapshot_every_ms``, whenever the cluster's
+    event clock crosses a multiple of that many milliseconds — a restorable snapshot of that cluster
+    is written in the same transaction as the events it covers; at the end, one more after the
+    projections.
 
     Raises:
         SinkError: schema cannot be upgraded, a cluster already in the database without
@@ -219,7 +223,7 @@ def replay_to_db(
     upgrade_schema(url)
     db = create_db_engine(url)
     engine = Engine()
-    sink = SqlSink(db, source, replace, snapshot_every)
+    sink = SqlSink(db, source, replace, snapshot_every, snapshot_every_ms)
     batch = sink.batch
     add_applied, add_rejected = batch.add_applied, batch.add_rejected
     positions = sink.positions

@@ -63,6 +63,28 @@ def _hashes(url: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- replay --db
 
 
+def test_snapshot_every_event_time(db: str) -> None:
+    """--snapshot-every-time 15m: the example's clock (one event per line, 09:00 → 10:00) enters a
+    new quarter hour at lines 18 (09:15), 25 (09:30), 32 (09:45) and 39 (10:00), so snapshots cover
+    the first 18, 25, 32 and 39 events; the final snapshot would be at 39 too and is not repeated."""
+    runner = CliRunner()
+    out = runner.invoke(app, ["replay", str(EXAMPLE), "--db", db, "--batch-size", "5", "--snapshot-every", "1000",
+                              "--snapshot-every-time", "15m"])
+    assert out.exit_code == 0, out.output
+    positions = [r.position for r in _rows(db, sa.select(s.snapshots.c.position).order_by(s.snapshots.c.position))]
+    assert positions == [18, 25, 32, 39]
+    assert verify(db).ok
+
+
+@pytest.mark.parametrize("value", ["0s", "soon"])
+def test_snapshot_every_time_must_be_a_positive_duration(value: str, tmp_path: Path) -> None:
+    out = CliRunner().invoke(app, ["replay", str(EXAMPLE), "--db", f"sqlite:///{tmp_path / 'x.db'}",
+                                   "--snapshot-every-time", value])
+    assert out.exit_code == 1
+    assert "--snapshot-every-time" in out.output
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_example_into_db_matches_engine(db: str, tmp_path: Path) -> None:
     expected = []
     engine, result = run_file(str(EXAMPLE), on_decision=lambda d: expected.append(d.to_json()))
