@@ -252,11 +252,11 @@ def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str,
     times = _derived_times(table, columns)
     names = [*columns, *(name for name, _ in times)]
     quote = dialect.identifier_preparer.quote
-    listed = ", ".join(quote(c) for c in names)
-    plain = f"INSERT INTO {quote(table.name)} ({listed}) VALUES ({', '.join('?' * len(names))})"
+    plain = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+             f"VALUES ({', '.join('?' * len(names))})")
     values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))]
     values += [_sqlite_time_sql(f"json_extract(value, '$[{at}]')") for _, at in times]
-    json_sql = f"INSERT INTO {quote(table.name)} ({listed}) SELECT {', '.join(values)} FROM json_each(?)"
+    json_sql = _json_each_insert(dialect, table, names, values)
     convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
     return json_sql, plain, [at for _, at in times], convert
 
@@ -272,11 +272,16 @@ def _sqlite_time_sql(ms: str) -> str:
             f"|| printf('.%03d000', {frac})")
 
 
-def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str]) -> str:
-    """An insert of the rows of a JSON array of arrays (values in the order of ``names``)."""
+def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str],
+                      values: Sequence[str] | None = None) -> str:
+    """An insert of the rows of a JSON array of arrays into the columns ``names``: each column's SQL
+    expression from ``values`` (over the row ``value``), by default the row's element at the
+    column's own index."""
     quote = dialect.identifier_preparer.quote
-    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(names)))
-    return f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) SELECT {values} FROM json_each(?)"
+    if values is None:
+        values = [f"json_extract(value, '$[{i}]')" for i in range(len(names))]
+    return (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+            f"SELECT {', '.join(values)} FROM json_each(?)")
 
 
 _NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
