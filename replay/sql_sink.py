@@ -82,6 +82,13 @@ def short_gil_switches() -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
+def _delete_clusters(conn: sa.Connection, clusters: list[str]) -> None:
+    """Delete every row of these clusters from every per-cluster table, in ``conn``'s transaction."""
+    for cluster in clusters:
+        for table in CLUSTER_TABLES:
+            conn.execute(table.delete().where(table.c.cluster == cluster))
+
+
 class SqlSink:
     """Batches archive rows (``replay.sql_archive.ArchiveBatch``) and writes them; see the module
     docstring.  Use via ``replay_to_db``."""
@@ -130,9 +137,7 @@ class SqlSink:
 
     def _write(self, clear: list[str], writes: Writes) -> None:
         with self.db.begin() as conn:
-            for cluster in clear:
-                for table in CLUSTER_TABLES:
-                    conn.execute(table.delete().where(table.c.cluster == cluster))
+            _delete_clusters(conn, clear)
             run_writes(conn, writes)
 
     def wait(self) -> None:
@@ -179,11 +184,8 @@ class SqlSink:
         if not self.written_any:
             return
         with self.db.begin() as conn:
-            for cluster in self.positions:
-                if cluster in self.to_clear:
-                    continue  # nothing of this run was written for it yet, its old rows are intact
-                for table in CLUSTER_TABLES:
-                    conn.execute(table.delete().where(table.c.cluster == cluster))
+            # a cluster still to clear had nothing of this run written yet: its old rows are intact
+            _delete_clusters(conn, [c for c in self.positions if c not in self.to_clear])
 
     def close(self) -> None:
         """Stop the writer thread (after the transaction in flight, if any)."""
