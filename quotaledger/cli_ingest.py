@@ -50,16 +50,17 @@ def ingest(
     go to the dead-letter topic and table; a restart resumes from the offsets stored in SQL.
     """
     from quotaledger.cli import db_url, snapshot_interval_ms
+    from replay.sources import BOOTSTRAP_ENV
     from streams.ingest import IngestError, run_ingest
     from streams.log_check import BrokerResetError
-    from streams.topics import DEFAULT_PREFIX, Topics
+    from streams.topics import DEFAULT_PREFIX, PREFIX_ENV, Topics
 
-    bootstrap = bootstrap or os.environ.get("QUOTALEDGER_BOOTSTRAP")
+    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
     if not bootstrap:
         sys.stderr.write("error: no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP\n")
         raise typer.Exit(1)
     every_ms = snapshot_interval_ms(snapshot_every_time)
-    prefix = topic_prefix or os.environ.get("QUOTALEDGER_TOPIC_PREFIX") or DEFAULT_PREFIX
+    prefix = topic_prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
     try:
         stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
                            exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,

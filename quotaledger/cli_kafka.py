@@ -9,15 +9,15 @@ import sys
 import typer
 from rich.console import Console
 
-BOOTSTRAP_ENV = "QUOTALEDGER_BOOTSTRAP"
-PREFIX_ENV = "QUOTALEDGER_TOPIC_PREFIX"
+from replay.sources import BOOTSTRAP_ENV
+from streams.topics import DEFAULT_PREFIX, PREFIX_ENV
 
 
 def produce(
     events: str = typer.Argument(..., help="NDJSON events file (.gz accepted), or - for stdin."),
     bootstrap: str = typer.Option(..., "--bootstrap", envvar=BOOTSTRAP_ENV,
                                   help="Kafka bootstrap servers HOST:PORT[,HOST:PORT]."),
-    topic_prefix: str = typer.Option("quotaledger", "--topic-prefix", envvar=PREFIX_ENV,
+    topic_prefix: str = typer.Option(DEFAULT_PREFIX, "--topic-prefix", envvar=PREFIX_ENV,
                                      help="Topic names are PREFIX.events, PREFIX.decisions, PREFIX.events.dlq."),
     partitions: int = typer.Option(3, "--partitions", min=1,
                                    help="Partitions of the topics when they are created (existing ones are kept)."),

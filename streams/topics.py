@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 DEFAULT_PREFIX = "quotaledger"
 
+PREFIX_ENV = "QUOTALEDGER_TOPIC_PREFIX"
+"""Environment variable giving the prefix when ``--topic-prefix`` is not given."""
+
 
 @dataclass(frozen=True, slots=True)
 class Topics:
