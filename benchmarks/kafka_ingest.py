@@ -96,7 +96,7 @@ def main() -> None:
         same = checked.ok and checked.hash == engine.hash
         print(f"  store verifies and equals the file replay: {'yes' if same else 'NO: ' + checked.summary()}")
 
-    ingest_eps, raw_eps, engine_eps = stats.consumed / stats.seconds, n / raw_s, replayed.events_per_second
+    ingest_eps, raw_eps, engine_eps = stats.events_per_second, n / raw_s, replayed.events_per_second
     print()
     print(f"{'path':<42} {'events/s':>10} {'vs engine':>10} {'vs raw':>8}")
     for name, eps in (("(a) raw aiokafka getmany + orjson", raw_eps),

@@ -231,8 +231,6 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
     """Steps 1-4 of the module docstring."""
     import time
 
-    from aiokafka import AIOKafkaProducer
-
     from replay.sql_db import create_db_engine
     from streams import outbox
     from streams.ingest_store import Commit, write_commit, write_in
@@ -250,9 +248,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
 
     try:
         if config.publish:
-            producer = AIOKafkaProducer(bootstrap_servers=config.bootstrap, enable_idempotence=False, acks="all",
-                                        linger_ms=5, max_batch_size=1_048_576,
-                                        max_request_size=max(1_048_576, 2 * config.max_record_bytes))
+            producer = outbox.decisions_producer(config.bootstrap, config.max_record_bytes)
             await producer.start()
             while True:
                 with db.connect() as conn:

@@ -57,11 +57,12 @@ import time
 from collections.abc import Iterator
 
 import sqlalchemy as sa
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from replay.runner import gc_paused
 from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
 from replay.sql_db import create_db_engine, upgrade_schema
+from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.committer import Committer, CommitterConfig, CommitterError
 from streams.ingest_store import IngestStats, IngestStore
@@ -132,9 +133,7 @@ class _Worker:
             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=max(100, session_timeout_ms // 4),
             max_partition_fetch_bytes=max(8_388_608, max_record_bytes + 1024),
             fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
-        self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all",
-                                         linger_ms=5, max_batch_size=1_048_576,
-                                         max_request_size=max(1_048_576, 2 * max_record_bytes))
+        self.producer = outbox.decisions_producer(bootstrap, max_record_bytes)
 
     def assigned(self, assigned: set[TopicPartition]) -> None:
         """Seek to the stored offsets (offset 0 when none; the consumer moves to the log start when that
@@ -213,10 +212,10 @@ class _Worker:
                 dlq = []
                 # the committer writes a part's rows while the next part is applied
                 for part, last in _parts(data, -(-self.max_batch // PARTS_PER_BATCH)):
-                    dlq += (await asyncio.to_thread(store.apply, part))[0]
+                    dlq += await asyncio.to_thread(store.apply, part)
                     if not last:
                         await self.committer.send_part(store.take_part())
-                commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data}, [])
+                commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data})
                 if dlq:
                     await self._send_dead_letters(dlq)
                 await self.committer.submit(commit, first)  # in batch order, applied meanwhile

@@ -124,7 +124,6 @@ class IngestStore:
         self.engines[cluster] = engine
         self.positions[cluster] = end
         self.partition_of[cluster] = partition
-        self.projections.forget([cluster])
         return engine
 
     def drop_partitions(self, partitions: set[int]) -> None:
@@ -139,8 +138,9 @@ class IngestStore:
             self.last_ids.pop(p, None)
 
     def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
-              ) -> tuple[list[tuple[bytes | None, bytes | None, list]], list[dict]]:
-        """Decode and apply one batch; returns ``(dead-letter messages, outbox rows)``."""
+              ) -> list[tuple[bytes | None, bytes | None, list]]:
+        """Decode and apply one batch; returns its dead-letter messages (its outbox rows go to the
+        committer with the batch's writes)."""
         stats, batch, positions = self.stats, self.batch, self.positions
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
         dirty = self.dirty
@@ -192,7 +192,7 @@ class IngestStore:
                 self.next_offsets[p] = next_offset
                 self.last_ids[p] = last_id
         stats.dead_letters += len(dlq)
-        return dlq, list(batch.outbox)
+        return dlq
 
     def take_part(self) -> Writes:
         """The archive rows of the batch so far (events, decisions, outbox, dead letters, snapshots),
@@ -201,12 +201,12 @@ class IngestStore:
         self.stats.snapshots += len(self.batch.snapshots)
         return self.batch.take()
 
-    def prepare(self, partitions: set[int], marks: list[outbox.Range]) -> Commit:
+    def prepare(self, partitions: set[int]) -> Commit:
         """The transaction of the batch just applied: its rows, the changed projection rows of the
-        clusters it changed, the offsets of ``partitions`` and the ``marks`` of published decisions.
-        Computed before the next batch is applied (it reads the engines), written by ``write``."""
-        self.stats.snapshots += len(self.batch.snapshots)
-        writes = self.batch.take()
+        clusters it changed and the offsets of ``partitions`` (the marks of published decisions are
+        the committer's to add).  Computed before the next batch is applied (it reads the engines),
+        written by ``write``."""
+        writes = self.take_part()
         dirty, self.dirty = self.dirty, {}
         for cluster in sorted(dirty):
             engine = self.engines[cluster]
@@ -219,7 +219,7 @@ class IngestStore:
         offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
                     "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
                    for p in sorted(partitions)]
-        return Commit(marks, writes, offsets)
+        return Commit([], writes, offsets)
 
     def write(self, commit: Commit) -> None:
         """ONE transaction with everything of ``commit`` (``write_commit``)."""
@@ -232,7 +232,7 @@ class IngestStore:
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
                 offset = self.next_offsets.get(self.partition_of[cluster])
                 self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)
-        return self.prepare(set(), [])
+        return self.prepare(set())
 
 
 def write_commit(db: sa.Engine, group: str, topic: str, commit: Commit) -> None:

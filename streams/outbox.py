@@ -25,6 +25,14 @@ Range = tuple[str, int, int]
 """``(cluster, first seq, last seq)`` of published decisions."""
 
 
+def decisions_producer(bootstrap: str, max_record_bytes: int) -> AIOKafkaProducer:
+    """The producer of the decisions (and dead-letter) topics: ``acks=all`` without the idempotent
+    producer (the dev broker lacks it; ``(cluster, seq)`` identifies a repeated decision), batches of
+    up to 1 MiB, requests big enough for a dead letter of ``max_record_bytes`` (bytes).  Not started."""
+    return AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks="all", linger_ms=5,
+                            max_batch_size=1_048_576, max_request_size=max(1_048_576, 2 * max_record_bytes))
+
+
 async def publish(producer: AIOKafkaProducer, topic: str, rows: list[dict]) -> list[Range]:
     """Send outbox ``rows`` (``cluster``, ``seq``, ``payload``; in seq order per cluster) and wait
     for every acknowledgement; returns the ranges to mark published.

@@ -64,7 +64,7 @@ def test_per_batch_projections_equal_a_full_rewrite(ops, cuts):
             batch = [_record(o, values[o]) for o in range(offset, min(offset + size, len(values)))]
             offset += len(batch)
             store.apply({TP: batch})
-            store.write(store.prepare({TP.partition}, []))
+            store.write(store.prepare({TP.partition}))
             for cluster, engine in store.engines.items():
                 if cluster not in engine.clusters:
                     continue
