@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Optional
 
-import orjson
 import typer
 from rich import box
 from rich.console import Console
@@ -28,12 +27,6 @@ def _time_option(value: str | None, name: str) -> int | None:
         return parse_time(value, name) if value is not None else None
     except EventError as exc:
         raise _fail(str(exc), 2) from None
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
-    sys.stdout.buffer.flush()
 
 
 # --------------------------------------------------------------------------- explain --db
@@ -125,9 +118,7 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
 
 def _ms(value: int | None) -> str:
     """Milliseconds as seconds for a table cell (``-`` for none)."""
-    if value is None:
-        return "-"
-    return f"{value / 1000:+g}s" if value < 0 else f"{value / 1000:g}s"
+    return "-" if value is None else f"{value / 1000:g}s"
 
 
 def _delta(value: int | None) -> str:
@@ -144,12 +135,10 @@ def _mean(resource: str, value: int) -> str:
     return text
 
 
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
 def print_whatif(console: Console, report: dict) -> None:
     """Rich rendering of ``WhatIfReport.to_json()``: changed decisions, wait times, utilization."""
+    from replay.report_page import percent
+
     fork = report["fork"]
     console.print(f"[bold]what-if[/bold] cluster {report['cluster']}: fork at "
                   f"{fork['from'] or 'the start'} (position {fork['position']}, snapshot at {fork['snapshotPosition']}), "
@@ -195,7 +184,7 @@ def print_whatif(console: Console, report: dict) -> None:
         table.add_row(row["clusterQueue"], row["flavor"], res,
                       f"{_mean(res, b['meanUsage'])} → {_mean(res, w['meanUsage'])}",
                       f"{_mean(res, b['meanNominal'])} → {_mean(res, w['meanNominal'])}",
-                      _ratio(b["utilization"]), _ratio(w["utilization"]), delta)
+                      percent(b["utilization"]), percent(w["utilization"]), delta)
     console.print(table)
     for label, branch in report["branches"].items():
         console.print(f"{label}: {branch['decisions']} decisions after the fork, ends {branch['end']}, "
@@ -222,7 +211,7 @@ def register(app: typer.Typer) -> None:
         Reads the database only (nothing is written).  Patch ids are prefixed with `whatif:`; at equal
         times a patch event goes before the archived ones.
         """
-        from quotaledger.cli import _console, db_url
+        from quotaledger.cli import _console, _dump_state, db_url
         from replay.sql_db import SinkError
         from replay.whatif import WhatIfError, whatif as run_whatif
 
@@ -236,6 +225,8 @@ def register(app: typer.Typer) -> None:
         except (OSError, EOFError) as exc:
             raise _fail(f"cannot read {patch}: {exc}", 1) from None
         if as_json:
-            _print_json(report)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(_dump_state(report))
+            sys.stdout.buffer.flush()
             return
         print_whatif(_console(), report)

@@ -305,8 +305,6 @@ def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], pa
     merged = heapq.merge(*[[(t, i, k, v) for t, k, v in st] for i, st in enumerate(streams)], key=lambda c: c[0])
     borrowed: dict[Key, int] = {}  # Σ over children of max(0, level − nominal)
     t_prev = start
-    for c in children:
-        c.since = {}
 
     def close_interval(t: int) -> None:
         dt = t - t_prev

@@ -1,8 +1,8 @@
 """Finding and importing a trace by name (``dlrm``, ``openb``) or path, and reading ``--until``.
 
 Where a named trace is found, first match wins: ``$QUOTALEDGER_TRACES/<folder>``, then
-``shared/data/traces/<folder>`` beside the repository (:func:`trace_root`), then — for ``dlrm``
-only — the gzipped copy shipped inside the package (``replay/traces_data/``, with its README:
+``shared/data/traces/<folder>`` beside the repository (found from the working directory or this
+package upwards), then — for ``dlrm`` only — the gzipped copy shipped inside the package (``replay/traces_data/``, with its README:
 source, commit, terms, citation).  openb is not shipped: its terms ask that it not be
 redistributed as part of a product.
 """
@@ -21,7 +21,7 @@ from replay.importers.mapping import import_csv, parse_iso_ms
 from replay.importers.openb import PODS_FILE as OPENB_FILE
 from replay.importers.openb import import_openb
 
-__all__ = ["SHIPPED", "PACKAGED", "trace_root", "trace_dir", "load_trace", "parse_until"]
+__all__ = ["SHIPPED", "PACKAGED", "trace_dir", "load_trace", "parse_until"]
 
 SHIPPED = {"dlrm": "alibaba-gpu-v2025-dlrm", "openb": "alibaba-gpu-v2023-openb"}
 """Trace names → folder under the shared traces directory."""
@@ -39,23 +39,6 @@ def _beside_repository() -> Path | None:
             if candidate.is_dir():
                 return candidate
     return None
-
-
-def trace_root() -> Path:
-    """The shared traces directory: ``$QUOTALEDGER_TRACES`` when set, else the first
-    ``shared/data/traces`` found next to an ancestor of the working directory or of this package
-    (the repository sits beside ``shared/``).
-
-    Raises:
-        TraceImportError: not found.
-    """
-    env = os.environ.get("QUOTALEDGER_TRACES")
-    if env:
-        return Path(env)
-    found = _beside_repository()
-    if found is None:
-        raise TraceImportError("cannot find the shared traces directory (shared/data/traces); set QUOTALEDGER_TRACES")
-    return found
 
 
 def trace_dir(name: str) -> Path:

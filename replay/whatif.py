@@ -46,6 +46,7 @@ import sqlalchemy as sa
 
 from replay.ndjson import iter_lines
 from replay.point_in_time import archived_events, end_position, restore, stored_cluster
+from replay.report import percentile
 from replay.runner import gc_paused
 from replay.sql_db import SinkError, create_db_engine, redacted
 from statemodel.cluster import ClusterState
@@ -227,18 +228,13 @@ class Branch:
 # --------------------------------------------------------------------------- comparison
 
 
-def nearest_rank(sorted_ms: list[int], p: int) -> int:
-    """The nearest-rank ``p``-th percentile of a non-empty ascending list (integers only)."""
-    return sorted_ms[max(0, (p * len(sorted_ms) + 99) // 100 - 1)]
-
-
 def wait_stats(waits: list[Wait]) -> dict:
     """``{count, pending, p50Ms, p95Ms, maxMs}`` of some waits (``None`` values when there are none)."""
     values = sorted(w.wait_ms for w in waits)
     out: dict[str, Any] = {"count": len(values), "pending": sum(1 for w in waits if w.pending)}
     for p in PERCENTILES:
-        out[f"p{p}Ms"] = nearest_rank(values, p) if values else None
-    out["maxMs"] = values[-1] if values else None
+        out[f"p{p}Ms"] = percentile(values, p)
+    out["maxMs"] = percentile(values, 100)
     return out
 
 
@@ -353,8 +349,9 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
     try:
         with db.connect() as conn:
             cluster = stored_cluster(conn, cluster)
-            end_position(conn, cluster, None, None)  # refuses a cluster with no archived events
-            fork = 0 if from_ms is None else end_position(conn, cluster, from_ms - 1, None)
+            # refuses a cluster with no archived events
+            end = end_position(conn, cluster, None if from_ms is None else from_ms - 1, None)
+            fork = 0 if from_ms is None else end
             engine, snapshot_position = restore(conn, cluster, fork)
             tail = list(archived_events(conn, cluster, fork))
     except sa.exc.SQLAlchemyError as exc:

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from quotaledger.cli import app
 from replay.sql_sink import replay_to_db
-from replay.whatif import WhatIfError, merge, nearest_rank, whatif
+from replay.report import percentile
+from replay.whatif import WhatIfError, merge, whatif
 from statemodel import sql_schema as s
 from statemodel.events import parse_event
 from tests.scenario import USAGE_BASED, Scenario, rfc3339
@@ -207,9 +208,9 @@ def test_cli_table_and_json(db: str, tmp_path: Path) -> None:
     assert out.exit_code == 1 and "no events of cluster 'nope'" in out.output
 
 
-def test_nearest_rank() -> None:
+def test_nearest_rank_percentile() -> None:
     values = list(range(1, 21))  # 1..20
-    assert nearest_rank(values, 50) == 10 and nearest_rank(values, 95) == 19 and nearest_rank([7], 95) == 7
+    assert percentile(values, 50) == 10 and percentile(values, 95) == 19 and percentile([7], 95) == 7
 
 
 def _ms(seconds: float) -> int:
