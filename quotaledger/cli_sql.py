@@ -87,7 +87,7 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
     in, its own charge included — or ``None`` for an observed admission (no engine decision)."""
     import sqlalchemy as sa
 
-    from replay.point_in_time import engine_at
+    from replay.point_in_time import restore
     from replay.sql_db import SinkError, create_db_engine
     from statemodel import sql_schema as s
     from statemodel.explain import explain
@@ -96,17 +96,16 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
     db = create_db_engine(url)
     try:
         with db.connect() as conn:
-            row = conn.execute(sa.select(d.seq, d.cause_event_id, d.payload).where(
+            row = conn.execute(sa.select(d.seq, d.cause_event_id, d.cause_position, d.payload).where(
                 d.cluster == cluster, d.workload == workload, d.type == "Admitted", d.cause_position < end,
             ).order_by(d.seq.desc()).limit(1)).first()
-    finally:
-        db.dispose()
-    if row is None:
-        return None
-    try:
-        then, _, _ = engine_at(url, cluster, seq=row.seq)
+            if row is None:
+                return None
+            then, _ = restore(conn, cluster, row.cause_position + 1)  # right after the admitting event
     except SinkError as exc:
         raise _fail(str(exc), 1) from None
+    finally:
+        db.dispose()
     payload = row.payload
     return {"seq": row.seq, "cause": row.cause_event_id, "time": payload.get("time"),
             "borrowing": payload.get("borrowing"), "podSetAssignments": payload.get("podSetAssignments"),

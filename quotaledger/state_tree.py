@@ -66,12 +66,13 @@ def _attribute_lending(children: list[dict[tuple[str, str], Row]]) -> None:
                 rows[fr]["lent"] = taken * (rows[fr]["idle"] or 0) // idle
 
 
-def _admitted_usage(workloads: dict, local_queue: str) -> dict[str, dict[str, int]]:
-    """Flavor → resource → base units admitted through one LocalQueue."""
-    out: dict[str, dict[str, int]] = {}
+def _admitted_usage(workloads: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """LocalQueue → flavor → resource → base units admitted through it, in one pass over the workloads."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
     for w in workloads.values():
-        if w.get("status") != "Admitted" or w.get("localQueue") != local_queue:
+        if w.get("status") != "Admitted":
             continue
+        by_flavor = out.setdefault(w.get("localQueue"), {})
         for ps in w.get("podSetAssignments") or ():
             for res, amount in ps.get("resourceUsage", {}).items():
                 flavor = ps.get("flavors", {}).get(res, "-")
@@ -79,7 +80,7 @@ def _admitted_usage(workloads: dict, local_queue: str) -> dict[str, dict[str, in
                     value = parse_quantity(res, amount, "resourceUsage")
                 except EventError:
                     continue
-                per = out.setdefault(flavor, {})
+                per = by_flavor.setdefault(flavor, {})
                 per[res] = per.get(res, 0) + value
     return out
 
@@ -87,6 +88,7 @@ def _admitted_usage(workloads: dict, local_queue: str) -> dict[str, dict[str, in
 def cluster_tree(name: str, cs: dict) -> Table:
     """The tree table of one cluster's section of the state JSON."""
     cohorts, cqs, lqs = cs.get("cohorts", {}), cs.get("clusterQueues", {}), cs.get("localQueues", {})
+    usage_by_lq = _admitted_usage(cs.get("workloads", {}))
     rows = {("Cohort", n): _rows(c.get("resources", {}), False) for n, c in cohorts.items()}
     rows.update({("ClusterQueue", n): _rows(c.get("resources", {}), True) for n, c in cqs.items()})
     child_cohorts: dict[str | None, list[str]] = {}
@@ -138,7 +140,7 @@ def cluster_tree(name: str, cs: dict) -> Table:
         keys = lqs_of.get(q, [])
         for i, key in enumerate(keys):
             guide = "└─ " if i == len(keys) - 1 else "├─ "
-            usage = _admitted_usage(cs.get("workloads", {}), key)
+            usage = usage_by_lq.get(key, {})
             data: dict[tuple[str, str], Row] = {(f, r): {"usage": v} for f, per in usage.items() for r, v in per.items()}
             add(f"{_indent(prefix)}{guide}LocalQueue {key}", data, consumed(lqs[key]), lqs[key].get("pending", 0))
 
