@@ -3,8 +3,8 @@ replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
 
 - ``ArchiveBatch`` collects the rows of one transaction: ``events`` (applied / duplicate /
   rejected, ``payload`` the received JSON text, ``position`` 0-based per cluster,
-  ``source_position`` the NDJSON line or Kafka offset), ``dead_letters``, ``decisions`` (and, for
-  the worker, the same decisions as ``outbox`` rows), and restorable ``snapshots``
+  ``source_position`` the NDJSON line or Kafka offset), ``dead_letters``, ``decisions`` (the
+  worker's committer adds the same decisions as ``outbox`` rows, ``streams.outbox``), and restorable ``snapshots``
   (``statemodel.snapshot`` of one cluster, hash-chain value as ``state_hash``).  It decides when a
   periodic snapshot is due: every ``snapshot_every`` events of a cluster (``position`` a multiple
   of it) and, optionally, whenever the cluster's event clock crosses a multiple of
@@ -413,23 +413,19 @@ class ArchiveBatch:
     """The archive rows of one transaction; see the module docstring.
 
     ``source`` names where records come from in ``dead_letters.source`` (a file path; the worker
-    passes it per record).  ``outbox=True`` also queues every decision as an unpublished
-    ``outbox`` row.  ``last_snapshot`` maps a cluster to the position of its newest snapshot (kept
+    passes it per record).  ``last_snapshot`` maps a cluster to the position of its newest snapshot (kept
     across batches, so a shutdown snapshot is skipped when one was just taken).
     """
 
-    def __init__(self, *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None,
-                 outbox: bool = False) -> None:
+    def __init__(self, *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None) -> None:
         self.snapshot_every = snapshot_every
         self.snapshot_every_ms = snapshot_every_ms
-        self.with_outbox = outbox
         self.events: list[tuple] = []
         """``EVENT_COLUMNS`` tuples"""
         self.events_no_payload: list[tuple] = []
         """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object)"""
         self.decisions: list[tuple] = []
         """``DECISION_COLUMNS`` tuples"""
-        self.outbox: list[dict] = []
         self.dead: list[dict] = []
         self.snapshots: list[dict] = []
         self.last_snapshot: dict[str, int] = {}
@@ -470,13 +466,10 @@ class ArchiveBatch:
                             RawJSON(line.strip().decode()), "applied" if engine.applied != before else "duplicate",
                             None, None))
         if out:
-            decisions, outbox = self.decisions, self.outbox
+            decisions = self.decisions
             for d in out:
-                payload = d.to_json()
                 decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
-                                  RawJSON(orjson.dumps(payload).decode())))
-                if self.with_outbox:
-                    outbox.append({"cluster": cluster, "seq": d.seq, "payload": payload, "published": False})
+                                  RawJSON(orjson.dumps(d.to_json()).decode())))
         if (position + 1) % self.snapshot_every == 0 or self._time_due(engine, cluster, clock_before):
             self.add_snapshot(engine, cluster, position + 1, source_position)
         return out
@@ -506,8 +499,8 @@ class ArchiveBatch:
             (s.events, TupleRows(EVENT_COLUMNS, self.events)),
             (s.events, TupleRows(EVENT_COLUMNS_NO_PAYLOAD, self.events_no_payload)),
             (s.decisions, TupleRows(DECISION_COLUMNS, self.decisions)),
-            (s.outbox, self.outbox), (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
-        self.events, self.events_no_payload, self.decisions, self.outbox = [], [], [], []
+            (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
+        self.events, self.events_no_payload, self.decisions = [], [], []
         self.dead, self.snapshots = [], []
         return writes
 

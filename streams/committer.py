@@ -11,8 +11,9 @@ projection rows and the offsets (``Committer.submit``).  The process:
 1. relays the outbox rows a previous run left unpublished (``streams.outbox``), marking them
    published in their own transactions, before it reads the first message;
 2. writes a batch's messages in ONE transaction (``write_in``) — opened by its first message,
-   with the marks of the decisions published since the last transaction — commits it with the
-   WHOLE message and acknowledges it;
+   with the marks of the decisions published since the last transaction, and an unpublished
+   ``outbox`` row per decision row (``outbox.add_unpublished``) — commits it with the WHOLE
+   message and acknowledges it;
 3. then publishes that batch's decisions to the decisions topic (key = cluster, headers ``cause``
    and ``seq``) and waits for the broker's acknowledgement; the marks go into the next
    transaction, or into a transaction of their own when no message arrives within
@@ -47,7 +48,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from statemodel import sql_schema as s
 from streams import batch_codec
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Committer:
         self.to_child.send(self.config)
 
     async def submit(self, commit: Commit, started: float | None) -> None:
-        """Queue ``commit`` (``streams.ingest_store.Commit``; its outbox rows are published after it
+        """Queue ``commit`` (``streams.ingest_store.Commit``; its decisions are published after it
         is committed); ``started`` (monotonic time of the run's first record) marks a batch for the
         counters.  Waits while ``depth`` messages are unacknowledged.
 
@@ -241,7 +241,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
     marks: list[outbox.Range] = []
     open_batch: sa.Connection | None = None
     """the connection whose transaction holds the parts of the batch being received"""
-    rows: list[dict] = []
+    rows: list[outbox.Unpublished] = []
 
     def commit(c: Commit) -> None:
         write_commit(db, config.group, config.topic, c)
@@ -274,7 +274,8 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
             writes, offsets = batch_codec.decode(message[1:])
             whole = message[:1] == _WHOLE
             del message
-            rows += [row for op, table, items in writes if op == "insert" and table is s.outbox for row in items]
+            if producer is not None:
+                rows += outbox.add_unpublished(writes)
             if open_batch is None:
                 if whole:
                     commit(Commit(marks, writes, offsets))

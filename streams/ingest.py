@@ -10,7 +10,7 @@ Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust
    crash can repeat a dead letter in the topic but never lose one;
 4. the batch's ONE SQL transaction (``replay.sql_archive``, the same rows as ``quotaledger replay
    --db``): archived events (``source_position`` = Kafka offset), decisions, dead letters,
-   unpublished outbox rows, periodic snapshots, the changed projection rows of the clusters the
+   unpublished outbox rows (added by the committer from the decision rows), periodic snapshots, the changed projection rows of the clusters the
    batch touched, and ``ingest_offsets`` (next offset and last event id per partition) — computed
    here and handed to the committer process (``streams.committer``), which writes it while this
    process applies the next batch (at most two batches in flight).  A batch is applied in
@@ -302,7 +302,7 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
             time.sleep(1.0 + attempt)
     stats = IngestStats()
     db = create_db_engine(db_url)
-    batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms, outbox=publish)
+    batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms)
     store = IngestStore(db, topics.events, group, batch, max_record_bytes, stats)
     committer = Committer(CommitterConfig(db_url, group, topics.events, bootstrap, topics.decisions, publish,
                                           max_record_bytes), stats)

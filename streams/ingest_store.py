@@ -139,8 +139,7 @@ class IngestStore:
 
     def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
               ) -> list[tuple[bytes | None, bytes | None, list]]:
-        """Decode and apply one batch; returns its dead-letter messages (its outbox rows go to the
-        committer with the batch's writes)."""
+        """Decode and apply one batch; returns its dead-letter messages."""
         stats, batch, positions = self.stats, self.batch, self.positions
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
         dirty = self.dirty
@@ -195,7 +194,7 @@ class IngestStore:
         return dlq
 
     def take_part(self) -> Writes:
-        """The archive rows of the batch so far (events, decisions, outbox, dead letters, snapshots),
+        """The archive rows of the batch so far (events, decisions, dead letters, snapshots),
         to be written ahead of the rest of the batch in the same transaction; ``prepare`` gives the
         rest with the projections and the offsets."""
         self.stats.snapshots += len(self.batch.snapshots)

@@ -23,7 +23,7 @@ from streams.batch_codec import decode, encode
 
 def _batch_writes(tmp_path: Path) -> list:
     lines = trace_events(tmp_path / "slice.ndjson")
-    engine, batch, projections = Engine(), ArchiveBatch(snapshot_every=500, outbox=True), ProjectionWriter()
+    engine, batch, projections = Engine(), ArchiveBatch(snapshot_every=500), ProjectionWriter()
     writes: list = []
     for i, line in enumerate(lines):
         batch.add_applied(engine, decode_event(line), i, line, i)

@@ -56,7 +56,7 @@ def test_per_batch_projections_equal_a_full_rewrite(ops, cuts):
         full_db = create_db_engine(f"sqlite:///{Path(tmp) / 'full.db'}")
         for db in (worker_db, full_db):
             s.metadata.create_all(db)
-        store = IngestStore(worker_db, TP.topic, "g", ArchiveBatch(outbox=True), 1_000_000, IngestStats())
+        store = IngestStore(worker_db, TP.topic, "g", ArchiveBatch(), 1_000_000, IngestStats())
         offset = 0
         for size in itertools.cycle(cuts):
             if offset >= len(values):
