@@ -45,7 +45,9 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.event_types import Event
 from statemodel.snapshot import dump as dump_snapshot
+from statemodel.state_view import WorkloadRecord, render_cluster, workload_records
 from statemodel.version import ENGINE_VERSION
+from statemodel.workload import ADMITTED, PENDING
 
 STATE_ENCODING = "engine-snapshot-v1"
 """``snapshots.state_encoding`` of the blobs written here: ``statemodel.snapshot.dump`` of the one
@@ -56,7 +58,14 @@ DEFAULT_SNAPSHOT_EVERY = 50_000
 
 PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workloads, s.fair_sharing)
 
+WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", "priority", "reason", "message",
+                    "position_in_cluster_queue", "position_in_local_queue", "queued_at_ms", "admitted_at_ms",
+                    "borrowing", "admission", "wait_ms")
+"""The columns of the ``workloads`` projection tuples (``queued_at`` / ``admitted_at`` follow from the ``_ms``)."""
+
 _PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
+_PRIMARY_KEY[s.workloads] = operator.itemgetter(0, 1)
+_JSON_NULL = RawJSON("null")
 """A projection row's primary key as a tuple (every projection key has at least two columns)."""
 
 CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
@@ -112,10 +121,16 @@ def _dec(v: float | None) -> Decimal | None:
     return None if v is None else Decimal(repr(v))
 
 
-def projection_rows(cluster: str, cs: dict) -> dict[sa.Table, list[dict]]:
-    """Rows of the projection tables for one cluster's section of the state JSON."""
-    now_ms = time_ms(cs.get("time"))
-    rows: dict[sa.Table, list[dict]] = {t: [] for t in PROJECTIONS}
+def projection_rows(engine: Engine, cluster: str, workloads: Collection[str] | None = None
+                    ) -> dict[sa.Table, list]:
+    """Rows of the projection tables for ``cluster`` of ``engine`` (none when it has no state): the
+    queue tables as dicts, from its section of the state JSON (``render_cluster``); ``workloads``
+    as ``WORKLOAD_COLUMNS`` tuples straight from the state's ``WorkloadRecord``s — all of them, or
+    with ``workloads``, those keys and every pending workload (``workload_records``)."""
+    rows: dict[sa.Table, list] = {t: [] for t in PROJECTIONS}
+    if cluster not in engine.clusters:
+        return rows
+    cs = render_cluster(engine, cluster, with_workloads=False)
     fair: list[dict] = []
 
     def afs(kind: str, name: str, view: dict | None) -> None:
@@ -155,28 +170,30 @@ def projection_rows(cluster: str, cs: dict) -> dict[sa.Table, list[dict]]:
                                      "pending_workloads": lq.get("pending", 0),
                                      "admitted_workloads": lq.get("admitted", 0)})
         afs("local_queue", key, lq.get("admissionFairSharing"))
-    for key, w in cs.get("workloads", {}).items():
-        status = w.get("status")
-        queued = time_ms(w.get("queuedAt"))
-        admitted = time_ms(w.get("admittedAt"))
-        if status == "Admitted" and admitted is not None and queued is not None:
-            wait = admitted - queued
-        elif status == "Pending" and queued is not None and now_ms is not None:
-            wait = now_ms - queued
-        else:
-            wait = None
-        pending = status == "Pending"
-        rows[s.workloads].append({
-            "cluster": cluster, "key": key, "status": status, "cluster_queue": w.get("clusterQueue"),
-            "local_queue": w.get("localQueue"), "priority": w.get("priority", 0),
-            "reason": w.get("reason") if pending else None, "message": w.get("message") if pending else None,
-            "position_in_cluster_queue": w.get("positionInClusterQueue"),
-            "position_in_local_queue": w.get("positionInLocalQueue"),
-            "queued_at": ms_to_datetime(queued), "queued_at_ms": queued,
-            "admitted_at": ms_to_datetime(admitted), "admitted_at_ms": admitted,
-            "borrowing": w.get("borrowing"), "admission": w.get("podSetAssignments"), "wait_ms": wait})
+    now_ms = engine.clusters[cluster].clock_ms
+    rows[s.workloads] = [workload_row(cluster, key, record, now_ms)
+                         for key, record in workload_records(engine, cluster, workloads)]
     rows[s.fair_sharing] = fair
     return rows
+
+
+def workload_row(cluster: str, key: str, record: WorkloadRecord, now_ms: int) -> tuple:
+    """The ``workloads`` projection row (``WORKLOAD_COLUMNS``) of one ``WorkloadRecord``: reason
+    and message of pending workloads only, the assignments as JSON text (JSON ``null`` when not
+    admitted, as a Core insert of ``None`` stores it), ``wait_ms`` = admitted - queued (admitted) or
+    ``now_ms`` - queued (pending)."""
+    (status, cluster_queue, local_queue, priority, queued, reason, message, in_cq, in_lq, assignments,
+     borrowing, admitted, _) = record
+    if status == ADMITTED and admitted is not None:
+        wait: int | None = admitted - queued
+    elif status == PENDING:
+        wait = now_ms - queued
+    else:
+        wait = None
+    pending = status == PENDING
+    return (cluster, key, status, cluster_queue, local_queue, priority, reason, message if pending else None,
+            in_cq, in_lq, queued, admitted, borrowing,
+            _JSON_NULL if assignments is None else RawJSON(orjson.dumps(assignments).decode()), wait)
 
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
@@ -541,54 +558,50 @@ class ProjectionWriter:
     """Keeps the projection tables equal to the state of the clusters it is given (module docstring)."""
 
     def __init__(self) -> None:
-        self._written: dict[str, dict[sa.Table, dict[tuple, dict]]] = {}
+        self._written: dict[str, dict[sa.Table, dict[tuple, dict | tuple]]] = {}
+        self._pending: dict[str, set[str]] = {}
+        """cluster -> keys of the workloads last written as pending"""
 
     def forget(self, clusters: Iterable[str]) -> None:
         """Drop what is known about these clusters' rows (their next write replaces them all)."""
         for cluster in clusters:
             self._written.pop(cluster, None)
+            self._pending.pop(cluster, None)
 
-    def pending_workloads(self, cluster: str) -> set[str] | None:
-        """Keys of the workloads last written as pending (``None``: nothing written yet, the next
-        write must be given the whole state)."""
-        written = self._written.get(cluster)
-        if written is None:
-            return None
-        return {row["key"] for row in written[s.workloads].values() if row["status"] == "Pending"}
+    def write(self, conn: sa.Connection, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> None:
+        """Make ``cluster``'s projection rows those of its state in ``engine``, in ``conn``'s
+        transaction; see ``changes``."""
+        run_writes(conn, self.changes(engine, cluster, touched))
 
-    def write(self, conn: sa.Connection, cluster: str, cs: dict | None,
-              workloads: Collection[str] | None = None) -> None:
-        """Make ``cluster``'s projection rows those of ``cs`` (its section of the state JSON; ``None``:
-        no state, no rows), in ``conn``'s transaction; see ``changes``."""
-        run_writes(conn, self.changes(cluster, cs, workloads))
+    def changes(self, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> Writes:
+        """The writes that make ``cluster``'s projection rows those of its state in ``engine`` (no
+        rows when it has none); from then on they are taken as written.
 
-    def changes(self, cluster: str, cs: dict | None, workloads: Collection[str] | None = None) -> Writes:
-        """The writes that make ``cluster``'s projection rows those of ``cs``; from then on they are
-        taken as written.
-
-        ``workloads``: ``cs`` holds only these workloads (``statemodel.state_view.render_cluster``
-        with the touched keys and ``pending_workloads``); the others keep their rows.  Only allowed
-        after a first write of the whole state.
-
-        Raises:
-            ValueError: ``workloads`` given for a cluster whose rows were never written here.
+        The first write of a cluster (or the first after ``forget``) deletes its rows and inserts
+        them all.  Later ones compare the new rows with the ones written last, by primary key, and
+        delete / insert only those that differ.  ``touched``: keys of the workloads an event or a
+        decision named since the last write; then only those and the workloads last written as
+        pending (whose position and wait move with any event) are rendered and compared, the others
+        keep their rows.  Ignored on a first write.
         """
-        rows = projection_rows(cluster, cs) if cs is not None else {t: [] for t in PROJECTIONS}
-        new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
         written = self._written.get(cluster)
+        pending = self._pending.get(cluster)
+        only = None if written is None or pending is None or touched is None else pending.union(touched)
+        rows = projection_rows(engine, cluster, only)
+        new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
         writes: Writes = []
         if written is None:
-            if workloads is not None:
-                raise ValueError(f"the first projection write of {cluster!r} needs the whole state")
             for table in PROJECTIONS:
                 writes.append(("delete_cluster", table, [cluster]))
-                writes.append(("insert", table, list(new[table].values())))
+                writes.append(("insert", table, _insertable(table, list(new[table].values()))))
             self._written[cluster] = new
+            self._pending[cluster] = {row[1] for row in rows[s.workloads] if row[2] == PENDING}
             return writes
+        now_pending = self._pending[cluster]
         for table in PROJECTIONS:
             cached, after = written[table], new[table]
-            if table is s.workloads and workloads is not None:
-                keys = {(cluster, k) for k in workloads}
+            if table is s.workloads and only is not None:
+                keys = {(cluster, k) for k in only}
                 keys.update(after)
             else:
                 keys = set(cached)
@@ -605,8 +618,18 @@ class ProjectionWriter:
                 else:
                     fresh.append(row)
                     cached[k] = row
+                if table is s.workloads:
+                    if row is not None and row[2] == PENDING:  # type: ignore[index]
+                        now_pending.add(k[1])
+                    else:
+                        now_pending.discard(k[1])
             if gone:
                 writes.append(("delete_keys", table, gone))
             if fresh:
-                writes.append(("insert", table, fresh))
+                writes.append(("insert", table, _insertable(table, fresh)))
         return writes
+
+
+def _insertable(table: sa.Table, rows: list) -> list | TupleRows:
+    """Projection rows as ``run_writes`` inserts them: the ``workloads`` tuples as ``TupleRows``."""
+    return TupleRows(WORKLOAD_COLUMNS, rows) if table is s.workloads else rows

@@ -162,11 +162,10 @@ class SqlSink:
         batch is written), then write the final snapshot of every cluster (dumped while the
         projections are written; skipped when one was just taken at the same position)."""
         self.flush()
-        clusters = engine.state().get("clusters", {})
         projections = ProjectionWriter()
         writes: Writes = []
-        for cluster in sorted(self.positions):
-            writes += projections.changes(cluster, clusters.get(cluster))  # None: only rejected events, no state
+        for cluster in sorted(self.positions):  # a cluster with only rejected events has no state: no rows
+            writes += projections.changes(engine, cluster)
         self._submit(writes)
         for cluster in sorted(self.positions):
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != self.positions[cluster]:

@@ -113,8 +113,19 @@ def _cohorts(cluster: "ClusterState") -> dict:
     return out
 
 
-def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> dict:
-    hierarchy = cluster.hierarchy
+WorkloadRecord = tuple
+"""What the state says of one workload, in this order: ``status``, ``cluster_queue``,
+``local_queue``, ``priority``, ``queued_ms``, ``reason`` (pending only, else ``None``),
+``message`` (pending only, else ``""``), ``position_in_cluster_queue``,
+``position_in_local_queue`` (0-based, pending only, else ``None``), ``podSetAssignments`` (JSON
+value or ``None``), ``borrowing`` (admitted only), ``admitted_ms`` (admitted only),
+``observed`` (admitted only).  The state JSON (``workloads``) and the ``workloads`` projection
+table (``replay.sql_archive.projection_rows``) are both renderings of it."""
+
+
+def _positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+    """``(key -> (position in ClusterQueue, position in LocalQueue), ClusterQueue -> pending count)``
+    over every pending workload, in each queue's own order."""
     positions: dict[str, tuple[int, int]] = {}
     pending_by_cq: dict[str, int] = {}
     for name, queue in cluster.queues.items():
@@ -125,6 +136,70 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> 
             lq_index = per_lq.get(info.local_queue, 0)
             per_lq[info.local_queue] = lq_index + 1
             positions[info.key] = (index, lq_index)
+    return positions, pending_by_cq
+
+
+def _workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, int]],
+                      only: "Collection[str] | None") -> list[tuple[str, WorkloadRecord]]:
+    """``(key, record)`` of every workload, or of the keys in ``only`` that exist and every pending
+    workload; sorted by key."""
+    workloads = cluster.workloads
+    if only is None:
+        keys = sorted(workloads)
+    else:
+        keys = sorted({k for k in only if k in workloads}.union(
+            k for k, info in workloads.items() if info.status == PENDING))
+    out = []
+    for key in keys:
+        info = workloads[key]
+        pending, admitted = info.status == PENDING, info.status == ADMITTED
+        position = positions.get(key)
+        out.append((key, (
+            info.status, info.cluster_queue, info.local_queue, info.obj.priority, info.queued_ms,
+            info.reason if pending else None, str(info.message) if pending else "",
+            position[0] if position else None, position[1] if position else None,
+            assignments_json(info.assignment) if info.assignment is not None else None,
+            info.borrowing if admitted else None,
+            info.admitted_ms if admitted else None,
+            info.observed if admitted else None)))
+    return out
+
+
+def workload_records(engine: "Engine", name: str, only: "Collection[str] | None" = None
+                     ) -> list[tuple[str, WorkloadRecord]]:
+    """``(key, WorkloadRecord)`` of cluster ``name``'s workloads, sorted by key; with ``only``, just
+    those keys (when they exist) and every pending workload, as ``render_cluster`` does.
+
+    Raises:
+        KeyError: ``name`` is not a cluster of ``engine``.
+    """
+    cluster = engine.clusters[name]
+    return _workload_records(cluster, _positions(cluster)[0], only)
+
+
+def _workload_json(record: WorkloadRecord) -> dict:
+    (status, cluster_queue, local_queue, priority, queued_ms, reason, message, in_cq, in_lq, assignments,
+     borrowing, admitted_ms, observed) = record
+    return {
+        "status": status,
+        "clusterQueue": cluster_queue,
+        "localQueue": local_queue,
+        "priority": priority,
+        "queuedAt": format_time(queued_ms),
+        "reason": reason,
+        "message": message,
+        "positionInClusterQueue": in_cq,
+        "positionInLocalQueue": in_lq,
+        "podSetAssignments": assignments,
+        "borrowing": borrowing,
+        "admittedAt": format_time(admitted_ms) if admitted_ms is not None else None,
+        "observedAdmissionAgreed": observed,
+    }
+
+
+def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None, with_workloads: bool = True) -> dict:
+    hierarchy = cluster.hierarchy
+    positions, pending_by_cq = _positions(cluster)
 
     afs_on = cluster.afs.params is not None
     cluster_queues = {}
@@ -143,37 +218,14 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> 
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts: dict[str, list[int]] = {}
-    pending = []
-    for key, info in cluster.workloads.items():
+    for info in cluster.workloads.values():
         counts = lq_counts.setdefault(info.local_queue, [0, 0])
         if info.status == ADMITTED:
             counts[1] += 1
         elif info.status == PENDING:
             counts[0] += 1
-            pending.append(key)
-    if only is None:
-        keys = sorted(cluster.workloads)
-    else:
-        keys = sorted({k for k in only if k in cluster.workloads}.union(pending))
-    workloads = {}
-    for key in keys:
-        info = cluster.workloads[key]
-        position = positions.get(key)
-        workloads[key] = {
-            "status": info.status,
-            "clusterQueue": info.cluster_queue,
-            "localQueue": info.local_queue,
-            "priority": info.obj.priority,
-            "queuedAt": format_time(info.queued_ms),
-            "reason": info.reason if info.status == PENDING else None,
-            "message": str(info.message) if info.status == PENDING else "",
-            "positionInClusterQueue": position[0] if position else None,
-            "positionInLocalQueue": position[1] if position else None,
-            "podSetAssignments": assignments_json(info.assignment) if info.assignment is not None else None,
-            "borrowing": info.borrowing if info.status == ADMITTED else None,
-            "admittedAt": format_time(info.admitted_ms) if info.admitted_ms is not None and info.status == ADMITTED else None,
-            "observedAdmissionAgreed": info.observed if info.status == ADMITTED else None,
-        }
+    workloads = {key: _workload_json(record) for key, record in _workload_records(cluster, positions, only)
+                 } if with_workloads else {}
 
     local_queues = {}
     for key in sorted(cluster.local_queues):
@@ -195,17 +247,19 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None) -> 
     }
 
 
-def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | None" = None) -> dict:
+def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | None" = None, *,
+                   with_workloads: bool = True) -> dict:
     """One cluster's section of the state JSON (with its ``hash``).
 
     With ``workloads``, the ``workloads`` map holds only those keys and every pending workload (whose
     queue position and wait move with any event): the workloads whose view can have changed since the
     rest was rendered, when ``workloads`` names every workload an event or decision touched since.
+    ``with_workloads=False`` leaves the ``workloads`` map empty (see ``workload_records``).
 
     Raises:
         KeyError: ``name`` is not a cluster of ``engine``.
     """
-    view = _cluster(engine.clusters[name], workloads)
+    view = _cluster(engine.clusters[name], workloads, with_workloads)
     view["hash"] = engine.chains[name].hex()
     return view
 

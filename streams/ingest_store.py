@@ -24,7 +24,6 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.event_types import Event
 from statemodel.objects import Workload
-from statemodel.state_view import render_cluster
 from streams import outbox
 from streams.codec import dead_letter, decode_record, key_cluster
 
@@ -208,13 +207,7 @@ class IngestStore:
         writes = self.take_part()
         dirty, self.dirty = self.dirty, {}
         for cluster in sorted(dirty):
-            engine = self.engines[cluster]
-            pending = self.projections.pending_workloads(cluster)
-            if pending is None:
-                writes += self.projections.changes(cluster, render_cluster(engine, cluster))
-            else:
-                only = dirty[cluster] | pending
-                writes += self.projections.changes(cluster, render_cluster(engine, cluster, only), only)
+            writes += self.projections.changes(self.engines[cluster], cluster, dirty[cluster])
         offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
                     "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
                    for p in sorted(partitions)]

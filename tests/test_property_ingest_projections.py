@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from replay.sql_archive import PROJECTIONS, ArchiveBatch, ProjectionWriter
 from replay.sql_db import create_db_engine
 from statemodel import sql_schema as s
-from statemodel.state_view import render_cluster
 from streams.ingest_store import IngestStats, IngestStore
 from tests.scenario import Scenario
 from tests.test_property_engine_churn import _emit, operation
@@ -69,7 +68,7 @@ def test_per_batch_projections_equal_a_full_rewrite(ops, cuts):
                 if cluster not in engine.clusters:
                     continue
                 with full_db.begin() as conn:
-                    ProjectionWriter().write(conn, cluster, render_cluster(engine, cluster))
+                    ProjectionWriter().write(conn, engine, cluster)
                 assert _projections(worker_db, cluster) == _projections(full_db, cluster), offset
         worker_db.dispose()
         full_db.dispose()

@@ -25,6 +25,7 @@ from replay.sql_archive import (
     EVENT_COLUMNS,
     EVENT_COLUMNS_NO_PAYLOAD,
     PROJECTIONS,
+    WORKLOAD_COLUMNS,
     ArchiveBatch,
     TupleRows,
     insert_rows,
@@ -86,15 +87,15 @@ def _synthetic_events() -> tuple[TupleRows, TupleRows, TupleRows]:
             TupleRows(EVENT_COLUMNS, nul))
 
 
-def _example_batch() -> tuple[ArchiveBatch, dict]:
-    """An ArchiveBatch after the example's events (with its events and decisions) and the final state."""
+def _example_batch() -> tuple[ArchiveBatch, Engine]:
+    """An ArchiveBatch after the example's events (with its events and decisions) and the engine."""
     batch = ArchiveBatch()
     engine_result = run_file(str(EXAMPLE))[0]
     engine = Engine()
     for position, line in enumerate(EXAMPLE.read_bytes().splitlines()):
         batch.add_applied(engine, decode_event(line), position, line, position + 1)
     assert engine.hash == engine_result.hash
-    return batch, engine.state()["clusters"]["ml-east"]
+    return batch, engine
 
 
 def _read(url: str, table: sa.Table, cluster: str) -> list[dict]:
@@ -152,16 +153,24 @@ def test_tuple_rows_read_back_as_core_rows(db: str) -> None:
     _assert_same(db, s.decisions, len(decisions))
 
 
-def test_projection_dicts_read_back_as_core_rows(db: str) -> None:
-    """Projection rows (booleans, decimals, JSON values and JSON null, datetimes) of a real state."""
+def test_projection_rows_read_back_as_core_rows(db: str) -> None:
+    """Projection rows (booleans, decimals, JSON values and JSON null, datetimes; ``workloads`` as
+    tuples with derived datetimes) of a real state."""
     upgrade_schema(db)
-    _, cs = _example_batch()
-    fast, core = projection_rows("fast", cs), projection_rows("core", cs)
-    written = [table for table in PROJECTIONS if fast[table]]
+    _, engine = _example_batch()
+    rows = projection_rows(engine, "ml-east")
+    written = [table for table in PROJECTIONS if rows[table]]
     for table in written:
-        _write_both(db, table, fast[table], core[table])
-        _assert_same(db, table, len(fast[table]))
+        if table is s.workloads:
+            tuples = TupleRows(WORKLOAD_COLUMNS, rows[table])
+            _write_both(db, table, _recluster(tuples, "fast"), _core_dicts(table, tuples, "core"))
+        else:
+            _write_both(db, table, [{**r, "cluster": "fast"} for r in rows[table]],
+                        [{**r, "cluster": "core"} for r in rows[table]])
+        _assert_same(db, table, len(rows[table]))
     assert {s.workloads, s.quotas, s.cluster_queues} <= set(written)
+    admissions = {r[WORKLOAD_COLUMNS.index("status")]: r[WORKLOAD_COLUMNS.index("admission")] for r in rows[s.workloads]}
+    assert admissions.keys() >= {"Admitted", "Pending"} and admissions["Pending"] == "null"
 
 
 def _with_trigger(url: str, cluster: str, position: int) -> None:

@@ -5,11 +5,13 @@ Fixtures ``db`` (an empty database of each kind) and ``postgres_url`` come from 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
 import pytest
 import sqlalchemy as sa
+from ingesthelpers import trace_events
 from typer.testing import CliRunner
 
 from quotaledger.cli import app
@@ -19,6 +21,7 @@ from replay.sql_sink import STATE_ENCODING, replay_to_db
 from replay.verify import verify
 from statemodel import sql_schema as s
 from statemodel.snapshot import load as load_snapshot
+from statemodel.timefmt import parse_time
 from statemodel.version import ENGINE_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -247,3 +250,48 @@ def test_verify_reports_missing_and_extra_decisions(db: str) -> None:
 def test_verify_errors_cleanly_without_schema(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["verify", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
     assert out.exit_code == 2 and "no quotaledger schema" in out.output
+
+
+def _documented_workload_row(key: str, w: dict, now_ms: int) -> dict:
+    """The ``workloads`` row docs/sql.md describes for one workload of the state JSON, read here on
+    its own (not through the archive's code)."""
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    queued = parse_time(w["queuedAt"], "queuedAt")
+    admitted = parse_time(w["admittedAt"], "admittedAt") if w["admittedAt"] else None
+    pending = w["status"] == "Pending"
+    return {"key": key, "status": w["status"], "cluster_queue": w["clusterQueue"], "local_queue": w["localQueue"],
+            "priority": w["priority"], "reason": w["reason"] if pending else None,
+            "message": w["message"] if pending else None,
+            "position_in_cluster_queue": w["positionInClusterQueue"],
+            "position_in_local_queue": w["positionInLocalQueue"],
+            "queued_at": epoch + timedelta(milliseconds=queued), "queued_at_ms": queued,
+            "admitted_at": None if admitted is None else epoch + timedelta(milliseconds=admitted),
+            "admitted_at_ms": admitted, "borrowing": w["borrowing"], "admission": w["podSetAssignments"],
+            "wait_ms": admitted - queued if w["status"] == "Admitted" else now_ms - queued if pending else None}
+
+
+@pytest.mark.parametrize("source", ["example", "dlrm-slice"])
+def test_workloads_projection_is_the_state_json(db: str, tmp_path: Path, source: str) -> None:
+    """Every ``workloads`` row equals what the state JSON says of that workload (the projection and
+    the JSON are two renderings of one record: a field mapped differently in one of them shows here)."""
+    if source == "example":
+        path = EXAMPLE
+    else:  # cut mid-run, so pending, admitted and finished workloads are all there
+        lines = trace_events(tmp_path / "slice.ndjson")
+        path = tmp_path / "cut.ndjson"
+        path.write_bytes(b"\n".join(lines[: len(lines) * 2 // 3]) + b"\n")
+    replay_to_db(str(path), db)
+    engine = run_file(str(path))[0]
+    for cluster, cs in engine.state()["clusters"].items():
+        now_ms = parse_time(cs["time"], "time")
+        expected = [_documented_workload_row(key, w, now_ms) for key, w in sorted(cs["workloads"].items())]
+        stored = [{k: v for k, v in r._mapping.items() if k != "cluster"} for r in _rows(db, sa.select(s.workloads).where(
+            s.workloads.c.cluster == cluster).order_by(s.workloads.c.key))]
+        assert [r["key"] for r in stored] == [r["key"] for r in expected]
+        for got, want in zip(stored, expected):
+            for name in ("queued_at", "admitted_at"):  # SQLite hands back naive UTC datetimes
+                if got[name] is not None and got[name].tzinfo is None:
+                    got[name] = got[name].replace(tzinfo=timezone.utc)
+            assert got == want, got["key"]
+        statuses = {r["status"] for r in stored}
+        assert {"Pending", "Admitted"} <= statuses if source == "example" else {"Admitted", "Finished"} <= statuses
