@@ -86,27 +86,35 @@ DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decis
 
 @dataclass(frozen=True, slots=True)
 class TupleRows:
-    """Rows of one table as tuples of ``columns``, the form the archive's hot tables are built in.
+    """Rows of one table as sequences (tuples, or lists after ``streams.batch_codec``) of
+    ``columns``, the form the archive's hot tables are built in.
 
-    JSON values are ``RawJSON`` text (rows without a value use ``columns`` without that column).
-    The table's ``DateTime`` columns are not in ``columns``: each is written from its
-    epoch-milliseconds companion ``<name>_ms`` (UTC), so a row is built without a datetime object.
+    Values are JSON scalars; a JSON column's value is its JSON text (``RawJSON`` where the archive
+    builds it, a plain ``str`` once it crossed the worker's pipe: stored verbatim either way).  Rows
+    without a value use ``columns`` without that column.  The table's ``DateTime`` columns are not
+    in ``columns``: each is written from its epoch-milliseconds companion ``<name>_ms`` (UTC), so a
+    row is built without a datetime object.
     """
 
     columns: tuple[str, ...]
-    rows: list[tuple]
+    rows: list[Sequence]
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def dicts(self, table: sa.Table) -> list[dict]:
-        """The rows as dicts for SQLAlchemy Core, the ``DateTime`` columns filled in."""
+        """The rows as dicts for SQLAlchemy Core: the ``DateTime`` columns filled in, JSON texts as
+        ``RawJSON`` (which Core stores verbatim)."""
         times = _derived_times(table, self.columns)
+        texts = [c for c in self.columns if isinstance(table.c[c].type, sa.JSON)]
         out = []
         for row in self.rows:
             d = dict(zip(self.columns, row))
             for name, at in times:
                 d[name] = ms_to_datetime(row[at])
+            for name in texts:
+                if d[name] is not None:
+                    d[name] = RawJSON(d[name])
             out.append(d)
         return out
 
@@ -323,9 +331,9 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
         params: list = rows.rows
     elif len(time_at) == 1:
         at = time_at[0]
-        params = [row + (convert[row[at]],) for row in rows.rows]
+        params = [(*row, convert[row[at]]) for row in rows.rows]
     else:
-        params = [row + tuple(convert[row[at]] for at in time_at) for row in rows.rows]
+        params = [(*row, *(convert[row[at]] for at in time_at)) for row in rows.rows]
     _execute(conn, sql, params)
 
 

@@ -153,6 +153,21 @@ def test_tuple_rows_read_back_as_core_rows(db: str) -> None:
     _assert_same(db, s.decisions, len(decisions))
 
 
+@pytest.mark.parametrize("count", [10, 39])
+def test_tuple_rows_from_the_pipe_store_json_text_verbatim(db: str, count: int) -> None:
+    """Rows as ``streams.batch_codec.decode`` hands them to the committer (lists, JSON text as plain
+    ``str``) store what the worker's own rows (tuples, ``RawJSON``) store, in a batch small enough for
+    Core's ``executemany`` (``count`` 10 on PostgreSQL) and through the fast paths."""
+    upgrade_schema(db)
+    batch, _ = _example_batch()
+    events = {table.name: rows for op, table, rows in batch.take() if table is s.events}["events"]
+    worker = TupleRows(events.columns, events.rows[:count])
+    piped = TupleRows(events.columns, [[str(v) if type(v) is RawJSON else v for v in row] for row in worker.rows])
+    assert any(type(v) is str and v.startswith("{") for row in piped.rows for v in row)
+    _write_both(db, s.events, _recluster(piped, "fast"), _core_dicts(s.events, worker, "core"))
+    _assert_same(db, s.events, count)
+
+
 def test_projection_rows_read_back_as_core_rows(db: str) -> None:
     """Projection rows (booleans, decimals, JSON values and JSON null, datetimes; ``workloads`` as
     tuples with derived datetimes) of a real state."""
