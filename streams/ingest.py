@@ -78,7 +78,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 10_000
 DEFAULT_GROUP = "quotaledger-ingest"
 FULL_COLLECTION_EVERY = 60.0
 """Seconds between full garbage collections while idle, ten times that while busy (``_Worker._collect_garbage``)."""
-PARTS_PER_BATCH = 4
+PARTS_PER_BATCH = 8
 """A full batch is applied in this many parts; after each but the last, its rows go to the committer,
 which writes them in the batch's transaction while the next part is applied (so the transaction of
 the last batch before idle waits for one part's rows, not the whole batch's)."""
