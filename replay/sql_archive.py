@@ -45,7 +45,7 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.event_types import Event
 from statemodel.snapshot import dump as dump_snapshot
-from statemodel.state_view import WorkloadRecord, render_cluster, workload_records
+from statemodel.state_view import WorkloadRecord, render_cluster
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import ADMITTED, PENDING
 
@@ -133,12 +133,13 @@ def projection_rows(engine: Engine, cluster: str, workloads: Collection[str] | N
                     ) -> dict[sa.Table, list]:
     """Rows of the projection tables for ``cluster`` of ``engine`` (none when it has no state): the
     queue tables as dicts, from its section of the state JSON (``render_cluster``); ``workloads``
-    as ``WORKLOAD_COLUMNS`` tuples straight from the state's ``WorkloadRecord``s — all of them, or
-    with ``workloads``, those keys and every pending workload (``workload_records``)."""
+    as ``WORKLOAD_COLUMNS`` tuples straight from the state's ``WorkloadRecord``s (rendered in the
+    same pass) — all of them, or with ``workloads``, those keys and every pending workload."""
     rows: dict[sa.Table, list] = {t: [] for t in PROJECTIONS}
     if cluster not in engine.clusters:
         return rows
-    cs = render_cluster(engine, cluster, with_workloads=False)
+    records: list[tuple[str, WorkloadRecord]] = []
+    cs = render_cluster(engine, cluster, workloads, records=records)
     fair: list[dict] = []
 
     def afs(kind: str, name: str, view: dict | None) -> None:
@@ -179,8 +180,7 @@ def projection_rows(engine: Engine, cluster: str, workloads: Collection[str] | N
                                      "admitted_workloads": lq.get("admitted", 0)})
         afs("local_queue", key, lq.get("admissionFairSharing"))
     now_ms = engine.clusters[cluster].clock_ms
-    rows[s.workloads] = [workload_row(cluster, key, record, now_ms)
-                         for key, record in workload_records(engine, cluster, workloads)]
+    rows[s.workloads] = [workload_row(cluster, key, record, now_ms) for key, record in records]
     rows[s.fair_sharing] = fair
     return rows
 

@@ -165,18 +165,6 @@ def _workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, i
     return out
 
 
-def workload_records(engine: "Engine", name: str, only: "Collection[str] | None" = None
-                     ) -> list[tuple[str, WorkloadRecord]]:
-    """``(key, WorkloadRecord)`` of cluster ``name``'s workloads, sorted by key; with ``only``, just
-    those keys (when they exist) and every pending workload, as ``render_cluster`` does.
-
-    Raises:
-        KeyError: ``name`` is not a cluster of ``engine``.
-    """
-    cluster = engine.clusters[name]
-    return _workload_records(cluster, _positions(cluster)[0], only)
-
-
 def _workload_json(record: WorkloadRecord) -> dict:
     (status, cluster_queue, local_queue, priority, queued_ms, reason, message, in_cq, in_lq, assignments,
      borrowing, admitted_ms, observed) = record
@@ -197,7 +185,8 @@ def _workload_json(record: WorkloadRecord) -> dict:
     }
 
 
-def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None, with_workloads: bool = True) -> dict:
+def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
+             records: "list[tuple[str, WorkloadRecord]] | None" = None) -> dict:
     hierarchy = cluster.hierarchy
     positions, pending_by_cq = _positions(cluster)
 
@@ -224,8 +213,11 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None, wit
             counts[1] += 1
         elif info.status == PENDING:
             counts[0] += 1
-    workloads = {key: _workload_json(record) for key, record in _workload_records(cluster, positions, only)
-                 } if with_workloads else {}
+    workloads = {}
+    if records is None:
+        workloads = {key: _workload_json(record) for key, record in _workload_records(cluster, positions, only)}
+    else:
+        records += _workload_records(cluster, positions, only)
 
     local_queues = {}
     for key in sorted(cluster.local_queues):
@@ -248,18 +240,20 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None, wit
 
 
 def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | None" = None, *,
-                   with_workloads: bool = True) -> dict:
+                   records: "list[tuple[str, WorkloadRecord]] | None" = None) -> dict:
     """One cluster's section of the state JSON (with its ``hash``).
 
     With ``workloads``, the ``workloads`` map holds only those keys and every pending workload (whose
     queue position and wait move with any event): the workloads whose view can have changed since the
     rest was rendered, when ``workloads`` names every workload an event or decision touched since.
-    ``with_workloads=False`` leaves the ``workloads`` map empty (see ``workload_records``).
+    With ``records`` (a list), the ``workloads`` map stays empty and the same workloads are appended
+    to ``records`` as ``(key, WorkloadRecord)`` pairs, sorted by key, for the ``workloads``
+    projection (``replay.sql_archive.projection_rows``).
 
     Raises:
         KeyError: ``name`` is not a cluster of ``engine``.
     """
-    view = _cluster(engine.clusters[name], workloads, with_workloads)
+    view = _cluster(engine.clusters[name], workloads, records)
     view["hash"] = engine.chains[name].hex()
     return view
 

@@ -9,7 +9,6 @@ See ``streams.ingest`` for the guarantees these give.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -69,16 +68,19 @@ class IngestStats:
                 f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
 
 
-def workload_keys(event: Event) -> Iterator[str]:
-    """Keys (``namespace/name``) of the workloads an event names (inner events of a ``Batch`` too)."""
+def add_workload_keys(event: Event, keys: set[str]) -> None:
+    """Add to ``keys`` the keys (``namespace/name``) of the workloads ``event`` names (inner events of
+    a ``Batch`` too)."""
     if event.workload is not None:
-        yield event.workload
-    if isinstance(event.obj, Workload):
-        yield event.obj.key
-    if event.ref is not None and event.ref.kind == "Workload":
-        yield f"{event.ref.namespace}/{event.ref.name}"
+        keys.add(event.workload)
+    obj = event.obj
+    if type(obj) is Workload:
+        keys.add(obj.key)
+    ref = event.ref
+    if ref is not None and ref.kind == "Workload":
+        keys.add(f"{ref.namespace}/{ref.name}")
     for inner in event.events:
-        yield from workload_keys(inner)
+        add_workload_keys(inner, keys)
 
 
 class IngestStore:
@@ -181,8 +183,9 @@ class IngestStore:
                         workloads = dirty.get(cluster)
                         if workloads is None:
                             workloads = dirty[cluster] = set()
-                        workloads.update(workload_keys(item))
-                        workloads.update(d.workload for d in out)
+                        add_workload_keys(item, workloads)
+                        for d in out:
+                            workloads.add(d.workload)
                     stats.decisions += len(out)
                     last_id = item.id
                 next_offset = rec.offset + 1
