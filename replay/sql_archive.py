@@ -65,7 +65,7 @@ WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", 
 
 _PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
 _PRIMARY_KEY[s.workloads] = operator.itemgetter(0, 1)
-_JSON_NULL = RawJSON("null")
+_JSON_NULL = "null"
 """A projection row's primary key as a tuple (every projection key has at least two columns)."""
 
 CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
@@ -89,8 +89,8 @@ class TupleRows:
     """Rows of one table as sequences (tuples, or lists after ``streams.batch_codec``) of
     ``columns``, the form the archive's hot tables are built in.
 
-    Values are JSON scalars; a JSON column's value is its JSON text (``RawJSON`` where the archive
-    builds it, a plain ``str`` once it crossed the worker's pipe: stored verbatim either way).  Rows
+    Values are JSON scalars; a JSON column's value is its JSON text as a ``str`` (stored verbatim;
+    never a JSON-ready value, so no ``RawJSON`` mark is needed).  Rows
     without a value use ``columns`` without that column.  The table's ``DateTime`` columns are not
     in ``columns``: each is written from its epoch-milliseconds companion ``<name>_ms`` (UTC), so a
     row is built without a datetime object.
@@ -201,14 +201,14 @@ def workload_row(cluster: str, key: str, record: WorkloadRecord, now_ms: int) ->
     pending = status == PENDING
     return (cluster, key, status, cluster_queue, local_queue, priority, reason, message if pending else None,
             in_cq, in_lq, queued, admitted, borrowing,
-            _JSON_NULL if assignments is None else RawJSON(orjson.dumps(assignments).decode()), wait)
+            _JSON_NULL if assignments is None else orjson.dumps(assignments).decode(), wait)
 
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
     """Insert ``rows`` (dicts keyed by column name, or ``TupleRows``) into ``table``: ``COPY`` on
     PostgreSQL for 50 rows or more, one statement of the driver on SQLite (``_insert_sqlite`` /
-    ``_insert_sqlite_tuples``), SQLAlchemy Core ``executemany`` otherwise.  JSON values may be ``RawJSON`` text or JSON-ready values (in
-    ``TupleRows``: ``RawJSON``)."""
+    ``_insert_sqlite_tuples``), SQLAlchemy Core ``executemany`` otherwise.  JSON values of dict rows
+    may be ``RawJSON`` text or JSON-ready values; ``TupleRows`` hold JSON text."""
     if not rows:
         return
     dialect = conn.dialect.name
@@ -224,7 +224,12 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRo
     if isinstance(rows, TupleRows):
         times = _derived_times(table, rows.columns)
         names = [*rows.columns, *(name for name, _ in times)]
-        values_of: Iterable[Sequence] = ((*row, *(ms_to_datetime(row[at]) for _, at in times)) for row in rows.rows)
+        derived = _DerivedTimes()
+        if len(times) == 1:
+            at = times[0][1]
+            values_of: Iterable[Sequence] = ((*row, derived[row[at]]) for row in rows.rows)
+        else:
+            values_of = ((*row, *(derived[row[at]] for _, at in times)) for row in rows.rows)
     else:
         columns = [c for c in table.columns if c is not table.autoincrement_column]
         names = [c.name for c in columns]
@@ -250,26 +255,29 @@ def _copy_values(row: dict, names: list[str], json_at: list[int]) -> list:
     return values
 
 
-class _SqliteTimes(dict):
-    """Epoch ms → the text SQLAlchemy's SQLite ``DateTime`` stores for that UTC instant (its own
-    bind processor applied to ``ms_to_datetime``), memoized: a batch repeats its timestamps."""
+class _DerivedTimes(dict):
+    """Epoch ms → what a ``DateTime`` column is given for that UTC instant: ``process`` applied to
+    ``ms_to_datetime`` (the datetime itself for ``COPY``; SQLAlchemy's own bind processor, i.e. the
+    stored text, for SQLite), memoized: a batch repeats its timestamps (an event's decisions share
+    its time)."""
 
     LIMIT = 1 << 17
 
-    def __init__(self, process: Callable[[Any], Any]) -> None:
+    def __init__(self, process: Callable[[Any], Any] | None = None) -> None:
         super().__init__()
         self.process = process
 
-    def __missing__(self, ms: int | None) -> str | None:
+    def __missing__(self, ms: int | None) -> Any:
         if len(self) >= self.LIMIT:
             self.clear()
-        text = self[ms] = self.process(ms_to_datetime(ms))
-        return text
+        value = ms_to_datetime(ms)
+        value = self[ms] = value if self.process is None else self.process(value)
+        return value
 
 
 @functools.lru_cache(maxsize=64)
 def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]
-                       ) -> tuple[str, str, list[int], _SqliteTimes | None]:
+                       ) -> tuple[str, str, list[int], _DerivedTimes | None]:
     """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended): a
     ``json_each`` insert of the rows as they are, which derives each ``DateTime`` text from its
     ``*_ms`` value in SQL (``_sqlite_time_sql``), and a plain insert whose parameters carry that text;
@@ -282,7 +290,7 @@ def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str,
     values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))]
     values += [_sqlite_time_sql(f"json_extract(value, '$[{at}]')") for _, at in times]
     json_sql = _json_each_insert(dialect, table, names, values)
-    convert = _SqliteTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
+    convert = _DerivedTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
     return json_sql, plain, [at for _, at in times], convert
 
 
@@ -321,7 +329,7 @@ def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows)
     would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite inserts
     the whole batch in one call, which runs without the GIL (an ``executemany`` takes the GIL back
     for every row and, next to a busy thread, waits for it each time).  A batch with a NUL in some
-    text goes in with ``executemany``, each ``DateTime`` text computed in Python (``_SqliteTimes``)."""
+    text goes in with ``executemany``, each ``DateTime`` text computed in Python (``_DerivedTimes``)."""
     json_sql, sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
     doc = _json_document(rows.rows)
     if doc is not None:
@@ -484,26 +492,21 @@ class ArchiveBatch:
         and decision rows; queue a snapshot of the cluster when one is due.  Returns the decisions."""
         cluster = event.cluster
         before = engine.applied
-        state = engine.clusters.get(cluster)
+        every_ms = self.snapshot_every_ms
+        state = engine.clusters.get(cluster) if every_ms is not None else None
         clock_before = state.clock_ms if state is not None else None
         out = engine.apply(event)
         self.events.append((cluster, position, source_position, event.id, event.time_ms, event.type,
-                            RawJSON(line.strip().decode()), "applied" if engine.applied != before else "duplicate",
-                            None, None))
+                            line.strip().decode(), "applied" if engine.applied != before else "duplicate", None, None))
         if out:
             decisions = self.decisions
             for d in out:
                 decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
-                                  RawJSON(orjson.dumps(d.to_json()).decode())))
-        if (position + 1) % self.snapshot_every == 0 or self._time_due(engine, cluster, clock_before):
+                                  orjson.dumps(d.to_json()).decode()))
+        if (position + 1) % self.snapshot_every == 0 or (
+                clock_before is not None and engine.clusters[cluster].clock_ms // every_ms != clock_before // every_ms):
             self.add_snapshot(engine, cluster, position + 1, source_position)
         return out
-
-    def _time_due(self, engine: Engine, cluster: str, clock_before: int | None) -> bool:
-        every = self.snapshot_every_ms
-        if every is None or clock_before is None:
-            return False
-        return engine.clusters[cluster].clock_ms // every != clock_before // every
 
     def add_snapshot(self, engine: Engine, cluster: str, position: int, source_position: int | None) -> None:
         """Queue a restorable snapshot of ``cluster`` after ``position`` of its events (written with the

@@ -4,9 +4,8 @@ process (``streams.committer``): ``encode`` there, ``decode`` here, the very sam
 Pickling a batch's rows costs the worker about 11 µs per event (DLRM trace, 20,000-event batches),
 a third of what applying the event costs; orjson writes the same rows in about 3 µs.  The hot
 tables' ``replay.sql_archive.TupleRows`` are serialized by one ``orjson.dumps`` of their rows,
-embedded as a ``Fragment`` (no Python call per value: their ``RawJSON`` texts travel as JSON
-strings and come back as plain ``str``, which every writer of ``TupleRows`` stores verbatim just
-the same), and read back as lists.  JSON lacks some of the other rows' types, so they are carried
+embedded as a ``Fragment`` (no Python call per value; their JSON texts travel as JSON strings),
+and read back as lists.  JSON lacks some of the other rows' types, so they are carried
 as follows and restored by ``decode`` from the table's column types:
 
 - ``datetime`` (``DateTime`` columns): orjson's RFC 3339 text, read back by ``datetime.fromisoformat``

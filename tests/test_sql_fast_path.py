@@ -52,13 +52,16 @@ def _utc(ms: int | None) -> datetime | None:
 
 
 def _core_dicts(table: sa.Table, rows: TupleRows, cluster: str) -> list[dict]:
-    """The rows as a Core insert takes them: a dict per row, each DateTime column as a datetime."""
+    """The rows as a Core insert takes them: a dict per row, each DateTime column as a datetime, each
+    JSON text marked ``RawJSON`` (stored verbatim, not as a JSON string)."""
     out = []
     for row in rows.rows:
         d = dict(zip(rows.columns, row), cluster=cluster)
         for column in table.columns:
             if isinstance(column.type, sa.DateTime) and column.name not in d:
                 d[column.name] = _utc(d[f"{column.name}_ms"])
+            elif isinstance(column.type, sa.JSON) and d.get(column.name) is not None:
+                d[column.name] = RawJSON(d[column.name])
         out.append(d)
     return out
 
@@ -155,14 +158,14 @@ def test_tuple_rows_read_back_as_core_rows(db: str) -> None:
 
 @pytest.mark.parametrize("count", [10, 39])
 def test_tuple_rows_from_the_pipe_store_json_text_verbatim(db: str, count: int) -> None:
-    """Rows as ``streams.batch_codec.decode`` hands them to the committer (lists, JSON text as plain
-    ``str``) store what the worker's own rows (tuples, ``RawJSON``) store, in a batch small enough for
+    """Rows as ``streams.batch_codec.decode`` hands them to the committer (lists) store what Core
+    stores for the worker's own rows (tuples), JSON text verbatim, in a batch small enough for
     Core's ``executemany`` (``count`` 10 on PostgreSQL) and through the fast paths."""
     upgrade_schema(db)
     batch, _ = _example_batch()
     events = {table.name: rows for op, table, rows in batch.take() if table is s.events}["events"]
     worker = TupleRows(events.columns, events.rows[:count])
-    piped = TupleRows(events.columns, [[str(v) if type(v) is RawJSON else v for v in row] for row in worker.rows])
+    piped = TupleRows(events.columns, [list(row) for row in worker.rows])
     assert any(type(v) is str and v.startswith("{") for row in piped.rows for v in row)
     _write_both(db, s.events, _recluster(piped, "fast"), _core_dicts(s.events, worker, "core"))
     _assert_same(db, s.events, count)
