@@ -31,10 +31,11 @@ partitions are revoked, their clusters' engines are dropped (after the batch in 
 so a worker that gets them back restores what another worker added meanwhile.
 
 Projections: after each batch the projection rows of the clusters it touched are recomputed from
-that cluster's ``Engine.state()`` and only the rows that differ from the ones last written are
-deleted / inserted (``replay.sql_archive.ProjectionWriter``); the first write after a cluster is
-(re)loaded replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of
-the events committed so far, at the cost of rendering the touched clusters once per batch.
+their state (the queue tables whole; of the workloads, those the batch's events and decisions named
+and the pending ones) and only the rows that differ from the ones last written are deleted /
+inserted (``replay.sql_archive.ProjectionWriter``); the first write after a cluster is (re)loaded
+replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of the events
+committed so far.
 
 Snapshots: every ``snapshot_every`` events of a cluster and, with ``snapshot_every_ms``, whenever
 its event clock crosses a multiple of that period (both fixed by the event stream, so crashes do
@@ -83,9 +84,9 @@ PARTS_PER_BATCH = 8
 which writes them in the batch's transaction while the next part is applied (so the transaction of
 the last batch before idle waits for one part's rows, not the whole batch's)."""
 DEFAULT_MAX_BATCH = 20_000
-"""Records per batch: the per-batch cost of the projections (every queue's rows rendered and compared)
-is spread over more events (DLRM trace: 43 % of the engine-only rate at 20,000, 36 % at 40,000, where
-the one-process worker gave 31 % at its former default of 5,000; medians, README "Streaming ingest")."""
+"""Records per batch: the per-batch costs (every queue's projection rows rendered and compared, the
+transaction) are spread over more events; a batch still reaches the committer in parts as it is
+applied (``PARTS_PER_BATCH``)."""
 
 
 class IngestError(RuntimeError):
