@@ -311,14 +311,16 @@ outbox = Table(
     "outbox",
     metadata,
     Column("cluster", String, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False, comment="decision seq"),
-    Column("payload", JSONType, nullable=False, comment="message to publish (decision JSON)"),
+    Column("first_seq", BigInteger, primary_key=True, autoincrement=False,
+           comment="first decision seq of the range"),
+    Column("last_seq", BigInteger, nullable=False, comment="last decision seq of the range (inclusive)"),
     Column("published", Boolean, nullable=False),
-    comment="Transactional outbox of decisions to publish to Kafka.",
+    comment="Transactional outbox: ranges of decisions to publish to Kafka (payloads in decisions).",
 )
-"""Transactional outbox: decisions written with their batch and published to Kafka by the relay,
-which sets ``published``."""
-Index(None, outbox.c.published, outbox.c.cluster, outbox.c.seq)
+"""Transactional outbox: per cluster and ingest batch, the range of decision seqs written in that
+batch's transaction; the relay publishes those ``decisions`` rows after the commit and sets
+``published``."""
+Index(None, outbox.c.published, outbox.c.cluster, outbox.c.first_seq)
 
 __all__ = [
     "metadata", "events", "decisions", "snapshots", "cohorts", "cluster_queues", "local_queues",

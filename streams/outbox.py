@@ -1,13 +1,13 @@
-"""Outbox relay: decisions committed in the ``outbox`` table → the decisions topic → marked published.
+"""Outbox relay: decision ranges committed in the ``outbox`` table → the decisions topic → marked published.
 
-Each decision is written as an unpublished ``outbox`` row in the same transaction as the events
-that caused it (``add_unpublished``: the committer process derives those rows from the batch's
-``decisions`` rows, so the engine's interpreter builds and sends each decision once); only after
-that commit does the relay send it (key = cluster, value = the
-decision JSON, headers ``cause`` = the causing event id and ``seq``) and wait for the broker's
-acknowledgement.  The rows are then marked ``published`` (by ``(cluster, seq)`` ranges, in the
-worker's next transaction).  A crash between the send and the mark re-sends those decisions on
-restart: delivery to Kafka is at-least-once, and ``(cluster, seq)`` — gap-free per cluster —
+With each batch's transaction goes one unpublished ``outbox`` row per cluster: the range of
+decision seqs the batch wrote (``add_unpublished``, computed by the committer process from the
+batch's ``decisions`` rows, which hold the payloads: nothing is written twice).  Only after that
+commit does the relay send the decisions (key = cluster, value = the decision JSON, headers
+``cause`` = the causing event id and ``seq``) and wait for the broker's acknowledgement.  The
+ranges are then marked ``published`` (in the worker's next transaction).  A crash between the send
+and the mark re-sends those decisions on restart (``unpublished`` reads them back from
+``decisions``): delivery to Kafka is at-least-once, and ``(cluster, seq)`` — gap-free per cluster —
 identifies a decision, so consumers drop repeats by keeping the highest ``seq`` seen per cluster.
 """
 
@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from replay.sql_archive import DECISION_COLUMNS, TupleRows, Writes
+from replay.sql_archive import DECISION_COLUMNS, Writes
 from statemodel import sql_schema as s
 
 Range = tuple[str, int, int]
@@ -30,20 +30,32 @@ Range = tuple[str, int, int]
 Unpublished = tuple[str, int, str, bytes]
 """``(cluster, seq, cause event id, decision JSON)`` of a decision to publish."""
 
-OUTBOX_COLUMNS = ("cluster", "seq", "payload", "published")
 _CLUSTER, _SEQ, _CAUSE, _PAYLOAD = (DECISION_COLUMNS.index(c) for c in ("cluster", "seq", "cause_event_id", "payload"))
 
 
 def add_unpublished(writes: Writes) -> list[Unpublished]:
-    """Append to ``writes`` an insert of one unpublished ``outbox`` row per inserted ``decisions`` row
-    (``replay.sql_archive.TupleRows`` of ``DECISION_COLUMNS``, payload ``RawJSON``), so both are
-    written in the same transaction; returns those decisions, in order, for ``publish``."""
-    decisions = [row for op, table, items in writes if op == "insert" and table is s.decisions
+    """Append to ``writes`` an insert of the unpublished ``outbox`` ranges of the inserted
+    ``decisions`` rows (``replay.sql_archive.TupleRows`` of ``DECISION_COLUMNS``; one range per run
+    of consecutive seqs of a cluster, i.e. one per cluster and batch), so both are written in the
+    same transaction; returns those decisions, in order, for ``publish``."""
+    decisions = [(row[_CLUSTER], row[_SEQ], row[_CAUSE], row[_PAYLOAD].encode())
+                 for op, table, items in writes if op == "insert" and table is s.decisions
                  for row in items.rows]  # type: ignore[union-attr]
     if decisions:
-        writes.append(("insert", s.outbox, TupleRows(OUTBOX_COLUMNS, [
-            (row[_CLUSTER], row[_SEQ], row[_PAYLOAD], False) for row in decisions])))
-    return [(row[_CLUSTER], row[_SEQ], row[_CAUSE], row[_PAYLOAD].encode()) for row in decisions]
+        writes.append(("insert", s.outbox, [{"cluster": cluster, "first_seq": first, "last_seq": last,
+                                             "published": False} for cluster, first, last in _ranges(decisions)]))
+    return decisions
+
+
+def _ranges(rows: list[Unpublished]) -> list[Range]:
+    """The runs of consecutive seqs of a cluster in ``rows``."""
+    ranges: list[Range] = []
+    for cluster, seq, _, _ in rows:
+        if ranges and ranges[-1][0] == cluster and ranges[-1][2] + 1 == seq:
+            ranges[-1] = (cluster, ranges[-1][1], seq)
+        else:
+            ranges.append((cluster, seq, seq))
+    return ranges
 
 
 def decisions_producer(bootstrap: str, max_record_bytes: int) -> AIOKafkaProducer:
@@ -84,26 +96,27 @@ async def publish(producer: AIOKafkaProducer, topic: str, rows: list[Unpublished
     for partition, batch in batches.items():
         sent.append(await producer.send_batch(batch, topic, partition=partition))
     await asyncio.gather(*sent)
-    ranges: list[Range] = []
-    for cluster, seq, _, _ in rows:
-        if ranges and ranges[-1][0] == cluster and ranges[-1][2] + 1 == seq:
-            ranges[-1] = (cluster, ranges[-1][1], seq)
-        else:
-            ranges.append((cluster, seq, seq))
-    return ranges
+    return _ranges(rows)
 
 
 def mark_published(conn: sa.Connection, ranges: list[Range]) -> None:
-    """Mark the outbox rows of ``ranges`` published, in ``conn``'s transaction."""
+    """Mark the outbox ranges within ``ranges`` (published decisions) published, in ``conn``'s transaction."""
     o = s.outbox.c
     for cluster, first, last in ranges:
-        conn.execute(s.outbox.update().where(o.cluster == cluster, o.seq >= first, o.seq <= last)
+        conn.execute(s.outbox.update().where(o.cluster == cluster, o.first_seq >= first, o.last_seq <= last)
                      .values(published=True))
 
 
 def unpublished(conn: sa.Connection, limit: int = 10_000) -> list[Unpublished]:
-    """Up to ``limit`` unpublished outbox rows, in ``(cluster, seq)`` order (left by a crash)."""
-    o = s.outbox.c
-    rows = conn.execute(sa.select(o.cluster, o.seq, o.payload).where(o.published.is_(False))
-                        .order_by(o.cluster, o.seq).limit(limit))
-    return [(r.cluster, r.seq, r.payload["cause"], orjson.dumps(r.payload)) for r in rows]
+    """The decisions of the unpublished outbox ranges (left by a crash), in ``(cluster, seq)`` order:
+    whole ranges, as many as fit in ``limit`` decisions (at least one)."""
+    o, d = s.outbox.c, s.decisions.c
+    out: list[Unpublished] = []
+    for r in conn.execute(sa.select(o.cluster, o.first_seq, o.last_seq).where(o.published.is_(False))
+                          .order_by(o.cluster, o.first_seq)):
+        if out and len(out) + r.last_seq - r.first_seq + 1 > limit:
+            break
+        out += [(row.cluster, row.seq, row.cause_event_id, orjson.dumps(row.payload)) for row in conn.execute(
+            sa.select(d.cluster, d.seq, d.cause_event_id, d.payload).where(
+                d.cluster == r.cluster, d.seq >= r.first_seq, d.seq <= r.last_seq).order_by(d.seq))]
+    return out

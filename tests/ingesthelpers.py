@@ -131,3 +131,11 @@ def store_content(url: str, drop_source: bool) -> dict[str, list[dict]]:
     out["snapshots"] = sorted((r["cluster"], r["position"], r["state_hash"])
                               for r in rows(url, s.snapshots, drop=("state", "created_position")))
     return out
+
+
+def assert_outbox_published_every_decision(url: str) -> None:
+    """The ``outbox`` ranges cover every stored decision exactly once, and all are published."""
+    covered = sorted((r["cluster"], seq) for r in rows(url, s.outbox)
+                     for seq in range(r["first_seq"], r["last_seq"] + 1))
+    assert covered == sorted((r["cluster"], r["seq"]) for r in rows(url, s.decisions))
+    assert all(r["published"] for r in rows(url, s.outbox))

@@ -29,6 +29,7 @@ from streams.devbroker import DEV_SESSION_TIMEOUT_MS, DevBroker
 from streams.ingest import run_ingest
 from streams.topics import Topics
 from tests.ingesthelpers import (
+    assert_outbox_published_every_decision,
     ON_POSTGRESQL,
     keyed,
     produce,
@@ -111,9 +112,7 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str
 
     # decisions reach the topic at least once each, identical; repeats only from a kill before the mark
     decisions = rows(db, s.decisions)
-    # one outbox row per decision, same payload, every one published
-    assert [(r["cluster"], r["seq"], r["payload"], r["published"]) for r in rows(db, s.outbox)] == [
-        (r["cluster"], r["seq"], r["payload"], True) for r in rows(db, s.decisions)]
+    assert_outbox_published_every_decision(db)
     published = read_topic(kafka_bootstrap, Topics(prefix).decisions, len(decisions))
     by_seq = {(r.key.decode(), orjson.loads(r.value)["seq"]): orjson.loads(r.value) for r in published}
     assert by_seq == {(d["cluster"], d["seq"]): d["payload"] for d in decisions}

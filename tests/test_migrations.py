@@ -125,3 +125,39 @@ def test_cli_db_url_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cli_db_bad_revision_exits_nonzero(tmp_path) -> None:
     result = CliRunner().invoke(app, ["db", "upgrade", "nosuchrev", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     assert result.exit_code == 1
+
+
+def test_outbox_ranges_migration_keeps_what_waits_to_be_published(db: str) -> None:
+    """0001 → 0002 turns the unpublished per-decision outbox rows into ranges (one per run of
+    consecutive seqs); the downgrade turns unpublished ranges back into rows with their payloads."""
+    cfg = _config(db)
+    command.upgrade(cfg, "0001")
+    engine = sa.create_engine(db, poolclass=sa.pool.NullPool)
+    old_outbox = sa.table("outbox", sa.column("cluster"), sa.column("seq"), sa.column("payload", sa.JSON),
+                          sa.column("published", sa.Boolean))
+    decisions = sa.table("decisions", *(sa.column(c) for c in (
+        "cluster", "seq", "cause_event_id", "cause_position", "decision_time", "decision_time_ms", "type",
+        "workload", "cluster_queue")), sa.column("payload", sa.JSON))
+    waiting = {("a", 3), ("a", 4), ("a", 5), ("a", 9), ("b", 1)}  # two runs in a, one in b
+    when = sa.func.current_timestamp()
+    try:
+        with engine.begin() as conn:
+            for cluster, seq in [("a", n) for n in range(1, 11)] + [("b", 1), ("b", 2)]:
+                payload = {"seq": seq, "cause": f"e-{seq}", "cluster": cluster}
+                conn.execute(decisions.insert().values(
+                    cluster=cluster, seq=seq, cause_event_id=f"e-{seq}", cause_position=seq, decision_time=when,
+                    decision_time_ms=seq, type="Admitted", workload="ns/w", cluster_queue="cq", payload=payload))
+                conn.execute(old_outbox.insert().values(cluster=cluster, seq=seq, payload=payload,
+                                                        published=(cluster, seq) not in waiting))
+        command.upgrade(cfg, "0002")
+        with engine.connect() as conn:
+            ranges = conn.execute(sa.text(
+                "SELECT cluster, first_seq, last_seq, published FROM outbox ORDER BY cluster, first_seq")).all()
+        assert [tuple(r) for r in ranges] == [("a", 3, 5, False), ("a", 9, 9, False), ("b", 1, 1, False)]
+        command.downgrade(cfg, "0001")
+        with engine.connect() as conn:
+            back = conn.execute(sa.select(old_outbox).order_by(old_outbox.c.cluster, old_outbox.c.seq)).all()
+        assert [(r.cluster, r.seq, r.published) for r in back] == [(c, n, False) for c, n in sorted(waiting)]
+        assert all(r.payload == {"seq": r.seq, "cause": f"e-{r.seq}", "cluster": r.cluster} for r in back)
+    finally:
+        engine.dispose()
