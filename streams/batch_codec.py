@@ -50,30 +50,33 @@ def _default(value: object) -> dict:
     raise TypeError(kind.__name__)
 
 
-def encode(writes: Writes, offsets: list[dict]) -> bytes:
-    """``writes`` (``replay.sql_archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes."""
+def encode(writes: Writes, offsets: list[dict], prefix: bytes = b"") -> bytes:
+    """``writes`` (``replay.sql_archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes,
+    after ``prefix`` (a framing byte of the caller's: joined here, so the batch is copied once)."""
     named = writes_by_name(writes)
     if all(op != "insert" or type(items) is TupleRows or not items or type(items[0]) is dict
            for op, _, items in named):
         try:
             carried = [(op, name, {_ROWS: [items.columns, orjson.Fragment(orjson.dumps(items.rows))]}
                         if type(items) is TupleRows else items) for op, name, items in named]
-            return _JSON + orjson.dumps((carried, offsets), default=_default, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+            return prefix + _JSON + orjson.dumps((carried, offsets), default=_default,
+                                                 option=orjson.OPT_PASSTHROUGH_SUBCLASS)
         except TypeError:
             pass
-    return _PICKLE + pickle.dumps((named, offsets), protocol=pickle.HIGHEST_PROTOCOL)
+    return prefix + _PICKLE + pickle.dumps((named, offsets), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def decode(data: bytes) -> tuple[Writes, list[dict]]:
-    """What ``encode`` was given.
+def decode(data: bytes | memoryview) -> tuple[Writes, list[dict]]:
+    """What ``encode`` was given (without its ``prefix``; a memoryview avoids copying the batch).
 
     Raises:
         KeyError: a table name that is not in the schema.
     """
+    data = memoryview(data)
     if data[:1] == _PICKLE:
         named, offsets = pickle.loads(data[1:])
         return writes_from_names(named), offsets
-    named, offsets = orjson.loads(memoryview(data)[1:])
+    named, offsets = orjson.loads(data[1:])
     writes = writes_from_names(named)
     for i, (op, table, items) in enumerate(writes):
         if op == "insert" and type(items) is dict:

@@ -139,7 +139,7 @@ class Committer:
             await self._receive()
         await self._sent()
         # encoded here, not in the sending thread: there it would contend for the GIL with the next batch
-        data = _WHOLE + batch_codec.encode(commit.writes, commit.offsets)
+        data = batch_codec.encode(commit.writes, commit.offsets, _WHOLE)
         self.waiting.append(started)
         self.sending = asyncio.get_running_loop().run_in_executor(
             self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
@@ -148,7 +148,7 @@ class Committer:
         """Send rows of the batch being applied ahead of its ``submit`` (written in the batch's
         transaction meanwhile; nothing is committed before ``submit``)."""
         await self._sent()
-        data = _PART + batch_codec.encode(writes, [])
+        data = batch_codec.encode(writes, [], _PART)
         self.sending = asyncio.get_running_loop().run_in_executor(
             self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
 
@@ -271,7 +271,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
                     commit(Commit(marks, [], []))
                 reply.send(("done", published))
                 return
-            writes, offsets = batch_codec.decode(message[1:])
+            writes, offsets = batch_codec.decode(memoryview(message)[1:])
             whole = message[:1] == _WHOLE
             del message
             if producer is not None:

@@ -77,3 +77,13 @@ def test_what_json_cannot_carry_exactly_falls_back_to_pickle(tmp_path: Path) -> 
     data = encode([(op, table, huge)], [])
     assert data[:1] == b"P"
     assert decode(data) == ([(op, table, huge)], [])
+
+
+def test_a_prefix_is_joined_and_a_memoryview_decodes(tmp_path: Path) -> None:
+    writes = _batch_writes(tmp_path)
+    for fallback in (False, True):
+        batch = writes if not fallback else [(op, table, [dict(rows[0], source_position=2**70)])
+                                              for op, table, rows in writes if table.name == "dead_letters"]
+        data = encode(batch, [], b"+")
+        assert data[:1] == b"+" and data[1:2] == (b"P" if fallback else b"J")
+        assert decode(memoryview(data)[1:]) == decode(data[1:]) == decode(encode(batch, []))
