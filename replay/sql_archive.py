@@ -4,7 +4,7 @@ replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
 - ``ArchiveBatch`` collects the rows of one transaction: ``events`` (applied / duplicate /
   rejected, ``payload`` the received JSON text, ``position`` 0-based per cluster,
   ``source_position`` the NDJSON line or Kafka offset), ``dead_letters``, ``decisions`` (the
-  worker's committer adds the same decisions as ``outbox`` rows, ``streams.outbox``), and restorable ``snapshots``
+  worker's committer adds their ranges as ``outbox`` rows, ``streams.outbox``), and restorable ``snapshots``
   (``statemodel.snapshot`` of one cluster, hash-chain value as ``state_hash``).  It decides when a
   periodic snapshot is due: every ``snapshot_every`` events of a cluster (``position`` a multiple
   of it) and, optionally, whenever the cluster's event clock crosses a multiple of
@@ -65,8 +65,10 @@ WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", 
 
 _PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
 _PRIMARY_KEY[s.workloads] = operator.itemgetter(0, 1)
+"""A projection row's primary key as a tuple (every projection key has at least two columns; the
+``workloads`` rows are ``WORKLOAD_COLUMNS`` tuples, the others dicts)."""
+
 _JSON_NULL = "null"
-"""A projection row's primary key as a tuple (every projection key has at least two columns)."""
 
 CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears."""

@@ -8,11 +8,11 @@ and hands it each batch's ``Commit`` (``streams.ingest_store``) on a pipe
 the batch applied so far (``Committer.send_part``), then one WHOLE message with the rest, the
 projection rows and the offsets (``Committer.submit``).  The process:
 
-1. relays the outbox rows a previous run left unpublished (``streams.outbox``), marking them
-   published in their own transactions, before it reads the first message;
+1. relays the decisions of the outbox ranges a previous run left unpublished (``streams.outbox``),
+   marking them published in their own transactions, before it reads the first message;
 2. writes a batch's messages in ONE transaction (``write_in``) — opened by its first message,
-   with the marks of the decisions published since the last transaction, and an unpublished
-   ``outbox`` row per decision row (``outbox.add_unpublished``) — commits it with the WHOLE
+   with the marks of the decisions published since the last transaction, and the unpublished
+   ``outbox`` ranges of its decision rows (``outbox.add_unpublished``) — commits it with the WHOLE
    message and acknowledges it;
 3. then publishes that batch's decisions to the decisions topic (key = cluster, headers ``cause``
    and ``seq``) and waits for the broker's acknowledgement; the marks go into the next

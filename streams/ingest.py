@@ -9,11 +9,12 @@ Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust
    source topic / partition / offset), acknowledged by the broker *before* the commit below, so a
    crash can repeat a dead letter in the topic but never lose one;
 4. the batch's ONE SQL transaction (``replay.sql_archive``, the same rows as ``quotaledger replay
-   --db``): archived events (``source_position`` = Kafka offset), decisions, dead letters,
-   unpublished outbox rows (added by the committer from the decision rows), periodic snapshots, the changed projection rows of the clusters the
-   batch touched, and ``ingest_offsets`` (next offset and last event id per partition) — computed
-   here and handed to the committer process (``streams.committer``), which writes it while this
-   process applies the next batch (at most two batches in flight).  A batch is applied in
+   --db``): archived events (``source_position`` = Kafka offset), decisions, dead letters, the
+   unpublished outbox ranges of the decisions (added by the committer), periodic snapshots, the
+   changed projection rows of the clusters the batch touched, and ``ingest_offsets`` (next offset
+   and last event id per partition) — computed here and handed to the committer process
+   (``streams.committer``), which writes it while this process applies the next batch (at most two
+   batches in flight).  A batch is applied in
    ``PARTS_PER_BATCH`` parts: the archive rows of each part but the last go to the committer as
    soon as the part is applied and are written into the batch's open transaction meanwhile; the
    last message (rest of the rows, projections, offsets) commits it;
@@ -82,7 +83,8 @@ FULL_COLLECTION_EVERY = 60.0
 PARTS_PER_BATCH = 8
 """A full batch is applied in this many parts; after each but the last, its rows go to the committer,
 which writes them in the batch's transaction while the next part is applied (so the transaction of
-the last batch before idle waits for one part's rows, not the whole batch's)."""
+the last batch before idle waits for one part's rows, not the whole batch's: 2,500 records at the
+default batch)."""
 DEFAULT_MAX_BATCH = 20_000
 """Records per batch: the per-batch costs (every queue's projection rows rendered and compared, the
 transaction) are spread over more events; a batch still reaches the committer in parts as it is
