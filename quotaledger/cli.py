@@ -526,15 +526,13 @@ def db_url(option: str | None) -> str:
 
 
 def _alembic(command_name: str, url: str, revision: str) -> None:
-    from alembic import command
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
-    import migrations
+    from replay.sql_db import migrate_schema
 
-    cfg = migrations.config(url)
     try:
-        getattr(command, command_name)(cfg, revision)
+        migrate_schema(url, command_name, revision, quiet=False)
     except (CommandError, SQLAlchemyError) as exc:
         typer.echo(f"quotaledger db {command_name}: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -53,22 +53,54 @@ def redacted(url: str) -> str:
         return url
 
 
+_SCHEMA_LOCK = 0x71_6C_73_63_68_65_6D_61
+"""PostgreSQL advisory lock key ("qlschema") held while the schema is migrated."""
+
+
+def migrate_schema(url: str, command_name: str = "upgrade", revision: str = "head", *, quiet: bool = True) -> None:
+    """Alembic ``upgrade`` / ``downgrade`` of ``url`` to ``revision``, one process at a time: on
+    PostgreSQL under a session advisory lock, on SQLite inside a transaction that takes the write
+    lock first, so processes started together (several ingest workers, each running ``db upgrade``)
+    take turns — the first creates the tables, the others find them current.  ``quiet``: leave
+    the logging configuration alone (no alembic progress lines).
+
+    Raises:
+        alembic.util.exc.CommandError: unknown revision (e.g. a schema newer than this version).
+        sqlalchemy.exc.SQLAlchemyError: the database is unreachable or a migration failed.
+    """
+    from alembic import command
+
+    import migrations
+
+    cfg = migrations.config(url)
+    cfg.attributes["skip_logging_config"] = quiet
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": _SCHEMA_LOCK})
+                conn.commit()  # the session lock outlives this transaction; closing the connection frees it
+            elif conn.dialect.name == "sqlite":  # take the write lock before alembic reads the version
+                conn.connection.driver_connection.isolation_level = None  # type: ignore[union-attr]
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            cfg.attributes["connection"] = conn
+            getattr(command, command_name)(cfg, revision)
+            conn.commit()  # alembic leaves a transaction it did not begin to its caller
+    finally:
+        engine.dispose()
+
+
 def upgrade_schema(url: str) -> None:
-    """``alembic upgrade head`` on ``url`` (a no-op when the schema is current).
+    """``alembic upgrade head`` on ``url`` (a no-op when the schema is current; ``migrate_schema``).
 
     Raises:
         SinkError: the database is unreachable, or its schema is at a revision this version of
             quotaledger does not know (newer than it), or the upgrade failed.
     """
-    from alembic import command
     from alembic.util.exc import CommandError
 
-    import migrations
-
-    cfg = migrations.config(url)
-    cfg.attributes["skip_logging_config"] = True
     try:
-        command.upgrade(cfg, "head")
+        migrate_schema(url)
     except (CommandError, sa.exc.SQLAlchemyError) as exc:
         raise SinkError(f"cannot bring the schema of {redacted(url)} to the current revision "
                         f"(alembic upgrade head): {str(exc).splitlines()[0]}") from None

@@ -295,14 +295,10 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
     from replay.sql_db import SinkError
 
-    for attempt in range(3):  # workers started together race to create the schema: the losers find it current
-        try:
-            upgrade_schema(db_url)
-            break
-        except SinkError as exc:
-            if attempt == 2:
-                raise IngestError(str(exc)) from None
-            time.sleep(1.0 + attempt)
+    try:
+        upgrade_schema(db_url)  # workers started together take turns (a lock; see upgrade_schema)
+    except SinkError as exc:
+        raise IngestError(str(exc)) from None
     stats = IngestStats()
     db = create_db_engine(db_url)
     batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms)

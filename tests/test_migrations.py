@@ -161,3 +161,20 @@ def test_outbox_ranges_migration_keeps_what_waits_to_be_published(db: str) -> No
         assert all(r.payload == {"seq": r.seq, "cause": f"e-{r.seq}", "cluster": r.cluster} for r in back)
     finally:
         engine.dispose()
+
+
+
+def test_workers_upgrading_together_all_succeed(db: str) -> None:
+    """Ingest workers started together (processes, as docker compose or a deployment starts them)
+    each bring the schema to head; they take turns (PostgreSQL: an advisory lock; SQLite: the write
+    lock taken first), so none fails on a table another one just created, and it is committed."""
+    import subprocess
+    import sys
+
+    code = "import sys; from replay.sql_db import upgrade_schema; upgrade_schema(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert [code for code, _ in results] == [0, 0, 0, 0], [err for _, err in results]
+    assert _tables(db) == TABLES
+    assert _diff(db) == []
