@@ -598,8 +598,7 @@ class ProjectionWriter:
         keep their rows.  Ignored on a first write.
         """
         written = self._written.get(cluster)
-        pending = self._pending.get(cluster)
-        only = None if written is None or pending is None or touched is None else pending.union(touched)
+        only = None if written is None or touched is None else self._pending[cluster].union(touched)
         rows = projection_rows(engine, cluster, only)
         new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
         writes: Writes = []

@@ -140,15 +140,14 @@ def _positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dic
 
 
 def _workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, int]],
-                      only: "Collection[str] | None") -> list[tuple[str, WorkloadRecord]]:
+                      only: "Collection[str] | None", pending_keys: list[str]) -> list[tuple[str, WorkloadRecord]]:
     """``(key, record)`` of every workload, or of the keys in ``only`` that exist and every pending
-    workload; sorted by key."""
+    workload (``pending_keys``); sorted by key."""
     workloads = cluster.workloads
     if only is None:
         keys = sorted(workloads)
     else:
-        keys = sorted({k for k in only if k in workloads}.union(
-            k for k, info in workloads.items() if info.status == PENDING))
+        keys = sorted({k for k in only if k in workloads}.union(pending_keys))
     out = []
     for key in keys:
         info = workloads[key]
@@ -207,17 +206,20 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts: dict[str, list[int]] = {}
-    for info in cluster.workloads.values():
+    pending = []
+    for key, info in cluster.workloads.items():
         counts = lq_counts.setdefault(info.local_queue, [0, 0])
         if info.status == ADMITTED:
             counts[1] += 1
         elif info.status == PENDING:
             counts[0] += 1
+            pending.append(key)
     workloads = {}
     if records is None:
-        workloads = {key: _workload_json(record) for key, record in _workload_records(cluster, positions, only)}
+        workloads = {key: _workload_json(record)
+                     for key, record in _workload_records(cluster, positions, only, pending)}
     else:
-        records += _workload_records(cluster, positions, only)
+        records += _workload_records(cluster, positions, only, pending)
 
     local_queues = {}
     for key in sorted(cluster.local_queues):
