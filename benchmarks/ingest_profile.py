@@ -6,7 +6,7 @@ records in memory, then, best of ``--passes``:
 
 - **engine only**: decode + validate + apply of every line (what ``replay.runner.run_file`` does);
 - **worker**: ``streams.ingest_store.IngestStore`` as the ingest worker drives it, batches of
-  ``--max-batch`` records applied in ``streams.ingest.PARTS_PER_BATCH`` parts, timed as apply
+  ``--max-batch`` records applied in parts as the worker splits them (``streams.ingest._parts``), timed as apply
   (decode, engine, archive rows), prepare (projections, offsets) and encode (``streams.batch_codec``,
   the hand-off to the committer);
 - **committer** (with ``--pg``): the encoded messages decoded and written, one transaction per
@@ -38,7 +38,8 @@ from replay.sql_db import create_db_engine, upgrade_schema
 from statemodel.engine import Engine
 from statemodel.events import decode_event
 from streams import batch_codec, outbox
-from streams.ingest import DEFAULT_MAX_BATCH, PARTS_PER_BATCH
+from streams.committer import _PART, _WHOLE
+from streams.ingest import DEFAULT_MAX_BATCH, PARTS_PER_BATCH, _parts
 from streams.ingest_store import Commit, IngestStats, IngestStore, write_in
 
 TP = TopicPartition("events", 0)
@@ -59,24 +60,22 @@ def worker(records: list[ConsumerRecord], max_batch: int, workdir: Path) -> tupl
     db = create_db_engine(f"sqlite:///{path}")  # only read when a cluster is first seen (empty: fresh engine)
     upgrade_schema(f"sqlite:///{path}")
     store = IngestStore(db, TP.topic, "profile", ArchiveBatch(), 1_000_000, IngestStats())
-    part = -(-max_batch // PARTS_PER_BATCH)
     spent = dict.fromkeys(("apply", "prepare", "encode"), 0.0)
     messages = []
     for first in range(0, len(records), max_batch):
-        batch = records[first:first + max_batch]
-        for at in range(0, len(batch), part):
+        for part, last in _parts({TP: records[first:first + max_batch]}, -(-max_batch // PARTS_PER_BATCH)):
             start = time.perf_counter()
-            store.apply({TP: batch[at:at + part]})
+            store.apply(part)
             spent["apply"] += time.perf_counter() - start
-            if at + part < len(batch):
+            if not last:
                 start = time.perf_counter()
-                messages.append(batch_codec.encode(store.take_part(), [], b"+"))
+                messages.append(batch_codec.encode(store.take_part(), [], _PART))
                 spent["encode"] += time.perf_counter() - start
         start = time.perf_counter()
         commit = store.prepare({TP.partition})
         spent["prepare"] += time.perf_counter() - start
         start = time.perf_counter()
-        messages.append(batch_codec.encode(commit.writes, commit.offsets, b"="))
+        messages.append(batch_codec.encode(commit.writes, commit.offsets, _WHOLE))
         spent["encode"] += time.perf_counter() - start
     db.dispose()
     return spent, messages
@@ -111,7 +110,7 @@ def committer(messages: list[bytes], url: str) -> collections.Counter:
                     open_batch = True
                 start = time.perf_counter()
                 write_in(conn, "profile", TP.topic, Commit([], writes, offsets))
-                if message[:1] == b"=":
+                if message[:1] == _WHOLE:
                     conn.commit()
                     open_batch = False
                 spent["write"] += time.perf_counter() - start
