@@ -32,11 +32,11 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 from kafka_setup import PG_ADMIN_URL, event_file, scratch_databases
 
-import replay.sql_archive as sql_archive
-from replay.sql_archive import ArchiveBatch
-from replay.sql_db import create_db_engine, upgrade_schema
+import replay.store.archive as sql_archive
+from replay.store.archive import ArchiveBatch
+from replay.store.db import create_db_engine, upgrade_schema
 from statemodel.engine import Engine
-from statemodel.events import decode_event
+from statemodel.events.decode import decode_event
 from streams import batch_codec, outbox
 from streams.committer import _PART, _WHOLE
 from streams.ingest import DEFAULT_MAX_BATCH, PARTS_PER_BATCH, _parts

@@ -28,7 +28,7 @@ from pathlib import Path
 import orjson
 
 from statemodel.engine import Engine
-from statemodel.events import decode_event
+from statemodel.events.decode import decode_event
 
 API = "kueue.x-k8s.io/v1beta2"
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

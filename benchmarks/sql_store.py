@@ -7,7 +7,7 @@ SQL sink next to the engine alone (issue 4 minimums: snapshot â‰¤ 2 s, restore â
     admitted, the rest pending in their queues).  *Write* = ``statemodel.snapshot.dump`` + insert of
     the ``snapshots`` row, as the SQL sink writes it (GC paused while dumping, one transaction);
     *restore* = select of the nearest snapshot + ``statemodel.snapshot.load``
-    (``replay.point_in_time.restore``).  Best of ``--repeat`` runs, on SQLite and PostgreSQL.
+    (``replay.store.restore.restore``).  Best of ``--repeat`` runs, on SQLite and PostgreSQL.
 (b) Replay: the closed-loop event file of ``kueue_scale.py`` (100 ClusterQueues, 50,000 workloads,
     ~100,000 events) through ``replay.runner.run_file`` (decode + engine) and through
     ``replay.sql_sink.replay_to_db`` into a fresh SQLite file and a fresh PostgreSQL database
@@ -34,13 +34,13 @@ import orjson
 import sqlalchemy as sa
 
 from kueue_scale import API, EPOCH_MS, config_events, generate
-from replay.point_in_time import STATE_ENCODING, restore
+from replay.store.restore import STATE_ENCODING, restore
 from replay.runner import gc_paused, run_file
-from replay.sql_db import create_db_engine, ms_to_datetime, upgrade_schema
+from replay.store.db import create_db_engine, ms_to_datetime, upgrade_schema
 from replay.sql_sink import replay_to_db
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
-from statemodel.events import decode_event
+from statemodel.events.decode import decode_event
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.version import ENGINE_VERSION
 

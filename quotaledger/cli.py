@@ -105,7 +105,7 @@ def snapshot_interval_ms(text: str | None) -> int | None:
 def _run_db(source: str, url: str, batch_size: int, snapshot_every: int, snapshot_every_ms: int | None,
             replace: bool, on_decision: Any, watch: Any = None) -> tuple[Any, Any]:
     """``_run`` with the SQL sink; a ``SinkError`` becomes exit code 1 with its message."""
-    from replay.sql_db import SinkError
+    from replay.store.db import SinkError
     from replay.sql_sink import replay_to_db
 
     try:
@@ -253,8 +253,8 @@ def state(
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
     if url is not None:
         from quotaledger.cli_sql import resolve_cluster
-        from replay.point_in_time import engine_at
-        from replay.sql_db import SinkError
+        from replay.store.restore import engine_at
+        from replay.store.db import SinkError
 
         cluster = resolve_cluster(url, cluster)
         try:
@@ -354,9 +354,9 @@ def simulate(
     Rows the importer cannot read are reported on stderr with their line numbers and skipped.
     """
     from replay.demo import DemoError, input_notes, load_inputs
-    from replay.manifests import write_manifests
-    from replay.simulator import simulate as run_simulation
-    from replay.traces import parse_until
+    from replay.sim.manifests import write_manifests
+    from replay.sim.simulator import simulate as run_simulation
+    from replay.sim.traces import parse_until
 
     err = Console(stderr=True)
     if not err.is_terminal:
@@ -482,7 +482,7 @@ def verify(
     Prints `OK: N events, M decisions, hash H` and exits 0, or prints the first divergence with both
     sides (event, expected vs recorded decision or hash) and exits 1.
     """
-    from replay.sql_db import SinkError
+    from replay.store.db import SinkError
     from replay.verify import verify as run_verify
 
     try:
@@ -529,7 +529,7 @@ def _alembic(command_name: str, url: str, revision: str) -> None:
     from alembic.util.exc import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
-    from replay.sql_db import migrate_schema
+    from replay.store.db import migrate_schema
 
     try:
         migrate_schema(url, command_name, revision, quiet=False)

@@ -36,8 +36,8 @@ def resolve_cluster(url: str, cluster: str | None) -> str:
     """``--cluster``, or the only cluster the store holds; exits 1 with a message when it cannot tell."""
     import sqlalchemy as sa
 
-    from replay.point_in_time import stored_cluster
-    from replay.sql_db import SinkError, create_db_engine
+    from replay.store.restore import stored_cluster
+    from replay.store.db import SinkError, create_db_engine
 
     if cluster is not None:
         return cluster
@@ -56,8 +56,8 @@ def resolve_cluster(url: str, cluster: str | None) -> str:
 def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None) -> dict:
     """``statemodel.explain.explain`` of ``workload`` at ``at_ms`` (``None`` = the end of the archive),
     from the nearest snapshot plus the archived tail; exits 1 with a message when it cannot."""
-    from replay.point_in_time import engine_at
-    from replay.sql_db import SinkError
+    from replay.store.restore import engine_at
+    from replay.store.db import SinkError
     from statemodel.explain import UnknownWorkload, explain
 
     import sqlalchemy as sa
@@ -87,8 +87,8 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
     in, its own charge included — or ``None`` for an observed admission (no engine decision)."""
     import sqlalchemy as sa
 
-    from replay.point_in_time import restore
-    from replay.sql_db import SinkError, create_db_engine
+    from replay.store.restore import restore
+    from replay.store.db import SinkError, create_db_engine
     from statemodel import sql_schema as s
     from statemodel.explain import explain
 
@@ -136,7 +136,7 @@ def _mean(resource: str, value: int) -> str:
 
 def print_whatif(console: Console, report: dict) -> None:
     """Rich rendering of ``WhatIfReport.to_json()``: changed decisions, wait times, utilization."""
-    from replay.report_page import percent
+    from replay.reports.page import percent
 
     fork = report["fork"]
     console.print(f"[bold]what-if[/bold] cluster {report['cluster']}: fork at "
@@ -211,7 +211,7 @@ def register(app: typer.Typer) -> None:
         times a patch event goes before the archived ones.
         """
         from quotaledger.cli import _console, _dump_state, db_url
-        from replay.sql_db import SinkError
+        from replay.store.db import SinkError
         from replay.whatif import WhatIfError, whatif as run_whatif
 
         from_ms = _time_option(from_time, "--from")

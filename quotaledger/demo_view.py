@@ -37,7 +37,7 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 
 def print_demo(console: Console, result: DemoResult) -> None:
     """The report table, the output folder, the SQL URL, three example queries and the timing."""
-    from replay.report_page import HEADERS, example_queries, table_rows
+    from replay.reports.page import HEADERS, example_queries, table_rows
 
     report = result.report
     table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (README: The demo report)",

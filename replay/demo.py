@@ -3,12 +3,12 @@
 :func:`run_demo` does the whole main job in one call and leaves everything in one output folder
 (default ``out/demo-<trace>``)::
 
-    quota/               the quota configuration used, as editable Kueue manifests (replay.manifests)
-    events.ndjson        the simulated history, a normal event file (replay.simulator)
+    quota/               the quota configuration used, as editable Kueue manifests (replay.sim.manifests)
+    events.ndjson        the simulated history, a normal event file (replay.sim.simulator)
     quotaledger.db       the SQL store (SQLite) the history was replayed into, unless --db names another
-    report.json          the report numbers, exact integers (replay.report)
-    *.png, index.html    plots and the page that shows them with the report tables (replay.plots,
-                         replay.report_page)
+    report.json          the report numbers, exact integers (replay.reports.tables)
+    *.png, index.html    plots and the page that shows them with the report tables (replay.reports.plots,
+                         replay.reports.page)
 
 The simulation and the replay into SQL are two runs of the engine over the same events; the demo
 checks that they end in the same hash, so the database is an auditable history (``quotaledger
@@ -23,17 +23,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from replay.importers.jobs import ImportResult
-from replay.manifests import QuotaConfig, load_manifests, write_manifests
-from replay.plots import write_plots
-from replay.quota_tree import generate_quota
-from replay.report import Report, build_report
-from replay.report_page import write_index
+from replay.sim.importers.jobs import ImportResult
+from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
+from replay.reports.plots import write_plots
+from replay.sim.quota_tree import generate_quota
+from replay.reports.tables import Report, build_report
+from replay.reports.page import write_index
 from replay.runner import ReplayResult
-from replay.simulator import SimulationResult, simulate
-from replay.sql_db import SinkError
+from replay.sim.simulator import SimulationResult, simulate
+from replay.store.db import SinkError
 from replay.sql_sink import replay_to_db
-from replay.traces import load_trace, parse_until
+from replay.sim.traces import load_trace, parse_until
 
 __all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
 
@@ -90,9 +90,9 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
     """
-    from replay.importers.jobs import TraceImportError
-    from replay.importers.mapping import MappingError
-    from replay.manifests import QuotaConfigError
+    from replay.sim.importers.jobs import TraceImportError
+    from replay.sim.importers.mapping import MappingError
+    from replay.sim.manifests import QuotaConfigError
 
     try:
         imported = load_trace(trace, mapping)
@@ -123,13 +123,13 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     """Run the demo (module docstring) and write its output folder.
 
     Args:
-        trace: ``dlrm`` (default), ``openb``, or a CSV path (with ``mapping``); see ``replay.traces``.
+        trace: ``dlrm`` (default), ``openb``, or a CSV path (with ``mapping``); see ``replay.sim.traces``.
         mapping: mapping YAML for a generic CSV trace.
         quota: folder of Kueue manifests to use instead of the generated quota tree.
         db: SQLAlchemy URL of the store (default: ``sqlite:///<out>/quotaledger.db``); the trace's
             cluster is replaced there if it already exists.
         out: output folder (default :func:`default_out`).
-        until: stop the simulation here (``replay.traces.parse_until``: seconds or a duration after
+        until: stop the simulation here (``replay.sim.traces.parse_until``: seconds or a duration after
             the trace start, or an RFC 3339 time).
         progress: progress callback (:data:`Progress`).
         on_note: called with human-readable notes (skipped rows, the quota rule).

@@ -25,8 +25,8 @@ from replay.ndjson import Watch
 from replay.sources import open_records
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.event_types import Event
-from statemodel.events import decode_event
+from statemodel.events.envelope import Event
+from statemodel.events.decode import decode_event
 
 DecisionCallback = Callable[[Any], None]
 """Called with each ``statemodel.engine.Decision``, in ``seq`` order."""

@@ -3,7 +3,7 @@ everything in the SQL store.
 
 ``replay_to_db(source, url)`` streams the events through the very same ``Engine`` as
 ``replay.runner.run_file`` and writes, one transaction per batch of ``batch_size`` input events
-(never one per event), the rows built and written by ``replay.sql_archive`` (shared with the
+(never one per event), the rows built and written by ``replay.store.archive`` (shared with the
 Kafka ingest worker):
 
 - every event to ``events`` (status ``applied`` / ``duplicate`` / ``rejected`` with reason and
@@ -13,7 +13,7 @@ Kafka ingest worker):
 - every ``snapshot_every`` events of a cluster, with the batch that holds those events, and at
   the end, a ``snapshots`` row: the restorable engine snapshot of that cluster
   (``statemodel.snapshot``), its position, clock, last decision seq and hash-chain value (hex) as
-  ``state_hash`` — what ``verify`` checks against and ``replay.point_in_time`` restores from;
+  ``state_hash`` — what ``verify`` checks against and ``replay.store.restore`` restores from;
 - at the end, in one transaction: the projections (``cohorts``, ``cluster_queues``,
   ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) of each replayed cluster replaced
   from ``engine.state()``.
@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from replay.ndjson import Watch
 from replay.runner import ReplayResult, decoded_lines, gc_paused
 from replay.sources import open_records
-from replay.sql_archive import (
+from replay.store.archive import (
     CLUSTER_TABLES,
     DEFAULT_SNAPSHOT_EVERY,
     STATE_ENCODING,
@@ -54,7 +54,7 @@ from replay.sql_archive import (
     Writes,
     run_writes,
 )
-from replay.sql_db import SinkError, create_db_engine, redacted, salvage, upgrade_schema
+from replay.store.db import SinkError, create_db_engine, redacted, salvage, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
@@ -90,7 +90,7 @@ def _delete_clusters(conn: sa.Connection, clusters: list[str]) -> None:
 
 
 class SqlSink:
-    """Batches archive rows (``replay.sql_archive.ArchiveBatch``) and writes them; see the module
+    """Batches archive rows (``replay.store.archive.ArchiveBatch``) and writes them; see the module
     docstring.  Use via ``replay_to_db``."""
 
     def __init__(self, db: sa.Engine, source: str, replace: bool, snapshot_every: int,

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from replay.runner import decoded_lines
 from replay.sources import open_records, position_name
-from replay.sql_db import SinkError, archived_event, create_db_engine, redacted, salvage
+from replay.store.db import SinkError, archived_event, create_db_engine, redacted, salvage
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError

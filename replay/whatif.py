@@ -4,7 +4,7 @@
 
 1. **Fork.**  The engine of the cluster just before ``from_ms`` — every archived event before the
    first one whose time is at or after ``from_ms`` — is rebuilt from the nearest snapshot at or
-   before that position plus the archived events in between (``replay.point_in_time.restore``).
+   before that position plus the archived events in between (``replay.store.restore.restore``).
    Without ``from_ms`` the fork is the start of the history (an empty engine).
 2. **Patch.**  The patch is an NDJSON file of EVENTS.md v1 events (a changed ClusterQueue or
    Cohort, extra or deleted Workloads, an ``EngineConfig``, finishes, ...).  An event without
@@ -45,16 +45,16 @@ import orjson
 import sqlalchemy as sa
 
 from replay.ndjson import iter_lines
-from replay.point_in_time import archived_events, end_position, restore, stored_cluster
-from replay.report import percentile
+from replay.store.restore import archived_events, end_position, restore, stored_cluster
+from replay.reports.tables import percentile
 from replay.runner import gc_paused
-from replay.sql_db import SinkError, create_db_engine, redacted
+from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel.cluster import ClusterState
 from statemodel.decisions import ADMITTED, Decision
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.event_types import Event
-from statemodel.events import decode_event
+from statemodel.events.envelope import Event
+from statemodel.events.decode import decode_event
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.snapshot import load as load_snapshot
 from statemodel.timefmt import format_time

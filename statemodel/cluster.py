@@ -1,7 +1,7 @@
 """The state of one cluster (an independent resource pool) and how each event changes it.
 
 ``ClusterState.apply`` is the reducer for one cluster: it updates objects, quota charges and
-queues for one event, then runs admission cycles to a fixpoint (``statemodel.scheduler``).
+queues for one event, then runs admission cycles to a fixpoint (``statemodel.admission.cycle``).
 Everything is deterministic: dicts iterate in insertion order, sets are only iterated sorted,
 time comes from events.
 
@@ -26,19 +26,19 @@ from decimal import Decimal
 
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
 from statemodel.decisions import EVICTED, Decision
-from statemodel.event_types import Event
-from statemodel.fairsharing import FairSharingLedgers, flatten
-from statemodel.flavorassigner import Assignment, fits_now
+from statemodel.events.envelope import Event
+from statemodel.queues.afs import FairSharingLedgers, flatten
+from statemodel.admission.flavorassigner import Assignment, fits_now
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
     Admission, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, Workload,
 )
-from statemodel.queues import ClusterQueueQueue
+from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
 )
-from statemodel.resource_node import add_usage
-from statemodel.scheduler import ScopeGate, WakeIndex, run_cycles
+from statemodel.quota.kueue import add_usage
+from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo
 
 NOT_STOPPED = "None"

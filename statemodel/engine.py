@@ -23,7 +23,7 @@ import orjson
 from statemodel.cluster import ClusterState
 from statemodel.decisions import Decision
 from statemodel.errors import EventError
-from statemodel.event_types import Event
+from statemodel.events.envelope import Event
 from statemodel.state_view import render_state
 from statemodel.version import ENGINE_VERSION
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from statemodel.decisions import assignments_json
-from statemodel.resource_node import QuotaNode, available, potential_available
+from statemodel.quota.kueue import QuotaNode, available, potential_available
 from statemodel.timefmt import format_time
 from statemodel.workload import ADMITTED, PENDING
 

@@ -1,7 +1,7 @@
 """The tree of Cohorts and ClusterQueues: edges, implicit cohorts and cycles (KEP-79).
 
 Mirrors Kueue's ``pkg/cache/hierarchy/`` (reference/kueue.md §1.2): nothing here knows about
-quota numbers beyond linking ``QuotaNode``s so that ``statemodel.resource_node`` can do the
+quota numbers beyond linking ``QuotaNode``s so that ``statemodel.quota.kueue`` can do the
 arithmetic.
 
 * A ClusterQueue's ``cohortName`` or a Cohort's ``parentName`` naming no Cohort object creates an
@@ -16,7 +16,7 @@ arithmetic.
 from __future__ import annotations
 
 from statemodel.objects import ClusterQueue, Cohort, ResourceGroup
-from statemodel.resource_node import QuotaNode, link, set_quotas, unlink
+from statemodel.quota.kueue import QuotaNode, link, set_quotas, unlink
 
 
 class CohortEntry:

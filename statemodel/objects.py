@@ -2,7 +2,7 @@
 
 Every quantity is an integer in base units (``cpu`` in millicores, every other
 resource in bytes or counts); times are integer milliseconds since the Unix
-epoch.  These classes carry no behaviour: ``statemodel.events`` builds them from
+epoch.  These classes carry no behaviour: ``statemodel.events.decode`` builds them from
 JSON and the reducer reads them.  Field names follow Kueue v1beta2
 (``apis/kueue/v1beta2``), snake-cased.
 """

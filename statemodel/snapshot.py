@@ -26,10 +26,10 @@ import orjson
 from statemodel import objects as objects_module
 from statemodel.cluster import ClusterState
 from statemodel.engine import Engine
-from statemodel.fairsharing import DecayParams, UsageLedger
+from statemodel.queues.afs import DecayParams, UsageLedger
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
-from statemodel.queues import ClusterQueueQueue
-from statemodel.resource_node import QuotaNode, _recompute_quota, add_usage, link
+from statemodel.queues.cluster_queue import ClusterQueueQueue
+from statemodel.quota.kueue import QuotaNode, _recompute_quota, add_usage, link
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from statemodel.decisions import assignments_json
-from statemodel.fairsharing import CONTEXT, INFINITY, FairSharingLedgers, score, unit_divisor
+from statemodel.queues.afs import CONTEXT, INFINITY, FairSharingLedgers, score, unit_divisor
 from statemodel.hierarchy import Hierarchy
-from statemodel.resource_node import QuotaNode, available, potential_available
+from statemodel.quota.kueue import QuotaNode, available, potential_available
 from statemodel.timefmt import format_duration, format_time
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import ADMITTED, PENDING
@@ -120,7 +120,7 @@ WorkloadRecord = tuple
 ``position_in_local_queue`` (0-based, pending only, else ``None``), ``podSetAssignments`` (JSON
 value or ``None``), ``borrowing`` (admitted only), ``admitted_ms`` (admitted only),
 ``observed`` (admitted only).  The state JSON (``workloads``) and the ``workloads`` projection
-table (``replay.sql_archive.projection_rows``) are both renderings of it."""
+table (``replay.store.archive.projection_rows``) are both renderings of it."""
 
 
 def _positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
@@ -250,7 +250,7 @@ def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | No
     rest was rendered, when ``workloads`` names every workload an event or decision touched since.
     With ``records`` (a list), the ``workloads`` map stays empty and the same workloads are appended
     to ``records`` as ``(key, WorkloadRecord)`` pairs, sorted by key, for the ``workloads``
-    projection (``replay.sql_archive.projection_rows``).
+    projection (``replay.store.archive.projection_rows``).
 
     Raises:
         KeyError: ``name`` is not a cluster of ``engine``.

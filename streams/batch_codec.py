@@ -3,14 +3,14 @@ process (``streams.committer``): ``encode`` there, ``decode`` here, the very sam
 
 Pickling a batch's rows costs the worker about 11 µs per event (DLRM trace, 20,000-event batches),
 a third of what applying the event costs; orjson writes the same rows in about 3 µs.  The hot
-tables' ``replay.sql_archive.TupleRows`` are serialized by one ``orjson.dumps`` of their rows,
+tables' ``replay.store.archive.TupleRows`` are serialized by one ``orjson.dumps`` of their rows,
 embedded as a ``Fragment`` (no Python call per value; their JSON texts travel as JSON strings),
 and read back as lists.  JSON lacks some of the other rows' types, so they are carried
 as follows and restored by ``decode`` from the table's column types:
 
 - ``datetime`` (``DateTime`` columns): orjson's RFC 3339 text, read back by ``datetime.fromisoformat``
   (same instant, same time zone);
-- ``Decimal`` / ``bytes`` / ``replay.sql_db.RawJSON`` (``Numeric`` / ``LargeBinary`` / verbatim
+- ``Decimal`` / ``bytes`` / ``replay.store.db.RawJSON`` (``Numeric`` / ``LargeBinary`` / verbatim
   JSON text): a one-key object ``{"\\u0000dec" | "\\u0000b64" | "\\u0000raw": text}``;
 - primary keys of ``delete_keys`` writes: lists back to tuples;
 - ``TupleRows``: ``{"\\u0000rows": [columns, rows]}``, each row a JSON array.
@@ -32,8 +32,8 @@ from decimal import Decimal
 import orjson
 import sqlalchemy as sa
 
-from replay.sql_archive import TupleRows, Writes, writes_by_name, writes_from_names
-from replay.sql_db import RawJSON
+from replay.store.archive import TupleRows, Writes, writes_by_name, writes_from_names
+from replay.store.db import RawJSON
 
 _JSON, _PICKLE = b"J", b"P"
 _DEC, _B64, _RAW, _ROWS = "\x00dec", "\x00b64", "\x00raw", "\x00rows"
@@ -51,7 +51,7 @@ def _default(value: object) -> dict:
 
 
 def encode(writes: Writes, offsets: list[dict], prefix: bytes = b"") -> bytes:
-    """``writes`` (``replay.sql_archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes,
+    """``writes`` (``replay.store.archive.Writes``) and ``offsets`` (``ingest_offsets`` rows) as bytes,
     after ``prefix`` (a framing byte of the caller's: joined here, so the batch is copied once)."""
     named = writes_by_name(writes)
     if all(op != "insert" or type(items) is TupleRows or not items or type(items[0]) is dict

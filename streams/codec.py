@@ -15,8 +15,8 @@ reason in headers: ``reason``, ``field_path``, ``event_id``, ``source_topic``,
 from __future__ import annotations
 
 from statemodel.errors import EventError
-from statemodel.event_types import Event
-from statemodel.events import decode_event
+from statemodel.events.envelope import Event
+from statemodel.events.decode import decode_event
 
 DEFAULT_MAX_RECORD_BYTES = 1_000_000
 """Largest record value the worker parses (bytes); larger ones are dead-lettered unread."""

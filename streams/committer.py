@@ -53,7 +53,7 @@ from streams import batch_codec
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-    from replay.sql_archive import Writes
+    from replay.store.archive import Writes
     from streams.ingest_store import Commit, IngestStats
 
 _STOP = b"stop"
@@ -231,7 +231,7 @@ async def _serve(inbox: Connection, reply: Connection, config: CommitterConfig) 
     """Steps 1-4 of the module docstring."""
     import time
 
-    from replay.sql_db import create_db_engine
+    from replay.store.db import create_db_engine
     from streams import outbox
     from streams.ingest_store import Commit, write_commit, write_in
 

@@ -8,7 +8,7 @@ Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust
 3. records that fail validation go to ``<prefix>.events.dlq`` (headers: reason, field path, id,
    source topic / partition / offset), acknowledged by the broker *before* the commit below, so a
    crash can repeat a dead letter in the topic but never lose one;
-4. the batch's ONE SQL transaction (``replay.sql_archive``, the same rows as ``quotaledger replay
+4. the batch's ONE SQL transaction (``replay.store.archive``, the same rows as ``quotaledger replay
    --db``): archived events (``source_position`` = Kafka offset), decisions, dead letters, the
    unpublished outbox ranges of the decisions (added by the committer), periodic snapshots, the
    changed projection rows of the clusters the batch touched, and ``ingest_offsets`` (next offset
@@ -25,7 +25,7 @@ Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust
 Exactly-once effect: SQL is the only record of progress.  On start and on every partition
 assignment each partition is sought to its stored ``next_offset`` (Kafka-side commits are never
 made nor read), and a cluster's engine is rebuilt from its newest snapshot plus the archived tail
-(``replay.point_in_time.restore``) the first time one of its records arrives.  A kill -9 before the
+(``replay.store.restore.restore``) the first time one of its records arrives.  A kill -9 before the
 commit loses only uncommitted work, which is consumed again from the stored offsets; after it,
 nothing is consumed twice.  Records below a partition's stored offset are skipped.  When
 partitions are revoked, their clusters' engines are dropped (after the batch in flight commits),
@@ -34,7 +34,7 @@ so a worker that gets them back restores what another worker added meanwhile.
 Projections: after each batch the projection rows of the clusters it touched are recomputed from
 their state (the queue tables whole; of the workloads, those the batch's events and decisions named
 and the pending ones) and only the rows that differ from the ones last written are deleted /
-inserted (``replay.sql_archive.ProjectionWriter``); the first write after a cluster is (re)loaded
+inserted (``replay.store.archive.ProjectionWriter``); the first write after a cluster is (re)loaded
 replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of the events
 committed so far.
 
@@ -62,8 +62,8 @@ import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from replay.runner import gc_paused
-from replay.sql_archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
-from replay.sql_db import create_db_engine, upgrade_schema
+from replay.store.archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
+from replay.store.db import create_db_engine, upgrade_schema
 from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.committer import Committer, CommitterConfig, CommitterError
@@ -293,7 +293,7 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
     """
     if max_batch < 1 or snapshot_every < 1 or (snapshot_every_ms is not None and snapshot_every_ms < 1):
         raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
-    from replay.sql_db import SinkError
+    from replay.store.db import SinkError
 
     try:
         upgrade_schema(db_url)  # workers started together take turns (a lock; see upgrade_schema)

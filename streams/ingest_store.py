@@ -15,13 +15,13 @@ import sqlalchemy as sa
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
-from replay.point_in_time import restore
-from replay.sql_archive import ArchiveBatch, ProjectionWriter, Writes, run_writes
-from replay.sql_db import salvage
+from replay.store.restore import restore
+from replay.store.archive import ArchiveBatch, ProjectionWriter, Writes, run_writes
+from replay.store.db import salvage
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.event_types import Event
+from statemodel.events.envelope import Event
 from statemodel.objects import Workload
 from streams import outbox
 from streams.codec import dead_letter, decode_record, key_cluster

@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from replay.sql_archive import DECISION_COLUMNS, Writes
+from replay.store.archive import DECISION_COLUMNS, Writes
 from statemodel import sql_schema as s
 
 Range = tuple[str, int, int]
@@ -35,7 +35,7 @@ _CLUSTER, _SEQ, _CAUSE, _PAYLOAD = (DECISION_COLUMNS.index(c) for c in ("cluster
 
 def add_unpublished(writes: Writes) -> list[Unpublished]:
     """Append to ``writes`` an insert of the unpublished ``outbox`` ranges of the inserted
-    ``decisions`` rows (``replay.sql_archive.TupleRows`` of ``DECISION_COLUMNS``; one range per run
+    ``decisions`` rows (``replay.store.archive.TupleRows`` of ``DECISION_COLUMNS``; one range per run
     of consecutive seqs of a cluster, i.e. one per cluster and batch), so both are written in the
     same transaction; returns those decisions, in order, for ``publish``."""
     decisions = [(row[_CLUSTER], row[_SEQ], row[_CAUSE], row[_PAYLOAD].encode())

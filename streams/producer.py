@@ -3,8 +3,8 @@
 Each non-blank line becomes one record, its bytes unchanged (without the line end):
 
 - **key** = the event's ``cluster`` when the line is a JSON object whose ``cluster`` is a non-empty
-  string, else ``"default"`` — the cluster the engine (``statemodel.events``) and the dead-letter
-  path (``replay.sql_db.salvage``) give such a line.  A malformed line is produced as is; the
+  string, else ``"default"`` — the cluster the engine (``statemodel.events.decode``) and the dead-letter
+  path (``replay.store.db.salvage``) give such a line.  A malformed line is produced as is; the
   ingest worker dead-letters it.
 - **partition** = aiokafka's default partitioner on the key (murmur2, as the Java client), so one
   cluster's events land in one partition, in file order: aiokafka sends at most one batch per
@@ -26,7 +26,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
 from replay.ndjson import lines_of, open_source
-from replay.sql_db import salvage
+from replay.store.db import salvage
 from streams.admin import ensure_topics
 from streams.topics import Topics
 

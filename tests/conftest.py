@@ -15,14 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     stale = []
-    for compiled in sorted((ROOT / "statemodel").glob("*.so")):
+    for compiled in sorted((ROOT / "statemodel").rglob("*.so")):
         source = compiled.with_name(compiled.name.split(".", 1)[0] + ".py")
         if source.exists() and source.stat().st_mtime > compiled.stat().st_mtime:
-            stale.append(source.name)
+            stale.append(str(source.relative_to(ROOT)))
     if stale:
         raise pytest.UsageError(
-            f"statemodel/{', '.join(stale)} changed after it was compiled; rebuild with "
-            "`.venv/bin/pip install -q -e .` (or delete statemodel/*.so to run the pure-Python code)")
+            f"{', '.join(stale)} changed after it was compiled; rebuild with "
+            "`.venv/bin/pip install -q -e .` (or delete statemodel/**/*.so to run the pure-Python code)")
 
 
 # --------------------------------------------------------------------------- SQL databases (SQLite and PostgreSQL)

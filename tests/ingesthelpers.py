@@ -12,13 +12,13 @@ import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from replay.importers.dlrm import import_dlrm
-from replay.quota_tree import generate_quota
-from replay.simulator import simulate
+from replay.sim.importers.dlrm import import_dlrm
+from replay.sim.quota_tree import generate_quota
+from replay.sim.simulator import simulate
 from statemodel import sql_schema as s
 from statemodel.timefmt import parse_duration
+from tests.paths import DATA
 
-DATA = Path(__file__).parent / "data"
 
 ON_POSTGRESQL = pytest.mark.parametrize("db", ["postgresql"], indirect=True)
 """Run a test on the real PostgreSQL only (conftest's ``db`` fixture, one of its two kinds)."""

@@ -1,0 +1,1 @@
+"""Reports of a simulated or archived history: report tables, plots and the HTML page."""

@@ -1,0 +1,480 @@
+"""The demo report: what happened to each ClusterQueue and Cohort, computed from the SQL store.
+
+Input is what ``replay.sql_sink.replay_to_db`` archived for one cluster — the ``events`` and
+``decisions`` tables (history) and the ``cohorts`` / ``cluster_queues`` / ``local_queues`` /
+``quotas`` projections (the tree and its quotas, which the demo does not change during a run) —
+plus, optionally, the trace's observed waits.  Every number is exact integer arithmetic on
+milliseconds and base units (millicores, bytes, counts) until the final ratio (a ``Fraction``) or
+percentile (an element of the data); rounding happens only when a number is displayed.
+
+The history, read in archive order (``events.position``; the decisions an event caused right
+after it, by ``seq``):
+
+- a ``Workload`` ``Applied`` event enters its ClusterQueue (through its LocalQueue) as pending at
+  the event time (the simulator gives no ``creationTimestamp``, so creation = event time); with
+  ``status.admission`` (a job already running when the trace began) it holds that quota from
+  then on instead, and is counted as *running at start*, not as admitted;
+- an ``Admitted`` decision moves it from pending to holding ``podSetAssignments[].resourceUsage``
+  in the decision's ClusterQueue (per flavor and resource); its wait is decision time − the time
+  it last became pending; an ``Evicted`` / ``Preempted`` decision puts it back to pending;
+- ``WorkloadFinished`` or a ``Deleted`` Workload ends it (releasing quota or leaving the queue).
+
+Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
+``[start, end]`` (default: first to last archived event; the demo passes the simulation horizon):
+
+- ``admitted``: ``Admitted`` decisions; ``waits``: their waits; ``observed``: the trace's own
+  waits (e.g. DLRM ``scheduled_time − creation_time``) of the same workloads, where it has one.
+  Percentiles are **nearest-rank**: p-th = the ⌈p·n/100⌉-th smallest value (so always a value
+  that occurred).
+- ``usage_ms[resource]``: ∫ usage dt summed over flavors (base units × ms); utilization =
+  that / (nominal × span), where nominal is the sum of ``nominalQuota`` over the flavors and
+  every node of the subtree (a Cohort's own quota included).  Above 100 % means it ran on
+  borrowed quota.
+- ``borrowing_ms``: time during which, for some flavor and resource, the subtree used more than
+  its subtree nominal — it ran on quota from outside itself.  A root cohort cannot borrow.
+- ``lent_ms``: time during which, for some flavor and resource, the node had unused lendable
+  quota (``min(nominal − usage, lendingLimit)`` > 0; no ``lendingLimit`` = all of it) while its
+  siblings under the same parent together used more than their own nominal plus the parent's own
+  quota — so they were running on quota lent by their siblings, of which this node's spare was
+  part (Kueue pools lendable quota and does not record which lender a borrower used).
+- ``pending_peak``: the most workloads pending at once (counted after all events of an instant,
+  so a workload admitted by the event that submitted it never counts); ``pending_at_end``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sqlalchemy as sa
+
+from replay.store.db import SinkError, create_db_engine, redacted
+from statemodel import sql_schema as s
+from statemodel.quantity import parse_quantity
+
+__all__ = ["NodeStats", "Report", "build_report", "percentile", "GPU"]
+
+GPU = "nvidia.com/gpu"
+PENDING = ("", "")
+"""Change key of the pending-workload count (flavor and resource keys are never empty)."""
+
+Key = tuple[str, str]  # (flavor, resource)
+
+
+def percentile(values: list[int], p: int) -> int | None:
+    """Nearest-rank percentile of sorted ``values``: the ⌈p·n/100⌉-th smallest (``None`` when empty)."""
+    if not values:
+        return None
+    rank = max(1, (p * len(values) + 99) // 100)
+    return values[rank - 1]
+
+
+@dataclass
+class NodeStats:
+    """Report numbers of one ClusterQueue or Cohort (module docstring for the definitions).
+
+    Attributes:
+        kind: ``"Cohort"`` or ``"ClusterQueue"``; name; parent (cohort name or ``None``); depth
+            (0 = a root).
+        admitted / running_at_start / pending_at_end: workload counts.
+        waits_ms / observed_waits_ms: sorted waits in ms (simulated; the trace's own).
+        usage_ms: resource → ∫ usage dt (base units × ms), all flavors.
+        nominal: resource → nominal quota of the subtree (base units), all flavors.
+        borrowing_ms / lent_ms / span_ms: ms.
+        pending_peak: workloads pending at once, at most.
+    """
+
+    kind: str
+    name: str
+    parent: str | None
+    depth: int
+    admitted: int = 0
+    running_at_start: int = 0
+    pending_at_end: int = 0
+    waits_ms: list[int] = field(default_factory=list)
+    observed_waits_ms: list[int] = field(default_factory=list)
+    usage_ms: dict[str, int] = field(default_factory=dict)
+    nominal: dict[str, int] = field(default_factory=dict)
+    borrowing_ms: int = 0
+    lent_ms: int = 0
+    span_ms: int = 0
+    pending_peak: int = 0
+
+    def utilization(self, resource: str) -> Fraction | None:
+        """Time-weighted usage / (nominal × span) of ``resource``; ``None`` without nominal quota."""
+        nominal = self.nominal.get(resource, 0)
+        if nominal <= 0 or self.span_ms <= 0:
+            return None
+        return Fraction(self.usage_ms.get(resource, 0), nominal * self.span_ms)
+
+    def share(self, ms: int) -> Fraction | None:
+        """``ms`` as a fraction of the span."""
+        return Fraction(ms, self.span_ms) if self.span_ms > 0 else None
+
+
+@dataclass
+class Report:
+    """The whole report of one cluster.
+
+    Attributes:
+        cluster / start_ms / end_ms: what and when.
+        nodes: every Cohort and ClusterQueue, depth-first from the roots (children by name).
+        top: names of the nodes the plots show: the children of the (first) root cohort, or the
+            roots themselves when there is no cohort level below them.
+        headline: top node → the resource its plot shows (``nvidia.com/gpu`` when the subtree has
+            GPU quota, else ``cpu``).
+        usage_series: top node → ``[(time ms, usage of its headline resource)]``: the value after
+            each instant at which it changed, starting with ``(start, 0)``.
+        pending_series: top node → ``[(time ms, pending workloads)]``, the same way.
+        limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline resource.
+    """
+
+    cluster: str
+    start_ms: int
+    end_ms: int
+    nodes: list[NodeStats]
+    top: list[str] = field(default_factory=list)
+    headline: dict[str, str] = field(default_factory=dict)
+    usage_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    pending_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    limits: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+
+    def node(self, name: str, kind: str | None = None) -> NodeStats:
+        """The node called ``name`` (of ``kind`` when given: a Cohort and a ClusterQueue may share a name).
+
+        Raises:
+            KeyError: no such node.
+        """
+        for n in self.nodes:
+            if n.name == name and (kind is None or n.kind == kind):
+                return n
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- reading the store
+
+
+@dataclass
+class _Tree:
+    cohort_parent: dict[str, str | None]
+    cq_cohort: dict[str, str | None]
+    lq_cq: dict[str, str]
+    own: dict[tuple[str, str], dict[Key, tuple[int, int | None, int | None]]]  # (kind, name) → key → quota
+
+
+@dataclass
+class _History:
+    changes: dict[str, list[tuple[int, Key, int]]]  # ClusterQueue → [(time, key, delta)] in time order
+    admitted: dict[str, int]
+    running_at_start: dict[str, int]
+    waits: dict[str, list[int]]
+    observed: dict[str, list[int]]
+    first_ms: int | None
+    last_ms: int | None
+
+
+def _read_tree(conn: sa.Connection, cluster: str) -> _Tree:
+    cohort_parent = {r.name: r.parent for r in conn.execute(
+        sa.select(s.cohorts.c.name, s.cohorts.c.parent).where(s.cohorts.c.cluster == cluster))}
+    cq_cohort = {r.name: r.cohort for r in conn.execute(
+        sa.select(s.cluster_queues.c.name, s.cluster_queues.c.cohort).where(s.cluster_queues.c.cluster == cluster))}
+    lq_cq = {r.key: r.cluster_queue for r in conn.execute(
+        sa.select(s.local_queues.c.key, s.local_queues.c.cluster_queue).where(s.local_queues.c.cluster == cluster))}
+    q = s.quotas.c
+    own: dict[tuple[str, str], dict[Key, tuple[int, int | None, int | None]]] = {}
+    for r in conn.execute(sa.select(q.node_kind, q.node_name, q.flavor, q.resource, q.nominal, q.borrowing_limit,
+                                    q.lending_limit).where(q.cluster == cluster)):
+        kind = "Cohort" if r.node_kind == "cohort" else "ClusterQueue"
+        own.setdefault((kind, r.node_name), {})[(r.flavor, r.resource)] = (r.nominal, r.borrowing_limit,
+                                                                            r.lending_limit)
+    return _Tree(cohort_parent, cq_cohort, lq_cq, own)
+
+
+def _usage(assignments: object) -> dict[Key, int]:
+    """``podSetAssignments`` → (flavor, resource) → podSet-total usage in base units."""
+    out: dict[Key, int] = {}
+    for i, ps in enumerate(assignments if isinstance(assignments, list) else ()):
+        flavors = ps.get("flavors") or {}
+        for res, value in (ps.get("resourceUsage") or {}).items():
+            key = (flavors.get(res, ""), res)
+            out[key] = out.get(key, 0) + parse_quantity(res, value, f"podSetAssignments[{i}].resourceUsage.{res}")
+    return out
+
+
+def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict[str, int]) -> _History:
+    e, d = s.events.c, s.decisions.c
+    by_cause: dict[int, list] = {}
+    for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
+                                    d.payload).where(d.cluster == cluster).order_by(d.seq)):
+        by_cause.setdefault(r.cause_position, []).append(r)
+    h = _History({}, {}, {}, {}, {}, None, None)
+    queued: dict[str, tuple[str, int]] = {}        # pending workload → (ClusterQueue, since)
+    holding: dict[str, tuple[str, dict[Key, int]]] = {}  # admitted workload → (ClusterQueue, usage)
+
+    def change(cq: str, t: int, key: Key, delta: int) -> None:
+        h.changes.setdefault(cq, []).append((t, key, delta))
+
+    def release(key: str, t: int) -> None:
+        if key in holding:
+            cq, usage = holding.pop(key)
+            for k, v in usage.items():
+                change(cq, t, k, -v)
+        elif key in queued:
+            cq, _ = queued.pop(key)
+            change(cq, t, PENDING, -1)
+
+    q = (sa.select(e.position, e.event_time_ms, e.type, e.payload)
+         .where(e.cluster == cluster, e.status == "applied").order_by(e.position))
+    for r in conn.execution_options(yield_per=5000).execute(q):
+        t = r.event_time_ms
+        h.first_ms = t if h.first_ms is None else h.first_ms
+        h.last_ms = t
+        payload = r.payload or {}
+        obj = payload.get("object") or {}
+        if r.type == "Applied" and obj.get("kind") == "Workload":
+            meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+            ns = meta.get("namespace", "default")
+            key = f"{ns}/{meta.get('name')}"
+            admission = (obj.get("status") or {}).get("admission")
+            release(key, t)  # a re-applied workload replaces the old one
+            if admission:
+                cq = admission.get("clusterQueue", "")
+                usage = _usage(admission.get("podSetAssignments"))
+                holding[key] = (cq, usage)
+                for k, v in usage.items():
+                    change(cq, t, k, v)
+                h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
+            else:
+                cq = tree.lq_cq.get(f"{ns}/{spec.get('queueName')}")
+                if cq is not None:
+                    queued[key] = (cq, t)
+                    change(cq, t, PENDING, 1)
+                    if key in observed:
+                        h.observed.setdefault(cq, []).append(observed[key])
+        elif r.type == "WorkloadFinished":
+            release(payload.get("workload", ""), t)
+        elif r.type == "Deleted" and obj.get("kind") == "Workload":
+            meta = obj.get("metadata") or {}
+            release(f"{meta.get('namespace', 'default')}/{meta.get('name')}", t)
+        for dec in by_cause.get(r.position, ()):
+            dt, wl = dec.decision_time_ms, dec.workload
+            if dec.type == "Admitted":
+                cq = dec.cluster_queue
+                if wl in queued:
+                    old_cq, since = queued.pop(wl)
+                    change(old_cq, dt, PENDING, -1)
+                    h.waits.setdefault(cq, []).append(dt - since)
+                usage = _usage(dec.payload.get("podSetAssignments"))
+                holding[wl] = (cq, usage)
+                for k, v in usage.items():
+                    change(cq, dt, k, v)
+                h.admitted[cq] = h.admitted.get(cq, 0) + 1
+            elif wl in holding:  # Evicted / Preempted: back to its queue
+                cq, usage = holding.pop(wl)
+                for k, v in usage.items():
+                    change(cq, dt, k, -v)
+                queued[wl] = (cq, dt)
+                change(cq, dt, PENDING, 1)
+    return h
+
+
+# --------------------------------------------------------------------------- sweeping the step functions
+
+
+@dataclass
+class _Child:
+    name: str
+    nominal: dict[Key, int]
+    lendable: dict[Key, int]
+    level: dict[Key, int] = field(default_factory=dict)
+    since: dict[Key, int] = field(default_factory=dict)
+    integral: dict[Key, int] = field(default_factory=dict)
+    over: int = 0          # keys with level > nominal
+    pending: int = 0
+    stats: NodeStats | None = None
+
+
+def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], parent_own: dict[Key, int] | None,
+           start: int, end: int, series: dict[int, str] | None = None,
+           report: Report | None = None) -> None:
+    """One pass over the merged changes of a parent's children (``streams[i]`` belongs to child
+    ``i``): usage integrals, borrowing, lent and pending numbers of every child (``parent_own``:
+    the parent's own nominal quota; ``None`` for roots, which share nothing and lend to no one);
+    with ``series`` (child index → headline resource) also the plot series into ``report``."""
+    merged = heapq.merge(*[[(t, i, k, v) for t, k, v in st] for i, st in enumerate(streams)], key=lambda c: c[0])
+    borrowed: dict[Key, int] = {}  # Σ over children of max(0, level − nominal)
+    t_prev = start
+
+    def close_interval(t: int) -> None:
+        dt = t - t_prev
+        if dt <= 0:
+            return
+        short = () if parent_own is None else [k for k, b in borrowed.items() if b > parent_own.get(k, 0)]
+        for c in children:
+            st = c.stats
+            assert st is not None
+            if c.over:
+                st.borrowing_ms += dt
+            elif short and any(min(c.nominal.get(k, 0) - c.level.get(k, 0), c.lendable.get(k, 0)) > 0 for k in short):
+                st.lent_ms += dt
+
+    def record(t: int) -> None:
+        for c in children:
+            st = c.stats
+            assert st is not None
+            st.pending_peak = max(st.pending_peak, c.pending)
+        if series is not None and report is not None:
+            for i, res in series.items():
+                c = children[i]
+                for points, value in ((report.usage_series[c.name], sum(v for (_, r), v in c.level.items() if r == res)),
+                                      (report.pending_series[c.name], c.pending)):
+                    if points[-1][1] != value:
+                        points.append((t, value))
+
+    current: int | None = None
+    for t, i, key, delta in merged:
+        t = min(max(t, start), end)
+        if t != current:
+            if current is not None:
+                record(current)
+            close_interval(t)
+            t_prev = max(t_prev, t)
+            current = t
+        c = children[i]
+        if key == PENDING:
+            c.pending += delta
+            continue
+        old = c.level.get(key, 0)
+        new = old + delta
+        c.integral[key] = c.integral.get(key, 0) + old * (t - c.since.get(key, start))
+        c.since[key] = t
+        c.level[key] = new
+        nominal = c.nominal.get(key, 0)
+        c.over += (new > nominal) - (old > nominal)
+        borrowed[key] = borrowed.get(key, 0) + max(0, new - nominal) - max(0, old - nominal)
+    if current is not None:
+        record(current)
+    close_interval(end)
+    for c in children:
+        st = c.stats
+        assert st is not None
+        for key, level in c.level.items():
+            c.integral[key] = c.integral.get(key, 0) + level * (end - c.since.get(key, start))
+        for (_, res), v in c.integral.items():
+            st.usage_ms[res] = st.usage_ms.get(res, 0) + v
+        st.pending_at_end = c.pending
+
+
+def build_report(url: str, cluster: str, *, observed_waits: dict[str, int] | None = None,
+                 start_ms: int | None = None, end_ms: int | None = None) -> Report:
+    """The report of ``cluster`` from the SQL store at ``url`` (module docstring).
+
+    Args:
+        url: SQLAlchemy URL of a store written by ``replay.sql_sink.replay_to_db``.
+        cluster: the cluster (the demo: the trace name).
+        observed_waits: workload key (``ns/name``) → the trace's own wait in ms, where it has one.
+        start_ms / end_ms: the span (epoch ms); default: first / last archived event of the cluster.
+
+    Raises:
+        SinkError: the store cannot be read, has no schema, or holds no event of ``cluster``.
+        EventError: an archived quantity cannot be read (the message names the field).
+    """
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            if not sa.inspect(conn).has_table("events"):
+                raise SinkError(f"{redacted(url)} has no quotaledger schema")
+            tree = _read_tree(conn, cluster)
+            hist = _read_history(conn, cluster, tree, observed_waits or {})
+    except sa.exc.SQLAlchemyError as exc:
+        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
+    finally:
+        db.dispose()
+    if hist.first_ms is None or hist.last_ms is None:
+        raise SinkError(f"{redacted(url)} holds no event of cluster {cluster!r}")
+    start = hist.first_ms if start_ms is None else start_ms
+    end = max(start, hist.last_ms if end_ms is None else end_ms)
+    return _compute(cluster, tree, hist, start, end)
+
+
+def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) -> Report:
+    children: dict[str | None, list[tuple[str, str]]] = {}
+    for name, parent in tree.cohort_parent.items():
+        children.setdefault(parent, []).append(("Cohort", name))
+    for name, cohort in tree.cq_cohort.items():
+        children.setdefault(cohort, []).append(("ClusterQueue", name))
+    for lst in children.values():
+        lst.sort(key=lambda kn: (kn[1], kn[0]))
+    nodes: list[NodeStats] = []
+    subtree_cqs: dict[tuple[str, str], list[str]] = {}
+    nominal: dict[tuple[str, str], dict[Key, int]] = {}
+
+    def walk(kind: str, name: str, parent: str | None, depth: int) -> None:
+        node = NodeStats(kind, name, parent, depth, span_ms=end - start)
+        nodes.append(node)
+        total = dict((k, q[0]) for k, q in tree.own.get((kind, name), {}).items())
+        cqs = [name] if kind == "ClusterQueue" else []
+        for ck, cn in (children.get(name, []) if kind == "Cohort" else []):
+            walk(ck, cn, name, depth + 1)
+            cqs += subtree_cqs[(ck, cn)]
+            for k, v in nominal[(ck, cn)].items():
+                total[k] = total.get(k, 0) + v
+        subtree_cqs[(kind, name)] = cqs
+        nominal[(kind, name)] = total
+        for (_, res), v in total.items():
+            node.nominal[res] = node.nominal.get(res, 0) + v
+        for cq in cqs:
+            node.admitted += hist.admitted.get(cq, 0)
+            node.running_at_start += hist.running_at_start.get(cq, 0)
+            node.waits_ms += hist.waits.get(cq, [])
+            node.observed_waits_ms += hist.observed.get(cq, [])
+        node.waits_ms.sort()
+        node.observed_waits_ms.sort()
+
+    roots = children.get(None, [])
+    for kind, name in roots:
+        walk(kind, name, None, 0)
+    by_id = {(n.kind, n.name): n for n in nodes}
+    report = Report(cluster, start, end, nodes)
+
+    def child(kind: str, name: str) -> _Child:
+        own = tree.own.get((kind, name), {})
+        total = nominal[(kind, name)]
+        lendable = {k: (q[2] if q[2] is not None else total.get(k, 0)) for k, q in own.items()}
+        for k in total:
+            lendable.setdefault(k, total[k])
+        return _Child(name, total, lendable, stats=by_id[(kind, name)])
+
+    def stream(kind: str, name: str) -> list[tuple[int, Key, int]]:
+        cqs = subtree_cqs[(kind, name)]
+        if len(cqs) == 1:
+            return hist.changes.get(cqs[0], [])
+        return list(heapq.merge(*[hist.changes.get(cq, []) for cq in cqs], key=lambda c: c[0]))
+
+    first_root = next((kn for kn in roots if kn[0] == "Cohort"), None)
+    top = children.get(first_root[1], []) if first_root is not None else roots
+    parents: list[tuple[str | None, list[tuple[str, str]]]] = [(None, roots)]
+    parents += [(n.name, children.get(n.name, [])) for n in nodes if n.kind == "Cohort"]
+    for parent, kids in parents:
+        if not kids:
+            continue
+        cs = [child(k, n) for k, n in kids]
+        series = None
+        if kids is top:
+            series = {}
+            for i, (k, n) in enumerate(kids):
+                res = GPU if nominal[(k, n)] and any(r == GPU and v > 0 for (_, r), v in nominal[(k, n)].items()) \
+                    else "cpu"
+                series[i] = res
+                report.top.append(n)
+                report.headline[n] = res
+                report.usage_series[n] = [(start, 0)]
+                report.pending_series[n] = [(start, 0)]
+                nom = sum(v for (_, r), v in nominal[(k, n)].items() if r == res)
+                limits = [q[1] for (_, r), q in tree.own.get((k, n), {}).items() if r == res]
+                capped = bool(limits) and all(b is not None for b in limits)
+                report.limits[n] = (nom, nom + sum(b or 0 for b in limits) if capped else None)
+        own = None if parent is None else {k: q[0] for k, q in tree.own.get(("Cohort", parent), {}).items()}
+        _sweep(cs, [stream(k, n) for k, n in kids], own, start, end, series, report)
+    return report

@@ -1,0 +1,1 @@
+"""Simulation from real traces: trace importers, quota-tree generators, Kueue manifests, the closed-loop simulator."""

@@ -1,0 +1,311 @@
+"""Closed-loop simulator: replays a trace's job list through the engine under a quota config and
+writes the whole history as a normal EVENTS.md NDJSON file.
+
+The loop (as Armada's simulator, ``internal/scheduler/simulator``: one heap ordered by
+``(time, sequence)``, so events at equal times keep the order they were created in, and the
+trace's own row order for submissions):
+
+1. At the trace start: the configuration (``QuotaConfig.objects``: EngineConfig, flavors,
+   cohorts, ClusterQueues, LocalQueues), then the trace's ``Node`` objects, then every
+   *preexisting* job (running before the trace began) as a Workload carrying
+   ``status.admission`` — an observed admission that holds quota as given.
+2. Each job is submitted at its trace time (a Workload ``Applied`` event, one podSet ``main``
+   with per-pod ``requests``).
+3. When the engine admits a workload (an ``Admitted`` decision), its ``WorkloadFinished`` is
+   scheduled at admission time + its recorded run time.  A job with no run time (still running
+   at the trace end) never finishes, or finishes at the horizon with ``finish_at_horizon``.  A
+   job that never started in the real cluster has a deletion time instead: then it is withdrawn
+   (``Deleted``) if still pending, or finished if the simulated cluster admitted it.  An
+   ``Evicted``/``Preempted`` decision cancels the scheduled finish; the next admission schedules
+   a new one with the full run time.
+4. A ``Tick`` at every multiple of ``tick_ms`` (epoch-aligned, the AFS sampling grid) up to the
+   horizon, applied before other events at the same instant.
+5. Nothing later than ``until_ms`` (default: the trace end) is written.
+
+Every event is written as the exact bytes the engine decoded, so replaying the file with a fresh
+``Engine`` gives the same decisions and hash (``tests/test_simulator.py``).  Event ids are unique
+and say what they are: ``config/<Kind>/<name>``, ``node/<name>``, ``submit/<ns>/<name>``,
+``finish/<ns>/<name>[/<n>]``, ``withdraw/<ns>/<name>``, ``tick/<n>``; times are epoch ms.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from replay.sim.importers.jobs import ImportResult, Job, quantity_string, slug
+from replay.sim.manifests import QuotaConfig
+from statemodel.engine import Engine
+from statemodel.events.decode import decode_event
+
+__all__ = ["SimulationResult", "simulate", "DEFAULT_TICK_MS"]
+
+API = "kueue.x-k8s.io/v1beta2"
+DEFAULT_TICK_MS = 300_000
+"""Tick interval: 5 minutes, Kueue's default ``usageSamplingInterval``."""
+
+_SUBMIT, _FINISH, _WITHDRAW = 0, 1, 2
+
+
+@dataclass
+class SimulationResult:
+    """Counters of one simulation.
+
+    Attributes:
+        events: lines written (every event, configuration included).
+        config_events / nodes: configuration objects and Node objects applied at the start.
+        submitted: Workloads submitted at their trace time; preadmitted: preexisting jobs loaded
+            as observed admissions.
+        admitted: ``Admitted`` decisions; finished: ``WorkloadFinished`` events; withdrawn:
+            never-started jobs deleted while still pending; ticks: ``Tick`` events.
+        evicted: ``Evicted`` + ``Preempted`` decisions; decisions: all decisions.
+        pending_at_end / running_at_end: workloads still pending / admitted at the horizon.
+        unroutable: jobs whose LocalQueue the configuration does not define (they stay pending).
+        hash: the engine's state hash after the last event.
+        seconds: wall time (reporting only).
+        start_ms / until_ms: simulated span.
+        admitted_at: workload key (``ns/name``) → first simulated admission time, ms.
+        job_of: workload key → the job.
+    """
+
+    events: int = 0
+    config_events: int = 0
+    nodes: int = 0
+    submitted: int = 0
+    preadmitted: int = 0
+    admitted: int = 0
+    finished: int = 0
+    withdrawn: int = 0
+    ticks: int = 0
+    evicted: int = 0
+    decisions: int = 0
+    pending_at_end: int = 0
+    running_at_end: int = 0
+    unroutable: int = 0
+    hash: str = ""
+    seconds: float = 0.0
+    start_ms: int = 0
+    until_ms: int = 0
+    admitted_at: dict[str, int] = field(default_factory=dict, repr=False)
+    job_of: dict[str, Job] = field(default_factory=dict, repr=False)
+
+    def summary(self) -> str:
+        """One line of counts and the hash."""
+        return (f"{self.events} events ({self.config_events} config, {self.nodes} nodes, {self.preadmitted} preadmitted, "
+                f"{self.submitted} submitted, {self.finished} finished, {self.withdrawn} withdrawn, {self.ticks} ticks); "
+                f"{self.admitted} admitted, {self.evicted} evicted; at the end {self.running_at_end} running, "
+                f"{self.pending_at_end} pending; hash {self.hash}")
+
+
+def workload_object(job: Job, namespace: str, queue: str, admission: dict | None = None) -> dict:
+    """The Kueue ``Workload`` of a job: one podSet ``main`` with ``count`` pods and per-pod ``requests``
+    (quantity strings); with ``admission``, ``status.admission`` (an observed admission)."""
+    obj = {"apiVersion": API, "kind": "Workload", "metadata": {"name": slug(job.id), "namespace": namespace},
+           "spec": {"queueName": queue, "podSets": [{"name": "main", "count": job.count,
+                                                     "requests": {r: quantity_string(r, a) for r, a in job.requests}}]}}
+    if admission is not None:
+        obj["status"] = {"admission": admission}
+    return obj
+
+
+def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
+             until_ms: int | None = None, tick_ms: int = DEFAULT_TICK_MS, finish_at_horizon: bool = False,
+             progress: Callable[[int], None] | None = None, engine: Engine | None = None,
+             on_decision: Callable[[object], None] | None = None) -> SimulationResult:
+    """Run the closed loop (module docstring) and write the event file.
+
+    Args:
+        trace: the imported trace (jobs in trace order, span, nodes).
+        quota: the quota configuration (generated or loaded).
+        out: path of the NDJSON file to write, or a binary stream.
+        until_ms: horizon, epoch ms (default: the trace end); nothing later is written.
+        tick_ms: Tick interval in ms (``0`` = no ticks).
+        finish_at_horizon: finish the jobs still running with no recorded end at ``until_ms``.
+        progress: called now and then with the current simulated time (ms).
+        engine: the engine to drive (default: a fresh one).
+        on_decision: called with every ``statemodel.decisions.Decision``, in order.
+
+    Returns:
+        the :class:`SimulationResult`.
+
+    Raises:
+        statemodel.errors.EventError: the configuration or a job gives an invalid event (a bug
+            or an invalid user manifest; the message names the field).
+        OSError: the output cannot be written.
+    """
+    engine = engine or Engine()
+    res = SimulationResult(start_ms=trace.trace_start_ms)
+    horizon = trace.trace_end_ms if until_ms is None else until_ms
+    res.until_ms = horizon
+    cluster = trace.name
+    stream: BinaryIO
+    close = False
+    if isinstance(out, (str, Path)):
+        stream = open(out, "wb")
+        close = True
+    else:
+        stream = out
+    write = stream.write
+    dumps = orjson.dumps
+    apply = engine.apply
+    decode = decode_event
+
+    def emit(event: dict) -> list:
+        line = dumps(event)
+        write(line + b"\n")
+        res.events += 1
+        decisions = apply(decode(line))
+        if decisions:
+            res.decisions += len(decisions)
+            if on_decision is not None:
+                for d in decisions:
+                    on_decision(d)
+        return decisions
+
+    heap: list[tuple[int, int, int, int, int]] = []  # (time, seq, kind, job index, generation)
+    seq = 0
+    keys: list[str] = []
+    queues: list[tuple[str, str]] = []
+    index_of: dict[str, int] = {}
+    state: dict[str, str] = {}        # key → "pending" | "admitted" | "done"
+    generation: dict[str, int] = {}
+    finishes: dict[str, int] = {}
+
+    def schedule(at: int, kind: int, i: int, gen: int = 0) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (at, seq, kind, i, gen))
+
+    def on_decisions(decisions: list, now: int) -> None:
+        for d in decisions:
+            key = d.workload
+            i = index_of.get(key)
+            if i is None:
+                continue
+            if d.kind == "Admitted":
+                res.admitted += 1
+                state[key] = "admitted"
+                res.admitted_at.setdefault(key, now)
+                gen = generation[key] = generation.get(key, 0) + 1
+                job = trace.jobs[i]
+                if job.run_ms is not None:
+                    schedule(now + job.run_ms, _FINISH, i, gen)
+                elif job.delete_ms is None and finish_at_horizon:
+                    schedule(horizon, _FINISH, i, gen)
+            else:  # Evicted / Preempted: back to the queue, the scheduled finish is void
+                res.evicted += 1
+                state[key] = "pending"
+                generation[key] = generation.get(key, 0) + 1
+
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    started = time.perf_counter()
+    try:
+        t0 = trace.trace_start_ms
+        for obj in quota.objects:
+            meta = obj.get("metadata") or {}
+            name = f"{meta['namespace']}/{meta['name']}" if obj.get("kind") == "LocalQueue" else meta.get("name")
+            emit({"id": f"config/{obj.get('kind')}/{name}", "time": t0, "cluster": cluster, "type": "Applied", "object": obj})
+            res.config_events += 1
+        for node in trace.nodes:
+            emit({"id": f"node/{node['metadata']['name']}", "time": t0, "cluster": cluster, "type": "Applied", "object": node})
+            res.nodes += 1
+        for i, job in enumerate(trace.jobs):
+            ns, lq = quota.local_queue(job)
+            key = f"{ns}/{slug(job.id)}"
+            keys.append(key)
+            queues.append((ns, lq))
+            index_of[key] = i
+            res.job_of[key] = job
+            if not quota.has_local_queue((ns, lq)):
+                res.unroutable += 1
+        for i, job in enumerate(trace.jobs):
+            if job.preexisting and job.submit_ms <= horizon:
+                admission = quota.admission(job)
+                if admission is None:  # cannot be pre-admitted under this config: submit it instead
+                    schedule(job.submit_ms, _SUBMIT, i)
+                    continue
+                key = keys[i]
+                emit({"id": f"submit/{key}", "time": job.submit_ms, "cluster": cluster, "type": "Applied",
+                      "object": workload_object(job, *queues[i], admission)})
+                res.preadmitted += 1
+                state[key] = "admitted"
+                res.admitted_at[key] = job.submit_ms
+                generation[key] = 1
+                if job.run_ms is not None:
+                    schedule(job.submit_ms + job.run_ms, _FINISH, i, 1)
+                elif finish_at_horizon:
+                    schedule(horizon, _FINISH, i, 1)
+            elif job.submit_ms <= horizon:
+                schedule(job.submit_ms, _SUBMIT, i)
+        next_tick = (t0 // tick_ms + 1) * tick_ms if tick_ms > 0 else None
+        n_ticks = 0
+        counter = 0
+        while heap or (next_tick is not None and next_tick <= horizon):
+            at = heap[0][0] if heap else horizon + 1
+            if next_tick is not None and next_tick <= min(at, horizon):
+                n_ticks += 1
+                on_decisions(emit({"id": f"tick/{n_ticks}", "time": next_tick, "cluster": cluster, "type": "Tick"}), next_tick)
+                res.ticks += 1
+                next_tick += tick_ms
+                continue
+            if at > horizon:
+                break
+            at, _, kind, i, gen = heapq.heappop(heap)
+            key = keys[i]
+            job = trace.jobs[i]
+            if kind == _SUBMIT:
+                state[key] = "pending"
+                decisions = emit({"id": f"submit/{key}", "time": at, "cluster": cluster, "type": "Applied",
+                                  "object": workload_object(job, *queues[i])})
+                res.submitted += 1
+                if job.run_ms is None and job.delete_ms is not None:
+                    schedule(max(job.delete_ms, at), _WITHDRAW, i)
+                on_decisions(decisions, at)
+            elif kind == _FINISH:
+                if generation.get(key) != gen or state.get(key) != "admitted":
+                    continue
+                n = finishes[key] = finishes.get(key, 0) + 1
+                state[key] = "done"
+                decisions = emit({"id": f"finish/{key}" + (f"/{n}" if n > 1 else ""), "time": at, "cluster": cluster,
+                                  "type": "WorkloadFinished", "workload": key})
+                res.finished += 1
+                on_decisions(decisions, at)
+            else:  # withdraw: deleted in the trace; finished if running, removed if pending
+                if state.get(key) == "admitted":
+                    state[key] = "done"
+                    decisions = emit({"id": f"finish/{key}", "time": at, "cluster": cluster,
+                                      "type": "WorkloadFinished", "workload": key})
+                    res.finished += 1
+                elif state.get(key) == "pending":
+                    state[key] = "done"
+                    ns, name = key.split("/", 1)
+                    decisions = emit({"id": f"withdraw/{key}", "time": at, "cluster": cluster, "type": "Deleted",
+                                      "object": {"apiVersion": API, "kind": "Workload",
+                                                 "metadata": {"name": name, "namespace": ns}}})
+                    res.withdrawn += 1
+                else:
+                    continue
+                on_decisions(decisions, at)
+            counter += 1
+            if progress is not None and counter % 2000 == 0:
+                progress(at)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        if close:
+            stream.close()
+    res.seconds = time.perf_counter() - started
+    res.pending_at_end = sum(1 for s in state.values() if s == "pending")
+    res.running_at_end = sum(1 for s in state.values() if s == "admitted")
+    res.hash = engine.hash
+    if progress is not None:
+        progress(horizon)
+    return res

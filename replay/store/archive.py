@@ -1,0 +1,647 @@
+"""Rows of the SQL archive, built and written one way for both writers of the store: the file
+replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
+
+- ``ArchiveBatch`` collects the rows of one transaction: ``events`` (applied / duplicate /
+  rejected, ``payload`` the received JSON text, ``position`` 0-based per cluster,
+  ``source_position`` the NDJSON line or Kafka offset), ``dead_letters``, ``decisions`` (the
+  worker's committer adds their ranges as ``outbox`` rows, ``streams.outbox``), and restorable ``snapshots``
+  (``statemodel.snapshot`` of one cluster, hash-chain value as ``state_hash``).  It decides when a
+  periodic snapshot is due: every ``snapshot_every`` events of a cluster (``position`` a multiple
+  of it) and, optionally, whenever the cluster's event clock crosses a multiple of
+  ``snapshot_every_ms`` — both are functions of the event stream only, so an interrupted and an
+  uninterrupted run take the same snapshots.
+- ``ProjectionWriter`` keeps the projection tables (``cohorts``, ``cluster_queues``,
+  ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) equal to a cluster's section of
+  ``Engine.state()``.  The first write of a cluster replaces all its rows; later writes compare
+  the new rows with the ones it wrote last (by primary key) and delete / insert only the rows that
+  changed, so a worker that refreshes the projections of every batch writes only what moved.  A
+  later write may also be given only some workloads (the ones touched since, plus the pending
+  ones), so a long history of finished workloads is neither rendered nor compared again.
+
+``events`` and ``decisions`` rows are built as ``TupleRows`` (tuples, times as epoch ms only),
+the other tables' as dicts.  On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); on
+SQLite with one statement per table and transaction on the driver connection, storing exactly
+what SQLAlchemy Core would (``tests/test_sql_fast_path.py`` compares the two); elsewhere, and for
+fewer rows on PostgreSQL, with SQLAlchemy Core ``executemany`` inserts.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+
+from replay.runner import gc_paused
+from replay.store.db import RawJSON, ms_to_datetime, time_ms
+from statemodel import sql_schema as s
+from statemodel.decisions import Decision
+from statemodel.engine import Engine
+from statemodel.errors import EventError
+from statemodel.events.envelope import Event
+from statemodel.snapshot import dump as dump_snapshot
+from statemodel.state_view import WorkloadRecord, render_cluster
+from statemodel.version import ENGINE_VERSION
+from statemodel.workload import ADMITTED, PENDING
+
+STATE_ENCODING = "engine-snapshot-v1"
+"""``snapshots.state_encoding`` of the blobs written here: ``statemodel.snapshot.dump`` of the one
+cluster (zlib-compressed canonical JSON an engine is restored from)."""
+
+DEFAULT_SNAPSHOT_EVERY = 50_000
+"""Events of one cluster between two periodic snapshots."""
+
+PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workloads, s.fair_sharing)
+
+WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", "priority", "reason", "message",
+                    "position_in_cluster_queue", "position_in_local_queue", "queued_at_ms", "admitted_at_ms",
+                    "borrowing", "admission", "wait_ms")
+"""The columns of the ``workloads`` projection tuples (``queued_at`` / ``admitted_at`` follow from the ``_ms``)."""
+
+_PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
+_PRIMARY_KEY[s.workloads] = operator.itemgetter(0, 1)
+"""A projection row's primary key as a tuple (every projection key has at least two columns; the
+``workloads`` rows are ``WORKLOAD_COLUMNS`` tuples, the others dicts)."""
+
+_JSON_NULL = "null"
+
+CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
+"""Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
+
+_COPY_MIN_ROWS = 50
+
+EVENT_COLUMNS = ("cluster", "position", "source_position", "event_id", "event_time_ms", "type", "payload", "status",
+                 "reason", "field_path")
+"""The columns of ``ArchiveBatch``'s ``events`` tuples (``event_time`` follows from ``event_time_ms``)."""
+
+EVENT_COLUMNS_NO_PAYLOAD = tuple(c for c in EVENT_COLUMNS if c != "payload")
+
+DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decision_time_ms", "type", "workload",
+                    "cluster_queue", "payload")
+"""The columns of ``ArchiveBatch``'s ``decisions`` tuples (``decision_time`` follows from ``decision_time_ms``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TupleRows:
+    """Rows of one table as sequences (tuples, or lists after ``streams.batch_codec``) of
+    ``columns``, the form the archive's hot tables are built in.
+
+    Values are JSON scalars; a JSON column's value is its JSON text as a ``str`` (stored verbatim;
+    never a JSON-ready value, so no ``RawJSON`` mark is needed).  Rows
+    without a value use ``columns`` without that column.  The table's ``DateTime`` columns are not
+    in ``columns``: each is written from its epoch-milliseconds companion ``<name>_ms`` (UTC), so a
+    row is built without a datetime object.
+    """
+
+    columns: tuple[str, ...]
+    rows: list[Sequence]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def dicts(self, table: sa.Table) -> list[dict]:
+        """The rows as dicts for SQLAlchemy Core: the ``DateTime`` columns filled in, JSON texts as
+        ``RawJSON`` (which Core stores verbatim)."""
+        times = _derived_times(table, self.columns)
+        texts = [c for c in self.columns if isinstance(table.c[c].type, sa.JSON)]
+        out = []
+        for row in self.rows:
+            d = dict(zip(self.columns, row))
+            for name, at in times:
+                d[name] = ms_to_datetime(row[at])
+            for name in texts:
+                if d[name] is not None:
+                    d[name] = RawJSON(d[name])
+            out.append(d)
+        return out
+
+
+def _derived_times(table: sa.Table, columns: tuple[str, ...]) -> list[tuple[str, int]]:
+    """``(DateTime column, index of its *_ms companion in columns)`` for ``table``'s DateTime columns."""
+    return [(c.name, columns.index(f"{c.name}_ms")) for c in table.columns
+            if isinstance(c.type, sa.DateTime) and c.name not in columns]
+
+
+def _dec(v: float | None) -> Decimal | None:
+    return None if v is None else Decimal(repr(v))
+
+
+def projection_rows(engine: Engine, cluster: str, workloads: Collection[str] | None = None
+                    ) -> dict[sa.Table, list]:
+    """Rows of the projection tables for ``cluster`` of ``engine`` (none when it has no state): the
+    queue tables as dicts, from its section of the state JSON (``render_cluster``); ``workloads``
+    as ``WORKLOAD_COLUMNS`` tuples straight from the state's ``WorkloadRecord``s (rendered in the
+    same pass) — all of them, or with ``workloads``, those keys and every pending workload."""
+    rows: dict[sa.Table, list] = {t: [] for t in PROJECTIONS}
+    if cluster not in engine.clusters:
+        return rows
+    records: list[tuple[str, WorkloadRecord]] = []
+    cs = render_cluster(engine, cluster, workloads, records=records)
+    fair: list[dict] = []
+
+    def afs(kind: str, name: str, view: dict | None) -> None:
+        if not view:
+            return
+        last = time_ms(view.get("lastUpdate"))
+        consumed, penalty = view.get("consumed") or {}, view.get("penalty") or {}
+        for res in sorted(set(consumed) | set(penalty)):
+            fair.append({"cluster": cluster, "kind": kind, "name": name, "resource": res,
+                         "consumed": _dec(consumed.get(res, 0.0)), "penalty": _dec(penalty.get(res, 0.0)),
+                         "score": _dec(view.get("score")), "last_update": ms_to_datetime(last),
+                         "last_update_ms": last})
+
+    def quotas(kind: str, name: str, resources: dict) -> None:
+        for flavor, per_res in resources.items():
+            for res, q in per_res.items():
+                rows[s.quotas].append({
+                    "cluster": cluster, "node_kind": kind, "node_name": name, "flavor": flavor, "resource": res,
+                    "nominal": q.get("nominal", 0), "borrowing_limit": q.get("borrowingLimit"),
+                    "lending_limit": q.get("lendingLimit"), "subtree_quota": q.get("subtreeQuota"),
+                    "usage": q.get("usage", 0), "available": q.get("available"),
+                    "potential_available": q.get("potentialAvailable")})
+
+    for name, co in cs.get("cohorts", {}).items():
+        rows[s.cohorts].append({"cluster": cluster, "name": name, "parent": co.get("parent"),
+                                "explicit": bool(co.get("explicit")), "active": bool(co.get("active"))})
+        quotas("cohort", name, co.get("resources", {}))
+        afs("cohort", name, co.get("admissionFairSharing"))
+    for name, cq in cs.get("clusterQueues", {}).items():
+        rows[s.cluster_queues].append({"cluster": cluster, "name": name, "cohort": cq.get("cohort"),
+                                       "active": bool(cq.get("active")), "pending_workloads": cq.get("pending", 0),
+                                       "admitted_workloads": cq.get("admitted", 0)})
+        quotas("cluster_queue", name, cq.get("resources", {}))
+        afs("cluster_queue", name, cq.get("admissionFairSharing"))
+    for key, lq in cs.get("localQueues", {}).items():
+        rows[s.local_queues].append({"cluster": cluster, "key": key, "cluster_queue": lq.get("clusterQueue"),
+                                     "pending_workloads": lq.get("pending", 0),
+                                     "admitted_workloads": lq.get("admitted", 0)})
+        afs("local_queue", key, lq.get("admissionFairSharing"))
+    now_ms = engine.clusters[cluster].clock_ms
+    rows[s.workloads] = [workload_row(cluster, key, record, now_ms) for key, record in records]
+    rows[s.fair_sharing] = fair
+    return rows
+
+
+def workload_row(cluster: str, key: str, record: WorkloadRecord, now_ms: int) -> tuple:
+    """The ``workloads`` projection row (``WORKLOAD_COLUMNS``) of one ``WorkloadRecord``: reason
+    and message of pending workloads only, the assignments as JSON text (JSON ``null`` when not
+    admitted, as a Core insert of ``None`` stores it), ``wait_ms`` = admitted - queued (admitted) or
+    ``now_ms`` - queued (pending)."""
+    (status, cluster_queue, local_queue, priority, queued, reason, message, in_cq, in_lq, assignments,
+     borrowing, admitted, _) = record
+    if status == ADMITTED and admitted is not None:
+        wait: int | None = admitted - queued
+    elif status == PENDING:
+        wait = now_ms - queued
+    else:
+        wait = None
+    pending = status == PENDING
+    return (cluster, key, status, cluster_queue, local_queue, priority, reason, message if pending else None,
+            in_cq, in_lq, queued, admitted, borrowing,
+            _JSON_NULL if assignments is None else orjson.dumps(assignments).decode(), wait)
+
+
+def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
+    """Insert ``rows`` (dicts keyed by column name, or ``TupleRows``) into ``table``: ``COPY`` on
+    PostgreSQL for 50 rows or more, one statement of the driver on SQLite (``_insert_sqlite`` /
+    ``_insert_sqlite_tuples``), SQLAlchemy Core ``executemany`` otherwise.  JSON values of dict rows
+    may be ``RawJSON`` text or JSON-ready values; ``TupleRows`` hold JSON text."""
+    if not rows:
+        return
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        if isinstance(rows, TupleRows):
+            _insert_sqlite_tuples(conn, table, rows)
+        else:
+            _insert_sqlite(conn, table, rows)
+        return
+    if dialect != "postgresql" or len(rows) < _COPY_MIN_ROWS:
+        conn.execute(table.insert(), rows.dicts(table) if isinstance(rows, TupleRows) else rows)
+        return
+    if isinstance(rows, TupleRows):
+        times = _derived_times(table, rows.columns)
+        names = [*rows.columns, *(name for name, _ in times)]
+        derived = _DerivedTimes()
+        if len(times) == 1:
+            at = times[0][1]
+            values_of: Iterable[Sequence] = ((*row, derived[row[at]]) for row in rows.rows)
+        else:
+            values_of = ((*row, *(derived[row[at]] for _, at in times)) for row in rows.rows)
+    else:
+        columns = [c for c in table.columns if c is not table.autoincrement_column]
+        names = [c.name for c in columns]
+        json_at = [i for i, c in enumerate(columns) if isinstance(c.type, sa.JSON)]
+        values_of = (_copy_values(row, names, json_at) for row in rows)
+    listed = ", ".join(f'"{c}"' for c in names)
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        with cursor.copy(f'COPY "{table.name}" ({listed}) FROM STDIN') as copy:
+            write = copy.write_row
+            for values in values_of:
+                write(values)
+    finally:
+        cursor.close()
+
+
+def _copy_values(row: dict, names: list[str], json_at: list[int]) -> list:
+    values = [row.get(c) for c in names]
+    for i in json_at:
+        v = values[i]
+        if v is not None and type(v) is not RawJSON:
+            values[i] = orjson.dumps(v).decode()
+    return values
+
+
+class _DerivedTimes(dict):
+    """Epoch ms → what a ``DateTime`` column is given for that UTC instant: ``process`` applied to
+    ``ms_to_datetime`` (the datetime itself for ``COPY``; SQLAlchemy's own bind processor, i.e. the
+    stored text, for SQLite), memoized: a batch repeats its timestamps (an event's decisions share
+    its time)."""
+
+    LIMIT = 1 << 17
+
+    def __init__(self, process: Callable[[Any], Any] | None = None) -> None:
+        super().__init__()
+        self.process = process
+
+    def __missing__(self, ms: int | None) -> Any:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        value = ms_to_datetime(ms)
+        value = self[ms] = value if self.process is None else self.process(value)
+        return value
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_tuple_plan(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]
+                       ) -> tuple[str, str, list[int], _DerivedTimes | None]:
+    """The statements for ``TupleRows`` of these columns (their ``DateTime`` columns appended): a
+    ``json_each`` insert of the rows as they are, which derives each ``DateTime`` text from its
+    ``*_ms`` value in SQL (``_sqlite_time_sql``), and a plain insert whose parameters carry that text;
+    the indexes of the ``*_ms`` values, and the converter the plain insert's parameters use."""
+    times = _derived_times(table, columns)
+    names = [*columns, *(name for name, _ in times)]
+    quote = dialect.identifier_preparer.quote
+    plain = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+             f"VALUES ({', '.join('?' * len(names))})")
+    values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))]
+    values += [_sqlite_time_sql(f"json_extract(value, '$[{at}]')") for _, at in times]
+    json_sql = _json_each_insert(dialect, table, names, values)
+    convert = _DerivedTimes(table.c[times[0][0]].type._cached_bind_processor(dialect)) if times else None
+    return json_sql, plain, [at for _, at in times], convert
+
+
+def _sqlite_time_sql(ms: str) -> str:
+    """SQL for the text SQLAlchemy's SQLite ``DateTime`` stores (``YYYY-MM-DD HH:MM:SS.ffffff``, UTC)
+    of the epoch-milliseconds integer ``ms`` (NULL stays NULL): whole seconds rounded down, so
+    instants before 1970 keep a fraction in 0..999 ms.  Computed by SQLite itself, so the writer
+    thread spends no GIL-holding time on it; ``tests/test_sql_fast_path.py`` compares the result
+    with SQLAlchemy's own text over the engine's whole time range."""
+    frac = f"((({ms}) % 1000) + 1000) % 1000"
+    return (f"strftime('%Y-%m-%d %H:%M:%S', (({ms}) - {frac}) / 1000, 'unixepoch') "
+            f"|| printf('.%03d000', {frac})")
+
+
+def _json_each_insert(dialect: sa.Dialect, table: sa.Table, names: Sequence[str],
+                      values: Sequence[str] | None = None) -> str:
+    """An insert of the rows of a JSON array of arrays into the columns ``names``: each column's SQL
+    expression from ``values`` (over the row ``value``), by default the row's element at the
+    column's own index."""
+    quote = dialect.identifier_preparer.quote
+    if values is None:
+        values = [f"json_extract(value, '$[{i}]')" for i in range(len(names))]
+    return (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in names)}) "
+            f"SELECT {', '.join(values)} FROM json_each(?)")
+
+
+_NOT_IN_JSON = (sa.Numeric, sa.LargeBinary)
+"""Column types whose bound values (floats, bytes) a JSON document would not carry exactly."""
+
+
+def _insert_sqlite_tuples(conn: sa.Connection, table: sa.Table, rows: TupleRows) -> None:
+    """``TupleRows`` in ``conn``'s transaction as ONE statement of the driver connection: the rows go
+    to SQLite as one JSON array of arrays (as text: SQLite 3.45+ would read a BLOB as JSONB),
+    inserted by ``INSERT ... SELECT json_extract(value, '$[i]') ... FROM json_each(?)``, which also
+    derives each ``DateTime`` column's text from its ``*_ms`` value.  The values arrive as they
+    would be bound (text, integers, NULL; these rows hold no floats or blobs), and SQLite inserts
+    the whole batch in one call, which runs without the GIL (an ``executemany`` takes the GIL back
+    for every row and, next to a busy thread, waits for it each time).  A batch with a NUL in some
+    text goes in with ``executemany``, each ``DateTime`` text computed in Python (``_DerivedTimes``)."""
+    json_sql, sql, time_at, convert = _sqlite_tuple_plan(conn.dialect, table, rows.columns)
+    doc = _json_document(rows.rows)
+    if doc is not None:
+        _execute(conn, json_sql, [(doc,)])
+        return
+    if convert is None:
+        params: list = rows.rows
+    elif len(time_at) == 1:
+        at = time_at[0]
+        params = [(*row, convert[row[at]]) for row in rows.rows]
+    else:
+        params = [(*row, *(convert[row[at]] for at in time_at)) for row in rows.rows]
+    _execute(conn, sql, params)
+
+
+def _json_document(params: list) -> str | None:
+    """``params`` as the JSON text a ``json_each`` insert reads, or ``None`` when that would not carry
+    them exactly: a text holds a NUL (SQLite's JSON functions cut text there), or orjson refuses a
+    value."""
+    try:
+        doc = orjson.dumps(params).decode()
+    except orjson.JSONEncodeError:
+        return None
+    return None if "\\u0000" in doc else doc
+
+
+def _execute_as_json(conn: sa.Connection, json_sql: str, sql: str, params: list) -> None:
+    """``params`` through the ``json_each`` insert ``json_sql``, or, when ``_json_document`` cannot
+    carry them, through ``executemany`` of ``sql``."""
+    doc = _json_document(params)
+    if doc is None:
+        _execute(conn, sql, params)
+    else:
+        _execute(conn, json_sql, [(doc,)])
+
+
+@functools.lru_cache(maxsize=256)
+def _sqlite_plan(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]
+                 ) -> tuple[str | None, str, Callable[[dict], tuple], list[tuple[int, Callable[[Any], Any]]]]:
+    """How to insert rows with these keys: a ``json_each`` insert of them (``None`` when a column
+    holds floats or bytes), the statement SQLAlchemy compiles for them, a getter of its parameters
+    in order, and the column type's own bind processor for each parameter that has one (DateTime
+    ones memoized per distinct value: a batch repeats its timestamps)."""
+    compiled = table.insert().compile(dialect=dialect, column_keys=list(keys))
+    names = compiled.positiontup or []
+    in_json = not any(isinstance(table.c[name].type, _NOT_IN_JSON) for name in names)
+    processors = []
+    for i, name in enumerate(names):
+        column_type = table.c[name].type
+        process = column_type._cached_bind_processor(dialect)
+        if process is not None:
+            if isinstance(column_type, sa.DateTime):
+                process = functools.lru_cache(maxsize=65_536)(process)
+            processors.append((i, process))
+    getter = operator.itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
+    return _json_each_insert(dialect, table, names) if in_json else None, str(compiled), getter, processors
+
+
+def _insert_sqlite(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+    """``rows`` in the sqlite3 connection that ``conn``'s transaction holds, with exactly the
+    parameters SQLAlchemy Core would bind (the keys of the first row, as Core takes them; every
+    value through its column type's bind processor), but without Core's per-row parameter
+    machinery: as one ``json_each`` statement (see ``_insert_sqlite_tuples``), or, when a column
+    holds floats or bytes (or a text a NUL), one ``executemany``.  Errors of the driver are raised as SQLAlchemy's
+    ``DBAPIError`` subclasses."""
+    json_sql, sql, getter, processors = _sqlite_plan(conn.dialect, table, tuple(rows[0]))
+    if processors:
+        params: list = []
+        append = params.append
+        for row in rows:
+            values = list(getter(row))
+            for i, process in processors:
+                values[i] = process(values[i])
+            append(values)
+    else:
+        params = [getter(row) for row in rows]
+    if json_sql is None:
+        _execute(conn, sql, params)
+    else:
+        _execute_as_json(conn, json_sql, sql, params)
+
+
+def _execute(conn: sa.Connection, sql: str, params: list) -> None:
+    """``executemany`` on the driver connection of ``conn``'s transaction; the driver's errors are
+    raised as Core raises them (``sa.exc.IntegrityError``, ``OperationalError``, ...)."""
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, params)
+    except dbapi_error as exc:
+        raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
+    finally:
+        cursor.close()
+
+
+def delete_keys(conn: sa.Connection, table: sa.Table, keys: list[tuple]) -> None:
+    """Delete the rows of ``table`` with these primary keys (tuples of the key columns, all strings):
+    on PostgreSQL as one semi-join against ``unnest`` of one array per key column (a hash join, where
+    a long row-value ``IN`` list is compared row by row), elsewhere with row-value ``IN`` lists."""
+    if not keys:
+        return
+    pk = list(table.primary_key.columns)
+    if conn.dialect.name == "postgresql":
+        names = ", ".join(f'"{c.name}"' for c in pk)
+        arrays = ", ".join(f"CAST(:k{i} AS TEXT[])" for i in range(len(pk)))
+        conn.execute(sa.text(f'DELETE FROM "{table.name}" WHERE ({names}) IN (SELECT * FROM unnest({arrays}))'),
+                     {f"k{i}": list(column) for i, column in enumerate(zip(*keys))})
+        return
+    for i in range(0, len(keys), 500):
+        conn.execute(table.delete().where(sa.tuple_(*pk).in_(keys[i:i + 500])))
+
+
+class ArchiveBatch:
+    """The archive rows of one transaction; see the module docstring.
+
+    ``source`` names where records come from in ``dead_letters.source`` (a file path; the worker
+    passes it per record).  ``last_snapshot`` maps a cluster to the position of its newest snapshot (kept
+    across batches, so a shutdown snapshot is skipped when one was just taken).
+    """
+
+    def __init__(self, *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None) -> None:
+        self.snapshot_every = snapshot_every
+        self.snapshot_every_ms = snapshot_every_ms
+        self.events: list[tuple] = []
+        """``EVENT_COLUMNS`` tuples"""
+        self.events_no_payload: list[tuple] = []
+        """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object)"""
+        self.decisions: list[tuple] = []
+        """``DECISION_COLUMNS`` tuples"""
+        self.dead: list[dict] = []
+        self.snapshots: list[dict] = []
+        self.last_snapshot: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return (len(self.events) + len(self.events_no_payload) + len(self.decisions) + len(self.dead)
+                + len(self.snapshots))
+
+    def add_rejected(self, position: int | None, line: bytes, err: EventError,
+                     salvaged: tuple[str | None, RawJSON | None, int | None, str | None], source: str,
+                     source_position: int) -> None:
+        """A record (``line``: its bytes as received, stored verbatim) that failed validation: an ``events`` row (status ``rejected``) at ``position`` of
+        its cluster when that cluster is known, and a ``dead_letters`` row with the raw bytes, reason
+        and field path.  ``salvaged`` is ``replay.store.db.salvage(line, ...)``: ``(cluster, payload,
+        time_ms, type)``."""
+        cluster, payload, when, etype = salvaged
+        if cluster is not None and position is not None:
+            head = (cluster, position, source_position, err.event_id, when, etype)
+            tail = ("rejected", err.problem, err.path or None)
+            if payload is None:
+                self.events_no_payload.append(head + tail)
+            else:
+                self.events.append((*head, payload, *tail))
+        self.dead.append({"cluster": cluster if payload is not None else None, "source": source,
+                          "source_position": source_position, "raw": bytes(line),
+                          "reason": err.problem, "field_path": err.path or None, "received_position": position})
+
+    def add_applied(self, engine: Engine, event: Event, position: int, line: bytes,
+                    source_position: int) -> list[Decision]:
+        """Apply ``event`` (at ``position`` of its cluster) to ``engine`` and queue its ``events`` row
+        and decision rows; queue a snapshot of the cluster when one is due.  Returns the decisions."""
+        cluster = event.cluster
+        before = engine.applied
+        every_ms = self.snapshot_every_ms
+        state = engine.clusters.get(cluster) if every_ms is not None else None
+        clock_before = state.clock_ms if state is not None else None
+        out = engine.apply(event)
+        self.events.append((cluster, position, source_position, event.id, event.time_ms, event.type,
+                            line.strip().decode(), "applied" if engine.applied != before else "duplicate", None, None))
+        if out:
+            decisions = self.decisions
+            for d in out:
+                decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
+                                  orjson.dumps(d.to_json()).decode()))
+        if (position + 1) % self.snapshot_every == 0 or (
+                clock_before is not None and engine.clusters[cluster].clock_ms // every_ms != clock_before // every_ms):
+            self.add_snapshot(engine, cluster, position + 1, source_position)
+        return out
+
+    def add_snapshot(self, engine: Engine, cluster: str, position: int, source_position: int | None) -> None:
+        """Queue a restorable snapshot of ``cluster`` after ``position`` of its events (written with the
+        current batch, so it never refers to events that are not stored)."""
+        state = engine.clusters[cluster]
+        with gc_paused():  # dumping allocates a whole state's objects; the cyclic GC would triple the time
+            blob = dump_snapshot(engine, [cluster])
+        self.snapshots.append({
+            "cluster": cluster, "position": position, "event_time": ms_to_datetime(state.clock_ms),
+            "event_time_ms": state.clock_ms, "decision_seq": state.seq, "engine_version": ENGINE_VERSION,
+            "state_hash": engine.chains[cluster].hex(), "state_encoding": STATE_ENCODING,
+            "state": blob, "created_position": source_position})
+        self.last_snapshot[cluster] = position
+
+    def take(self) -> Writes:
+        """The queued rows as writes for ``run_writes`` (the batch is empty afterwards)."""
+        writes: Writes = [("insert", table, rows) for table, rows in (
+            (s.events, TupleRows(EVENT_COLUMNS, self.events)),
+            (s.events, TupleRows(EVENT_COLUMNS_NO_PAYLOAD, self.events_no_payload)),
+            (s.decisions, TupleRows(DECISION_COLUMNS, self.decisions)),
+            (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
+        self.events, self.events_no_payload, self.decisions = [], [], []
+        self.dead, self.snapshots = [], []
+        return writes
+
+
+Writes = list[tuple[str, sa.Table, list | TupleRows]]
+"""SQL work computed ahead of its transaction: ``("insert", table, rows)`` (rows: dicts or
+``TupleRows``), ``("delete_keys", table, primary keys)`` or ``("delete_cluster", table, [cluster])``;
+see ``run_writes``."""
+
+
+def writes_by_name(writes: Writes) -> list[tuple[str, str, list]]:
+    """``writes`` with table names instead of ``sa.Table`` objects (picklable, for another process);
+    ``writes_from_names`` turns them back."""
+    return [(op, str(table.name), items) for op, table, items in writes]
+
+
+def writes_from_names(named: list[tuple[str, str, list]]) -> Writes:
+    """The ``Writes`` of ``writes_by_name`` output (tables looked up in ``statemodel.sql_schema``).
+
+    Raises:
+        KeyError: a name is not a table of the schema.
+    """
+    return [(op, s.metadata.tables[name], items) for op, name, items in named]
+
+
+def run_writes(conn: sa.Connection, writes: Writes) -> None:
+    """Execute ``writes`` in order in ``conn``'s transaction."""
+    for op, table, items in writes:
+        if op == "insert":
+            insert_rows(conn, table, items)
+        elif op == "delete_keys":
+            delete_keys(conn, table, items)
+        else:
+            conn.execute(table.delete().where(table.c.cluster == items[0]))
+
+
+class ProjectionWriter:
+    """Keeps the projection tables equal to the state of the clusters it is given (module docstring)."""
+
+    def __init__(self) -> None:
+        self._written: dict[str, dict[sa.Table, dict[tuple, dict | tuple]]] = {}
+        self._pending: dict[str, set[str]] = {}
+        """cluster -> keys of the workloads last written as pending"""
+
+    def forget(self, clusters: Iterable[str]) -> None:
+        """Drop what is known about these clusters' rows (their next write replaces them all)."""
+        for cluster in clusters:
+            self._written.pop(cluster, None)
+            self._pending.pop(cluster, None)
+
+    def write(self, conn: sa.Connection, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> None:
+        """Make ``cluster``'s projection rows those of its state in ``engine``, in ``conn``'s
+        transaction; see ``changes``."""
+        run_writes(conn, self.changes(engine, cluster, touched))
+
+    def changes(self, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> Writes:
+        """The writes that make ``cluster``'s projection rows those of its state in ``engine`` (no
+        rows when it has none); from then on they are taken as written.
+
+        The first write of a cluster (or the first after ``forget``) deletes its rows and inserts
+        them all.  Later ones compare the new rows with the ones written last, by primary key, and
+        delete / insert only those that differ.  ``touched``: keys of the workloads an event or a
+        decision named since the last write; then only those and the workloads last written as
+        pending (whose position and wait move with any event) are rendered and compared, the others
+        keep their rows.  Ignored on a first write.
+        """
+        written = self._written.get(cluster)
+        only = None if written is None or touched is None else self._pending[cluster].union(touched)
+        rows = projection_rows(engine, cluster, only)
+        new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
+        writes: Writes = []
+        if written is None:
+            for table in PROJECTIONS:
+                writes.append(("delete_cluster", table, [cluster]))
+                writes.append(("insert", table, _insertable(table, list(new[table].values()))))
+            self._written[cluster] = new
+            self._pending[cluster] = {row[1] for row in rows[s.workloads] if row[2] == PENDING}
+            return writes
+        now_pending = self._pending[cluster]
+        for table in PROJECTIONS:
+            cached, after = written[table], new[table]
+            if table is s.workloads and only is not None:
+                keys = {(cluster, k) for k in only}
+                keys.update(after)
+            else:
+                keys = set(cached)
+                keys.update(after)
+            gone, fresh = [], []
+            for k in keys:
+                before, row = cached.get(k), after.get(k)
+                if row == before:
+                    continue
+                if before is not None:
+                    gone.append(k)
+                if row is None:
+                    del cached[k]
+                else:
+                    fresh.append(row)
+                    cached[k] = row
+                if table is s.workloads:
+                    if row is not None and row[2] == PENDING:  # type: ignore[index]
+                        now_pending.add(k[1])
+                    else:
+                        now_pending.discard(k[1])
+            if gone:
+                writes.append(("delete_keys", table, gone))
+            if fresh:
+                writes.append(("insert", table, _insertable(table, fresh)))
+        return writes
+
+
+def _insertable(table: sa.Table, rows: list) -> list | TupleRows:
+    """Projection rows as ``run_writes`` inserts them: the ``workloads`` tuples as ``TupleRows``."""
+    return TupleRows(WORKLOAD_COLUMNS, rows) if table is s.workloads else rows

@@ -1,0 +1,130 @@
+"""Point-in-time state from the SQL store: the nearest snapshot at or before a moment plus the
+archived tail (DESIGN.md "Replay": rebuild from the nearest snapshot ≤ the target plus the tail).
+
+A moment is either a time (``at_ms``: every archived event of the cluster up to the first one
+later than that time, as ``replay.runner.run_file(until_ms=...)`` reads a file) or a decision
+sequence number (``seq``: every event up to and including the one that caused decision ``seq``).
+Both resolve to an *end position* (exclusive) in the cluster's archived event order; the restored
+snapshot is the last one whose position is at most that, and the events in between are re-decoded
+from their stored payloads and applied (rejected ones counted as rejected, as when they arrived).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+
+from replay.runner import gc_paused
+from replay.store.db import SinkError, archived_event, create_db_engine
+from replay.store.archive import STATE_ENCODING
+from statemodel import sql_schema as s
+from statemodel.engine import Engine
+from statemodel.errors import EventError
+from statemodel.events.envelope import Event
+from statemodel.snapshot import SnapshotError
+from statemodel.snapshot import load as load_snapshot
+
+
+def end_position(conn: sa.Connection, cluster: str, at_ms: int | None, seq: int | None) -> int:
+    """The exclusive end position in ``cluster``'s archive for a time or a decision seq.
+
+    Raises:
+        SinkError: the cluster has no archived events, or no decision ``seq``.
+    """
+    total = conn.execute(sa.select(sa.func.count()).select_from(s.events).where(s.events.c.cluster == cluster)
+                         ).scalar_one()
+    if not total:
+        raise SinkError(f"the database holds no events of cluster {cluster!r}")
+    if seq is not None:
+        cause = conn.execute(sa.select(s.decisions.c.cause_position).where(
+            s.decisions.c.cluster == cluster, s.decisions.c.seq == seq)).scalar_one_or_none()
+        if cause is None:
+            raise SinkError(f"cluster {cluster!r} has no decision {seq}")
+        return cause + 1
+    if at_ms is not None:
+        later = conn.execute(sa.select(sa.func.min(s.events.c.position)).where(
+            s.events.c.cluster == cluster, s.events.c.event_time_ms > at_ms)).scalar_one()
+        return total if later is None else later
+    return total
+
+
+def stored_cluster(conn: sa.Connection, cluster: str | None) -> str:
+    """``cluster`` itself, or — when ``None`` — the only cluster the archive holds.
+
+    Raises:
+        SinkError: ``None`` was given and the archive holds no cluster or several (their names are listed).
+    """
+    if cluster is not None:
+        return cluster
+    names = sorted(conn.execute(sa.select(s.events.c.cluster).distinct()).scalars())
+    if len(names) != 1:
+        listed = ", ".join(names) if names else "none"
+        raise SinkError(f"give --cluster: the database holds {len(names)} clusters ({listed})")
+    return names[0]
+
+
+def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    """The engine of ``cluster`` after its first ``end`` archived events: the last snapshot at or
+    before ``end`` plus the archived events in between.  Returns ``(engine, snapshot position)``.
+
+    Raises:
+        SinkError: a stored snapshot this engine cannot restore.
+    """
+    with gc_paused():  # restoring allocates millions of objects and frees none (see replay.runner)
+        return _restore(conn, cluster, end)
+
+
+def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
+        s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
+        s.snapshots.c.state_encoding == STATE_ENCODING,
+    ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
+    start = 0
+    engine = Engine()
+    if snap is not None:
+        try:
+            engine = load_snapshot(snap.state)
+        except SnapshotError as exc:
+            raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
+        start = snap.position
+    for event, error, event_id in archived_events(conn, cluster, start, end):
+        if event is None:
+            engine.reject(event_id, error)
+        else:
+            engine.apply(event)
+    return engine, start
+
+
+def archived_events(conn: sa.Connection, cluster: str, start: int, end: int | None = None
+                    ) -> Iterator[tuple[Event | None, EventError | None, str | None]]:
+    """``(event, None, id)`` or — for one rejected when it arrived — ``(None, error, id)`` for each
+    archived event of ``cluster`` at positions ``start <= position < end`` (to the last when ``end``
+    is ``None``), in position order, re-decoded from the stored payloads."""
+    e = s.events.c
+    where = [e.cluster == cluster, e.position >= start]
+    if end is not None:
+        where.append(e.position < end)
+    rows = conn.execution_options(yield_per=2000).execute(
+        sa.select(e.payload, e.reason, e.event_id).where(*where).order_by(e.position))
+    for payload, reason, event_id in rows:
+        event, error = archived_event(payload, reason, event_id)
+        yield event, error, event_id
+
+
+def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None = None) -> tuple[Engine, int, int]:
+    """Rebuild the engine of ``cluster`` at a past moment (see the module docstring).
+
+    Returns ``(engine, end position, position of the snapshot used)`` (0 when replayed from scratch).
+
+    Raises:
+        SinkError: unknown cluster or decision, or a stored snapshot this engine cannot restore.
+    """
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            end = end_position(conn, cluster, at_ms, seq)
+            engine, start = restore(conn, cluster, end)
+    finally:
+        db.dispose()
+    return engine, end, start

@@ -1,0 +1,145 @@
+"""docker-compose.yml and Dockerfile agree with each other and with the CLI (no Docker engine here,
+so the stack cannot be started in tests: its configuration is checked instead).
+
+- the four services (Kafka in KRaft mode, PostgreSQL 16, the one-shot topic creator, the worker),
+  their ports, health checks and start order;
+- the worker's database URL and bootstrap match the PostgreSQL credentials and Kafka's internal
+  listener; the topic creator creates exactly the worker's three topics (``streams.topics``);
+- the image's command runs ``quotaledger db upgrade`` then ``quotaledger ingest`` with options that
+  exist in the Typer app, and every variable it uses is set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+import yaml
+from sqlalchemy.engine import make_url
+
+from quotaledger.cli import app
+from streams.topics import Topics
+from tests.paths import ROOT
+
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+
+
+def _env(service: str) -> dict[str, str]:
+    return {k: str(v) for k, v in SERVICES[service].get("environment", {}).items()}
+
+
+def _image_env() -> dict[str, str]:
+    """``ENV`` of the Dockerfile's last stage."""
+    last = DOCKERFILE.split("\nFROM ")[-1]
+    env: dict[str, str] = {}
+    for block in re.findall(r"^ENV (.*?)(?<!\\)$", last, flags=re.M | re.S):
+        for item in shlex.split(block.replace("\\\n", " ")):
+            key, _, value = item.partition("=")
+            env[key] = value
+    return env
+
+
+def _image_commands() -> list[list[str]]:
+    """The image's ``CMD``: a ``sh -c`` script, split into its ``&&``-joined commands."""
+    import json
+
+    (cmd,) = re.findall(r"^CMD (\[.*\])$", DOCKERFILE, flags=re.M)
+    argv = json.loads(cmd)
+    assert argv[:2] == ["sh", "-c"], argv
+    commands = []
+    for part in argv[2].split("&&"):
+        words = shlex.split(part)
+        commands.append(words[1:] if words[0] == "exec" else words)
+    return commands
+
+
+def _click_command(words: list[str]) -> tuple[Any, list[str]]:
+    """The (Typer-built click) command that ``quotaledger WORDS…`` runs, and the remaining words."""
+    assert words[0] == "quotaledger", words
+    command = typer.main.get_command(app)
+    rest = words[1:]
+    while hasattr(command, "commands") and rest and not rest[0].startswith("-"):
+        assert rest[0] in command.commands, f"quotaledger has no command {rest[0]!r}"
+        command, rest = command.commands[rest[0]], rest[1:]
+    return command, rest
+
+
+def _check_options(words: list[str], variables: dict[str, str]) -> None:
+    command, rest = _click_command(words)
+    known = {opt for param in command.params for opt in param.opts}
+    takes_value = {opt for param in command.params if param.param_type_name == "option" and not param.is_flag
+                   for opt in param.opts}
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        assert word.startswith("--"), f"{' '.join(words)}: unexpected argument {word!r}"
+        assert word in known, f"`{' '.join(words[:2])}` has no option {word} (it has {sorted(known)})"
+        if word in takes_value:
+            i += 1
+            for var in re.findall(r"\$\{?(\w+)", rest[i]):
+                assert var in variables, f"{word} uses ${var}, which the image and compose do not set"
+        i += 1
+
+
+def test_services_ports_and_health() -> None:
+    assert set(SERVICES) == {"kafka", "postgres", "topics", "ingest"}
+    kafka = _env("kafka")
+    assert SERVICES["kafka"]["image"].startswith("apache/kafka:")
+    assert set(kafka["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+    assert "9092:9092" in SERVICES["kafka"]["ports"]
+    assert SERVICES["postgres"]["image"] == "postgres:16"
+    assert "5432:5432" in SERVICES["postgres"]["ports"]
+    for name in ("kafka", "postgres"):
+        assert SERVICES[name]["healthcheck"]["test"], name
+    assert SERVICES["topics"]["depends_on"] == {"kafka": {"condition": "service_healthy"}}
+    assert SERVICES["topics"]["restart"] == "no"
+    assert SERVICES["ingest"]["build"] == "."
+    assert SERVICES["ingest"]["depends_on"] == {
+        "kafka": {"condition": "service_healthy"}, "postgres": {"condition": "service_healthy"},
+        "topics": {"condition": "service_completed_successfully"}}
+
+
+def test_worker_reaches_postgres_and_kafka_and_its_topics_are_created() -> None:
+    worker = {**_image_env(), **_env("ingest")}
+    url = make_url(worker["QUOTALEDGER_DB"])
+    pg = _env("postgres")
+    assert url.drivername == "postgresql+psycopg"
+    assert (url.host, url.port or 5432) == ("postgres", 5432)
+    assert (url.username, url.password, url.database) == (pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"],
+                                                          pg["POSTGRES_DB"])
+    listeners = dict(item.split("://") for item in _env("kafka")["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    assert listeners["INTERNAL"] == worker["QUOTALEDGER_BOOTSTRAP"] == "kafka:19092"
+    script = SERVICES["topics"]["command"][0]
+    (loop,) = re.findall(r"for topic in ([^;]+);", script)
+    topics = Topics(worker["QUOTALEDGER_TOPIC_PREFIX"])
+    assert loop.split() == [topics.events, topics.decisions, topics.dlq]
+    assert "--if-not-exists" in script and "kafka:19092" in script
+
+
+def test_image_is_python_311_slim_and_installs_the_project() -> None:
+    stages = re.findall(r"^FROM (\S+)", DOCKERFILE, flags=re.M)
+    assert stages and all(s == "python:3.11-slim" for s in stages)
+    assert "pip wheel" in DOCKERFILE and "pip install" in DOCKERFILE
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert ".venv" in ignored and "**/*.so" in ignored  # a host build must not leak into the image
+
+
+def test_image_command_upgrades_the_schema_with_real_options() -> None:
+    commands = _image_commands()
+    assert [c[:3] for c in commands][0] == ["quotaledger", "db", "upgrade"]
+    _check_options(commands[0], {**_image_env(), **_env("ingest")})
+
+
+def test_image_command_runs_the_ingest_worker_with_real_options() -> None:
+    if importlib.util.find_spec("streams.ingest") is None:
+        pytest.skip("streams.ingest (the kafka-ingest branch) is not merged yet")
+    commands = _image_commands()
+    assert len(commands) == 2 and commands[1][:2] == ["quotaledger", "ingest"]
+    _check_options(commands[1], {**_image_env(), **_env("ingest")})
