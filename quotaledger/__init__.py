@@ -1,1 +1,2 @@
-"""The ``quotaledger`` command-line interface (thin: parses arguments, calls ``replay`` and ``statemodel``)."""
+"""The ``quotaledger`` command-line interface: ``cli`` builds the app, ``commands/`` holds one module
+per command group, ``views/`` the Rich rendering."""

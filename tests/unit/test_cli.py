@@ -1,4 +1,4 @@
-"""The public CLI contract of issue 2, exercised through Typer's CliRunner.
+"""The public CLI contract, exercised through Typer's CliRunner.
 
 ``quotaledger replay EVENTS --decisions-out D --state-out S`` and
 ``quotaledger state EVENTS --json`` on the shipped example: output shapes, gap-free

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from quotaledger.progress import replay_progress
+from quotaledger.views.progress import replay_progress
 from replay.runner import run_file
 from tests.paths import EXAMPLE
 

@@ -16,7 +16,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from typer.testing import CliRunner
 
-from quotaledger.cli import DEFAULT_DB, app, db_url
+from quotaledger.cli import app
+from quotaledger.commands.options import DEFAULT_DB, db_url
 from statemodel.sql_schema import metadata
 from tests.sqlhelpers import alembic_config
 

@@ -1,14 +1,16 @@
-"""Kafka commands of the ``quotaledger`` CLI: ``produce`` (issue 5).  Thin: parses options and calls
-``streams.producer``; ``register(app)`` adds them to the main Typer app."""
+"""Kafka commands of the ``quotaledger`` CLI: ``produce`` and ``dev-broker``.  Thin: parse options,
+call ``streams.producer`` / ``streams.devbroker``."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Optional
 
 import typer
 from rich.console import Console
 
+from quotaledger.commands.errors import CommandError, reading
 from replay.sources import BOOTSTRAP_ENV
 from streams.topics import DEFAULT_PREFIX, PREFIX_ENV
 
@@ -32,14 +34,13 @@ def produce(
     Creates the three topics when missing.  Malformed lines are produced as they are (the ingest
     worker dead-letters them).  Exit code 1 when the broker fails or a line was too large to send.
     """
-    from streams.admin import TopicAdminError
-    from streams.producer import ProduceError, produce_file
+    from streams.producer import produce_file
     from streams.topics import Topics
 
     err = Console(stderr=True)
     options = dict(topics=Topics(topic_prefix), partitions=partitions, replication_factor=replication_factor,
                    max_message_bytes=max_message_bytes)
-    try:
+    with reading(events):
         if err.is_terminal:
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -54,12 +55,6 @@ def produce(
                                       on_progress=lambda n, read: bar.update(task, completed=read, records=n))
         else:
             result = produce_file(events, bootstrap, **options)
-    except (TopicAdminError, ProduceError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(1) from None
-    except (OSError, EOFError) as exc:
-        sys.stderr.write(f"error: cannot read {events}: {exc}\n")
-        raise typer.Exit(1) from exc
     for line_no in result.oversized[:20]:
         sys.stderr.write(f"not produced: line {line_no} is longer than --max-message-bytes {max_message_bytes}\n")
     typer.echo(result.summary())
@@ -67,6 +62,30 @@ def produce(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the Kafka commands (``produce``) to ``app``."""
-    app.command()(produce)
+def dev_broker(
+    port: Optional[int] = typer.Option(None, "--port", help="Loopback port to listen on (default: a free one)."),
+) -> None:
+    """Run the embedded development Kafka broker (Tansu, in-memory) until Ctrl-C or SIGTERM.
+
+    For development and tests only: nothing survives a restart.  Use docker-compose.yml for a real
+    Apache Kafka.
+    """
+    import signal
+    import threading
+
+    from streams.devbroker import DevBroker
+
+    broker = DevBroker(port=port)
+    broker.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    typer.echo(f"dev broker (tansu) ready: --bootstrap {broker.bootstrap}  (log {broker.log_path}); Ctrl-C stops it")
+    try:
+        while not stop.wait(0.5):
+            if not broker.alive:
+                raise CommandError(f"the dev broker died; log {broker.log_path}")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    typer.echo("dev broker stopped")

@@ -27,7 +27,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from quotaledger.display import qty
+from quotaledger.views.display import qty
 from statemodel.errors import EventError
 from statemodel.quantity import parse_quantity
 

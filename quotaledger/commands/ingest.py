@@ -13,10 +13,8 @@ from typing import Optional
 
 import typer
 
-
-def register(app: typer.Typer) -> None:
-    """Add the ``ingest`` command to ``app``."""
-    app.command("ingest")(ingest)
+from quotaledger.commands.errors import CommandError
+from quotaledger.commands.options import SNAPSHOT_EVERY_TIME_HELP, db_url, snapshot_interval_ms
 
 
 def ingest(
@@ -33,7 +31,7 @@ def ingest(
         50_000, "--snapshot-every", min=1, help="Events of a cluster between restorable snapshots."),
     snapshot_every_time: Optional[str] = typer.Option(
         None, "--snapshot-every-time",
-        help="Also snapshot a cluster whenever its event time crosses a multiple of this Go duration (1h, 30m)."),
+        help=SNAPSHOT_EVERY_TIME_HELP),
     exit_when_idle: Optional[float] = typer.Option(
         None, "--exit-when-idle", min=0.0,
         help="Exit once every assigned partition is drained and nothing arrived for this many seconds."),
@@ -49,27 +47,17 @@ def ingest(
     Each batch is applied and committed in ONE transaction with the consumed offsets; bad records
     go to the dead-letter topic and table; a restart resumes from the offsets stored in SQL.
     """
-    from quotaledger.cli import db_url, snapshot_interval_ms
     from replay.sources import BOOTSTRAP_ENV
-    from streams.ingest import IngestError, run_ingest
-    from streams.log_check import BrokerResetError
+    from streams.ingest import run_ingest
     from streams.topics import DEFAULT_PREFIX, PREFIX_ENV, Topics
 
     bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
     if not bootstrap:
-        sys.stderr.write("error: no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP\n")
-        raise typer.Exit(1)
+        raise CommandError("no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP")
     every_ms = snapshot_interval_ms(snapshot_every_time)
     prefix = topic_prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
-    try:
-        stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
-                           exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
-                           snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
-                           max_record_bytes=max_record_bytes)
-    except BrokerResetError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(2) from None
-    except IngestError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise typer.Exit(1) from None
+    stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
+                       exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
+                       snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
+                       max_record_bytes=max_record_bytes)
     sys.stderr.write(f"ingest: {stats.summary()}\n")

@@ -6,7 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from quotaledger.display import qty
+from quotaledger.views.display import qty
 
 
 def print_explanation(console: Console, out: dict) -> None:

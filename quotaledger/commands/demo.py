@@ -1,0 +1,91 @@
+"""``quotaledger demo`` and ``quotaledger simulate``: a real trace through a quota tree, simulated
+closed-loop (``replay.demo``, ``replay.sim``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from quotaledger.commands.errors import CommandError, writing
+from quotaledger.commands.options import MAPPING_OPTION, QUOTA_OPTION, TRACE_OPTION, UNTIL_OPTION
+from quotaledger.views.output import console, err_console
+
+
+def demo(
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL of the store (default: a SQLite file in the output folder)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
+    until: Optional[str] = UNTIL_OPTION,
+) -> None:
+    """The main job on a real trace: import it, build the quota tree (written as editable manifests),
+    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
+    (tables, PNG plots, index.html) — all in one output folder, named at the end."""
+    from quotaledger.views.demo import demo_progress, print_demo
+    from replay.demo import run_demo
+
+    err = err_console()
+    with writing("the demo output"), demo_progress(err) as progress:
+        result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
+                          on_note=lambda text: err.print(text, markup=False, highlight=False))
+    print_demo(console(), result)
+
+
+def simulate(
+    out: str = typer.Option(..., "--out", help="Write the simulated event history (NDJSON) here."),
+    trace: str = TRACE_OPTION,
+    mapping: Optional[str] = MAPPING_OPTION,
+    quota: Optional[str] = QUOTA_OPTION,
+    quota_out: Optional[str] = typer.Option(
+        None, "--quota-out", help="Write the quota configuration used (as Kueue manifests) to this folder."),
+    until: Optional[str] = UNTIL_OPTION,
+    tick: str = typer.Option("5m", "--tick", help="Tick interval (duration; 0 = no ticks)."),
+    finish_at_horizon: bool = typer.Option(
+        False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
+) -> None:
+    """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
+
+    The output is a normal event file: `quotaledger replay OUT` gives the same decisions and hash.
+    Rows the importer cannot read are reported on stderr with their line numbers and skipped.
+    """
+    from replay.demo import input_notes, load_inputs
+    from replay.sim.manifests import write_manifests
+    from replay.sim.simulator import simulate as run_simulation
+    from replay.sim.traces import parse_until
+
+    err = err_console()
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until)
+    try:
+        tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    for line in input_notes(imported, config):
+        err.print(line, markup=False, highlight=False)
+    if quota_out:
+        header = "\n".join([f"quotaledger quota configuration for trace {imported.name}", *config.notes])
+        written = write_manifests(config, quota_out, header)
+        err.print(f"wrote {len(written)} manifest files to {quota_out}", markup=False, highlight=False)
+    start = imported.trace_start_ms
+    horizon = until_ms if until_ms is not None else imported.trace_end_ms
+    with writing(out):
+        if err.is_terminal:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            with Progress(TextColumn("simulating {task.description}"), BarColumn(),
+                          TextColumn("{task.percentage:>3.0f}% of trace time"), TimeElapsedColumn(),
+                          console=err, transient=True) as bar:
+                task = bar.add_task(imported.name, total=max(1, horizon - start))
+                result = run_simulation(imported, config, out, until_ms=until_ms, tick_ms=tick_ms,
+                                        finish_at_horizon=finish_at_horizon,
+                                        progress=lambda t: bar.update(task, completed=max(0, t - start)))
+        else:
+            result = run_simulation(imported, config, out, until_ms=until_ms, tick_ms=tick_ms,
+                                    finish_at_horizon=finish_at_horizon)
+    if result.unroutable:
+        err.print(f"warning: {result.unroutable} jobs have no LocalQueue in the quota configuration "
+                  "(they stay pending)", markup=False, highlight=False)
+    typer.echo(f"wrote {out}: {result.summary()}")
+    typer.echo(f"simulated in {result.seconds:.2f}s ({result.events / max(result.seconds, 1e-9):,.0f} events/s)")

@@ -1,0 +1,213 @@
+"""Commands on the SQL store: ``db upgrade`` / ``db downgrade`` (Alembic migrations), ``verify``,
+``explain`` (from an event file or from the store) and ``whatif``.  Thin: parse, call ``replay``,
+render with ``quotaledger.views``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from quotaledger.commands.errors import CommandError, reading
+from quotaledger.commands.options import DB_OPTION, db_url, time_option
+from quotaledger.views.output import console, print_json
+
+if TYPE_CHECKING:
+    from statemodel.engine import Engine
+
+# --------------------------------------------------------------------------- db
+
+
+def _migrate(command_name: str, url: str, revision: str) -> None:
+    from replay.store.db import migrate_schema
+
+    migrate_schema(url, command_name, revision, quiet=False)
+    typer.echo(f"{command_name} to {revision}: done ({_redacted(url)})", err=True)
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - only for display
+        return url
+
+
+def db_upgrade(
+    revision: str = typer.Argument("head", help="Target revision (default: head)."),
+    db: Optional[str] = DB_OPTION,
+) -> None:
+    """Upgrade the database schema to REVISION (default: the newest, ``head``)."""
+    _migrate("upgrade", db_url(db), revision)
+
+
+def db_downgrade(
+    revision: str = typer.Argument("base", help="Target revision (default: base = drop everything)."),
+    db: Optional[str] = DB_OPTION,
+) -> None:
+    """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
+    _migrate("downgrade", db_url(db), revision)
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def verify(
+    source: Optional[str] = typer.Argument(
+        None, help="Recompute from this NDJSON file (.gz accepted, - for stdin) or kafka:// range instead of the "
+                   "archived events."),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="SQLAlchemy URL (default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db)."),
+) -> None:
+    """Recompute decisions and hash chains from the archived events (or SOURCE) and compare them with
+    the stored decisions and snapshot hashes.
+
+    Prints `OK: N events, M decisions, hash H` and exits 0, or prints the first divergence with both
+    sides (event, expected vs recorded decision or hash) and exits 1.  Any other failure exits 2.
+    """
+    from replay.verify import verify as run_verify
+
+    url = db_url(db)
+    with reading(source if source is not None else url):
+        result = run_verify(url, source)
+    typer.echo(result.summary())
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- explain
+
+
+def explain(
+    workload: str = typer.Argument(..., help="the workload, ns/name"),
+    events: Optional[str] = typer.Argument(None, help="NDJSON event file (plain or .gz), or - for stdin"),
+    at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="the cluster the workload belongs to (default: 'default'; with --db: the only one)"),
+    as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
+) -> None:
+    """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
+    every level of its cohort tree (available, limits, usage); for an admitted workload, when and
+    how it was admitted."""
+    until = time_option(at, "--at")
+    if events is None and db is None:
+        raise CommandError("give an EVENTS file or --db", 2)
+    if events is None:
+        out = explain_from_db(workload, db, cluster, until)
+    else:
+        from replay.runner import run_file
+
+        with reading(events):
+            engine, _ = run_file(events, until_ms=until)
+        out = _explain(engine, cluster or "default", workload)
+    if as_json:
+        print_json(out)
+        return
+    from quotaledger.views.explain import print_explanation
+
+    print_explanation(console(), out)
+
+
+def _explain(engine: Engine, cluster: str, workload: str) -> dict:
+    """``statemodel.explain.explain`` of ``workload`` in ``cluster`` of ``engine``; ``CommandError``
+    when the cluster or the workload is unknown."""
+    from statemodel.explain import UnknownWorkload, explain as explain_workload
+
+    state = engine.clusters.get(cluster)
+    try:
+        if state is None:
+            raise UnknownWorkload(workload)
+        return explain_workload(state, workload)
+    except UnknownWorkload:
+        raise CommandError(f"no workload {workload} in cluster {cluster}") from None
+
+
+def resolve_cluster(url: str, cluster: str | None) -> str:
+    """``--cluster``, or the only cluster the store holds (``SinkError`` when it holds none or several)."""
+    from replay.store.db import create_db_engine
+    from replay.store.restore import stored_cluster
+
+    if cluster is not None:
+        return cluster
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            return stored_cluster(conn, None)
+    finally:
+        db.dispose()
+
+
+def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None) -> dict:
+    """``statemodel.explain.explain`` of ``workload`` at ``at_ms`` (``None`` = the end of the archive),
+    from the nearest snapshot plus the archived tail, with ``admittedBy`` for an admitted workload."""
+    from replay.store.restore import engine_at
+
+    cluster = resolve_cluster(url, cluster)
+    engine, end, _ = engine_at(url, cluster, at_ms=at_ms)
+    out = _explain(engine, cluster, workload)
+    if out["status"] == "Admitted":
+        out["admittedBy"] = _admitting_decision(url, cluster, workload, end)
+    return out
+
+
+def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict | None:
+    """The stored ``Admitted`` decision of ``workload`` in force at position ``end`` (its seq, cause,
+    time, flavors, borrowing) and the explanation levels right after it — the numbers that let it
+    in, its own charge included — or ``None`` for an observed admission (no engine decision)."""
+    import sqlalchemy as sa
+
+    from replay.store.db import create_db_engine
+    from replay.store.restore import restore
+    from statemodel import sql_schema as s
+    from statemodel.explain import explain
+
+    d = s.decisions.c
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            row = conn.execute(sa.select(d.seq, d.cause_event_id, d.cause_position, d.payload).where(
+                d.cluster == cluster, d.workload == workload, d.type == "Admitted", d.cause_position < end,
+            ).order_by(d.seq.desc()).limit(1)).first()
+            if row is None:
+                return None
+            then, _ = restore(conn, cluster, row.cause_position + 1)  # right after the admitting event
+    finally:
+        db.dispose()
+    payload = row.payload
+    return {"seq": row.seq, "cause": row.cause_event_id, "time": payload.get("time"),
+            "borrowing": payload.get("borrowing"), "podSetAssignments": payload.get("podSetAssignments"),
+            "levels": explain(then.clusters[cluster], workload)["levels"]}
+
+
+# --------------------------------------------------------------------------- whatif
+
+
+def whatif(
+    patch: str = typer.Option(..., "--patch", help="NDJSON file of patch events (EVENTS.md v1)."),
+    db: Optional[str] = DB_OPTION,
+    from_time: Optional[str] = typer.Option(
+        None, "--from", help="Fork the history here (RFC 3339); default: the start."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="The cluster to fork (default: the only one in the database)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """What if: fork a stored history, merge in PATCH events, replay, and report which decisions
+    changed and the wait-time and utilization deltas per ClusterQueue and LocalQueue.
+
+    Reads the database only (nothing is written).  Patch ids are prefixed with `whatif:`; at equal
+    times a patch event goes before the archived ones.
+    """
+    from replay.whatif import whatif as run_whatif
+
+    from_ms = time_option(from_time, "--from")
+    with reading(patch):
+        report = run_whatif(db_url(db), patch, cluster=cluster, from_ms=from_ms).to_json()
+    if as_json:
+        print_json(report)
+        return
+    from quotaledger.views.whatif import print_whatif
+
+    print_whatif(console(), report)

@@ -1,0 +1,85 @@
+"""Rich rendering of a what-if report (``replay.whatif.WhatIfReport.to_json()``) for
+``quotaledger whatif``: the decisions that changed, wait times, utilization."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from quotaledger.views.display import qty
+
+
+def _ms(value: int | None) -> str:
+    """Milliseconds as seconds for a table cell (``-`` for none)."""
+    return "-" if value is None else f"{value / 1000:g}s"
+
+
+def _delta(value: int | None) -> str:
+    return "-" if value is None else f"{value / 1000:+g}s"
+
+
+def _mean(resource: str, value: int) -> str:
+    """A time-weighted mean for display: exact when ``qty`` can say it exactly, else rounded (cores, GiB)."""
+    text = qty(resource, value)
+    if resource == "cpu" and text.endswith("m") and value >= 1000:
+        return f"{value / 1000:.1f}"
+    if ("memory" in resource or "storage" in resource) and text.isdigit() and value >= 1 << 30:
+        return f"{value / (1 << 30):.1f}Gi"
+    return text
+
+
+def print_whatif(console: Console, report: dict) -> None:
+    """Rich rendering of ``WhatIfReport.to_json()``: changed decisions, wait times, utilization."""
+    from replay.reports.page import percent
+
+    fork = report["fork"]
+    console.print(f"[bold]what-if[/bold] cluster {report['cluster']}: fork at "
+                  f"{fork['from'] or 'the start'} (position {fork['position']}, snapshot at {fork['snapshotPosition']}), "
+                  f"{report['patchEvents']} patch events merged into {report['archivedEvents']} archived events; "
+                  f"window {report['window']['start']} .. {report['window']['end']}")
+    changes = Table(title=f"decisions that changed ({len(report['decisionChanges'])})", title_justify="left",
+                    box=box.SIMPLE_HEAD)
+    for header in ("workload", "decision", "change", "base", "what-if", "Δ time"):
+        changes.add_column(header, justify="right" if header == "Δ time" else "left")
+
+    def side(view: dict | None) -> str:
+        if view is None:
+            return "-"
+        extra = (", ".join(f"{r}→{f}" for ps in view["flavors"] for r, f in ps.items())
+                 if "flavors" in view else view.get("reason") or "")
+        return f"{view['time']} {view['clusterQueue'] or '-'} {extra}".rstrip()
+
+    for row in report["decisionChanges"]:
+        changes.add_row(row["workload"], f"{row['type']} #{row['n']}", row["change"], side(row["base"]),
+                        side(row["whatif"]), _delta(row["deltaMs"]))
+    console.print(changes)
+    for title, rows in (("ClusterQueue", report["waitTimes"]["clusterQueues"]),
+                        ("LocalQueue", report["waitTimes"]["localQueues"])):
+        table = Table(title=f"wait times per {title} (base → what-if; pending = still waiting at the end)",
+                      title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column(title)
+        for header in ("waits", "pending", "p50", "p95", "max", "Δ p50", "Δ p95", "Δ max"):
+            table.add_column(header, justify="right")
+        for row in rows:
+            b, w, d = row["base"], row["whatif"], row["delta"]
+            table.add_row(row["name"], f"{b['count']} → {w['count']}", f"{b['pending']} → {w['pending']}",
+                          *(f"{_ms(b[k])} → {_ms(w[k])}" for k in ("p50Ms", "p95Ms", "maxMs")),
+                          *(_delta(d[k]) for k in ("p50Ms", "p95Ms", "maxMs")))
+        console.print(table)
+    table = Table(title="utilization: time-weighted usage / nominal quota", title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("ClusterQueue", "flavor", "resource"):
+        table.add_column(header)
+    for header in ("mean usage", "mean nominal", "base", "what-if", "Δ"):
+        table.add_column(header, justify="right")
+    for row in report["utilization"]:
+        res, b, w = row["resource"], row["base"], row["whatif"]
+        delta = "-" if row["delta"] is None else f"{row['delta'] * 100:+.1f} pts"
+        table.add_row(row["clusterQueue"], row["flavor"], res,
+                      f"{_mean(res, b['meanUsage'])} → {_mean(res, w['meanUsage'])}",
+                      f"{_mean(res, b['meanNominal'])} → {_mean(res, w['meanNominal'])}",
+                      percent(b["utilization"]), percent(w["utilization"]), delta)
+    console.print(table)
+    for label, branch in report["branches"].items():
+        console.print(f"{label}: {branch['decisions']} decisions after the fork, ends {branch['end']}, "
+                      f"hash {branch['hash']}")
