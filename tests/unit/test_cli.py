@@ -138,6 +138,55 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
     assert "cannot read" in result.stderr
 
 
+# --------------------------------------------------------------------------- exit codes
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["replay", "{tmp}/nope.ndjson"], 1, "error: cannot read {tmp}/nope.ndjson: "),
+        (["state"], 2, "error: give an EVENTS file or --db"),
+        (["state", "{example}", "--seq", "3"], 2, "error: --seq needs --db"),
+        (["state", "{example}", "--at", "yesterday"], 2, "error: --at: invalid RFC 3339 time 'yesterday'"),
+        (["explain", "ns/x"], 2, "error: give an EVENTS file or --db"),
+        (["explain", "team-a/none", "{example}"], 1, "error: no workload team-a/none in cluster default"),
+        (["replay", "{example}", "--db", "sqlite:///{tmp}/s.db", "--snapshot-every-time", "0s"], 1,
+         "error: --snapshot-every-time must be positive"),
+        (["verify", "--db", "sqlite:///{tmp}/empty.db"], 2, "has no quotaledger schema"),
+        (["state", "--db", "sqlite:///{tmp}/empty.db"], 1, "error: cannot use the database: "),
+        (["db", "upgrade", "nosuchrev", "--db", "sqlite:///{tmp}/m.db"], 1, "error: Can't locate revision"),
+    ],
+    ids=["unreadable-events", "no-source", "seq-without-db", "bad-time", "explain-no-source", "unknown-workload",
+         "zero-snapshot-interval", "verify-failure-is-2", "database-error", "alembic-error"],
+)
+def test_failures_exit_with_their_code_and_one_error_line(
+        tmp_path: Path, args: list[str], code: int, message: str) -> None:
+    """Each failure is one ``error:`` line on stderr (no traceback) and the exit code of its kind."""
+    argv = [a.format(tmp=tmp_path, example=EXAMPLE) for a in args]
+    result = _runner().invoke(app, argv)
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message.format(tmp=tmp_path) in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_command_modules_do_not_import_the_app() -> None:
+    """``quotaledger.cli`` sits on top: no command or view module imports it (no import cycle)."""
+    import pkgutil
+    import subprocess
+    import sys
+
+    import quotaledger.commands
+    import quotaledger.views
+
+    modules = [f"{pkg.__name__}.{m.name}" for pkg in (quotaledger.commands, quotaledger.views)
+               for m in pkgutil.iter_modules(pkg.__path__)]
+    probe = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n" \
+            "print('quotaledger.cli' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe, *modules], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr
+
+
 # --------------------------------------------------------------------------- state / version (demo: test_demo.py)
 
 
