@@ -1,5 +1,5 @@
-"""Where the ingest worker's time goes, per event, without broker: the split behind README
-"Streaming ingest".
+"""Where the ingest worker's time goes, per event, without broker: the split behind docs/benchmarks.md
+"Kafka ingest".
 
 Reads an event file (``--events``, default the DLRM simulation of ``kafka_ingest.py``) into Kafka-like
 records in memory, then, best of ``--passes``:

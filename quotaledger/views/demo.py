@@ -40,7 +40,7 @@ def print_demo(console: Console, result: DemoResult) -> None:
     from replay.reports.page import HEADERS, example_queries, table_rows
 
     report = result.report
-    table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (README: The demo report)",
+    table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (docs/demo.md: The demo report)",
                   title_justify="left", box=box.SIMPLE_HEAD)
     for i, header in enumerate(HEADERS):
         table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)

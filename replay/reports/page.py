@@ -33,7 +33,7 @@ COLUMNS = {
     "pending peak": "most workloads pending at once",
     "pending end": "workloads still pending when the simulation stops",
 }
-"""Columns of :func:`table_rows` with a one-line meaning each (README "The demo report" has the details)."""
+"""Columns of :func:`table_rows` with a one-line meaning each (docs/demo.md "The demo report" has the details)."""
 HEADERS = tuple(COLUMNS)
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
@@ -144,7 +144,7 @@ exact numbers: <code>report.json</code>.</p>
 <h2>Report per Cohort and ClusterQueue</h2>
 <p>Waits are admission time − submission time (nearest-rank percentiles); observed waits are the trace's own
 (scheduled − created) for the same workloads. Utilization = time-weighted usage / (nominal quota of the subtree × span);
-borrowing and lent are shares of the span. The README section "The demo report" defines every column.</p>
+borrowing and lent are shares of the span. The section "The demo report" of docs/demo.md defines every column.</p>
 <table><thead><tr>{head}</tr></thead><tbody>
 {body}</tbody></table>
 <dl>{legend}</dl>
