@@ -186,7 +186,7 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
 
 
 def whatif(
-    patch: str = typer.Option(..., "--patch", help="NDJSON file of patch events (EVENTS.md v1)."),
+    patch: str = typer.Option(..., "--patch", help="NDJSON file of patch events (docs/events.md)."),
     db: Optional[str] = DB_OPTION,
     from_time: Optional[str] = typer.Option(
         None, "--from", help="Fork the history here (RFC 3339); default: the start."),
