@@ -71,6 +71,7 @@ def _exit_codes() -> list[tuple[tuple[type[BaseException], ...], int, Callable[[
     from sqlalchemy.exc import SQLAlchemyError
 
     from replay.demo import DemoError
+    from replay.sources import SourceError
     from replay.store.db import SinkError
     from replay.whatif import WhatIfError
     from statemodel.errors import EventError
@@ -86,7 +87,8 @@ def _exit_codes() -> list[tuple[tuple[type[BaseException], ...], int, Callable[[
         ((WhatIfError,), 2, str),
         ((EventError,), 2, str),
         ((BrokerResetError,), 2, str),
-        ((SinkError, SnapshotError, DemoError, IngestError, DevBrokerError, TopicAdminError, ProduceError), 1, str),
+        ((SinkError, SnapshotError, DemoError, SourceError, IngestError, DevBrokerError, TopicAdminError,
+          ProduceError), 1, str),
         ((SQLAlchemyError,), 1, lambda exc: f"cannot use the database: {_first_line(exc)}"),
         ((AlembicError,), 1, str),
     ]
