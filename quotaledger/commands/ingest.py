@@ -29,9 +29,7 @@ def ingest(
                                   help="Most records per batch and SQL transaction."),
     snapshot_every: int = typer.Option(
         50_000, "--snapshot-every", min=1, help="Events of a cluster between restorable snapshots."),
-    snapshot_every_time: Optional[str] = typer.Option(
-        None, "--snapshot-every-time",
-        help=SNAPSHOT_EVERY_TIME_HELP),
+    snapshot_every_time: Optional[str] = typer.Option(None, "--snapshot-every-time", help=SNAPSHOT_EVERY_TIME_HELP),
     exit_when_idle: Optional[float] = typer.Option(
         None, "--exit-when-idle", min=0.0,
         help="Exit once every assigned partition is drained and nothing arrived for this many seconds."),
