@@ -32,8 +32,9 @@ def produce(
     Creates the three topics when missing.  Malformed lines are produced as they are (the ingest
     worker dead-letters them).  Exit code 1 when the broker fails or a line was too large to send.
     """
+    from replay.ndjson import lines_of, open_source
     from streams.admin import TopicAdminError
-    from streams.producer import ProduceError, produce_file
+    from streams.producer import ProduceError, produce
     from streams.topics import Topics
 
     err = Console(stderr=True)
@@ -48,12 +49,13 @@ def produce(
                 total = os.path.getsize(events)
             with Progress(TextColumn("producing"), BarColumn(), DownloadColumn(),
                           TextColumn("{task.fields[records]:,} records"), TimeElapsedColumn(),
-                          console=err, transient=True) as bar:
+                          console=err, transient=True) as bar, open_source(events) as stream:
                 task = bar.add_task("produce", total=total, records=0)
-                result = produce_file(events, bootstrap, **options,
-                                      on_progress=lambda n, read: bar.update(task, completed=read, records=n))
+                result = produce(lines_of(stream), bootstrap, **options,
+                                 on_progress=lambda n, read: bar.update(task, completed=read, records=n))
         else:
-            result = produce_file(events, bootstrap, **options)
+            with open_source(events) as stream:
+                result = produce(lines_of(stream), bootstrap, **options)
     except (TopicAdminError, ProduceError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise typer.Exit(1) from None
