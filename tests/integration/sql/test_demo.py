@@ -20,6 +20,7 @@ from replay.sim.importers.jobs import TraceImportError
 from replay.reports.tables import build_report, percentile
 from replay.reports.page import example_queries
 from replay.verify import verify
+from tests.paths import DATA
 
 LAB = DATA / "demo_lab"
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, the mapping's epoch_base
@@ -165,7 +166,6 @@ from replay.sim.importers.jobs import ImportResult, Job  # noqa: E402
 from replay.sim.manifests import load_manifests  # noqa: E402
 from replay.sim.simulator import simulate  # noqa: E402
 from replay.sql_sink import replay_to_db  # noqa: E402
-from tests.paths import DATA
 
 _JOBS = st.lists(st.tuples(st.sampled_from(["team-a", "team-b"]), st.integers(0, 60), st.integers(1, 80),
                            st.sampled_from([1000, 2000, 3000, 4000])), min_size=1, max_size=12)
