@@ -19,7 +19,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from replay.ndjson import iter_lines
-from streams.producer import produce
+from streams import producer
 from streams.topics import Topics
 
 PG_ADMIN_URL = os.environ.get("QUOTALEDGER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -96,7 +96,7 @@ def scratch_databases(admin_url: str, count: int) -> Iterator[list[str]]:
 def produce(path: Path, bootstrap: str, partitions: int) -> tuple[Topics, int]:
     """Produce ``path`` under a fresh topic prefix; ``(topics, records)``."""
     topics = Topics(f"bench{uuid.uuid4().hex[:8]}")
-    result = produce(iter_lines(str(path)), bootstrap, topics=topics, partitions=partitions)
+    result = producer.produce(iter_lines(str(path)), bootstrap, topics=topics, partitions=partitions)
     print(f"  {result.summary()}")
     if result.oversized:
         raise SystemExit(f"{len(result.oversized)} lines were too large to produce")
