@@ -20,6 +20,7 @@ COMPILED = [
     "statemodel/cluster.py",
     "statemodel/decisions.py",
     "statemodel/engine.py",
+    "statemodel/driver.py",
     "statemodel/snapshot.py",
     "statemodel/events/decode.py",
     "statemodel/decimal_scan.py",

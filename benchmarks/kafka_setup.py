@@ -18,7 +18,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from streams.producer import produce_file
+from replay.ndjson import iter_lines
+from streams import producer
 from streams.topics import Topics
 
 PG_ADMIN_URL = os.environ.get("QUOTALEDGER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -95,7 +96,7 @@ def scratch_databases(admin_url: str, count: int) -> Iterator[list[str]]:
 def produce(path: Path, bootstrap: str, partitions: int) -> tuple[Topics, int]:
     """Produce ``path`` under a fresh topic prefix; ``(topics, records)``."""
     topics = Topics(f"bench{uuid.uuid4().hex[:8]}")
-    result = produce_file(str(path), bootstrap, topics=topics, partitions=partitions)
+    result = producer.produce(iter_lines(str(path)), bootstrap, topics=topics, partitions=partitions)
     print(f"  {result.summary()}")
     if result.oversized:
         raise SystemExit(f"{len(result.oversized)} lines were too large to produce")

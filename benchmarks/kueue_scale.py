@@ -137,7 +137,7 @@ def _replay(lines: list[bytes]) -> tuple[float, int, str]:
 
 def measure(path: Path) -> dict:
     """Time raw decode and engine replay of ``path``, each the best of several passes (2 to 5, about
-    300,000 events' worth), with the cyclic GC paused as ``replay.runner`` does."""
+    300,000 events' worth), with the cyclic GC paused as the driver's paths do (``statemodel.driver.gc_paused``)."""
     lines = path.read_bytes().splitlines()
     passes = max(2, min(5, 300_000 // len(lines)))
     decode_s = min(_time(lambda: [orjson.loads(line) for line in lines]) for _ in range(passes))

@@ -35,10 +35,11 @@ import sqlalchemy as sa
 
 from kueue_scale import API, EPOCH_MS, config_events, generate
 from replay.store.restore import STATE_ENCODING, restore
-from replay.runner import gc_paused, run_file
+from replay.runner import run_file
 from replay.store.db import create_db_engine, ms_to_datetime, upgrade_schema
 from replay.sql_sink import replay_to_db
 from statemodel import sql_schema as s
+from statemodel.driver import gc_paused
 from statemodel.engine import Engine
 from statemodel.events.decode import decode_event
 from statemodel.snapshot import dump as dump_snapshot

@@ -1,10 +1,10 @@
 """SQL sink: replay an event source (NDJSON file or Kafka range) through the engine and archive
 everything in the SQL store.
 
-``replay_to_db(source, url)`` streams the events through the very same ``Engine`` as
-``replay.runner.run_file`` and writes, one transaction per batch of ``batch_size`` input events
-(never one per event), the rows built and written by ``replay.store.archive`` (shared with the
-Kafka ingest worker):
+``replay_to_db(source, url)`` streams the events through the very same driver
+(``statemodel.driver.Driver``) as ``replay.runner.run_file`` and writes, one transaction per batch
+of ``batch_size`` input events (never one per event), the rows that ``replay.store.archive`` builds
+from the driver's step results and writes (shared with the Kafka ingest worker):
 
 - every event to ``events`` (status ``applied`` / ``duplicate`` / ``rejected`` with reason and
   field path; ``payload`` the received JSON text; ``position`` 0-based per cluster;
@@ -43,7 +43,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from replay.ndjson import Watch
-from replay.runner import ReplayResult, decoded_lines, gc_paused
+from replay.runner import ReplayResult, StepCallback
 from replay.sources import open_records
 from replay.store.archive import (
     CLUSTER_TABLES,
@@ -56,6 +56,7 @@ from replay.store.archive import (
 )
 from replay.store.db import SinkError, create_db_engine, redacted, salvage, upgrade_schema
 from statemodel import sql_schema as s
+from statemodel.driver import Driver, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 
@@ -202,11 +203,13 @@ def replay_to_db(
     on_decision: Callable[[Any], None] | None = None,
     on_reject: Callable[[int, EventError], None] | None = None,
     watch: Watch | None = None,
+    on_step: StepCallback | None = None,
 ) -> tuple[Engine, ReplayResult]:
     """Replay ``source`` (NDJSON path, plain or gzip, ``-``, or a ``kafka://`` range) into the SQL store at ``url``.
 
     Runs ``alembic upgrade head`` first.  ``on_decision`` / ``on_reject`` are called as in
-    ``replay.runner.run_file`` (so file outputs keep working next to the database), and so is ``watch``.  Every
+    ``replay.runner.run_file`` (so file outputs keep working next to the database), and so are ``watch`` and
+    ``on_step``.  Every
     ``snapshot_every`` events of a cluster — and, with ``snapshot_every_ms``, whenever the cluster's
     event clock crosses a multiple of that many milliseconds — a restorable snapshot of that cluster
     is written in the same transaction as the events it covers; at the end, one more after the
@@ -223,41 +226,41 @@ def replay_to_db(
         raise SinkError("--snapshot-every must be at least 1")
     upgrade_schema(url)
     db = create_db_engine(url)
-    engine = Engine()
+    driver = Driver()
+    engine = driver.engine
     sink = SqlSink(db, source, replace, snapshot_every, snapshot_every_ms)
     batch = sink.batch
-    add_applied, add_rejected = batch.add_applied, batch.add_rejected
+    add_step, add_rejected = batch.add_step, batch.add_rejected
     positions = sink.positions
     n_lines = n_decisions = line_no = pending = 0
     started = time.perf_counter()
     try:
         with gc_paused(), short_gil_switches(), open_records(source, watch) as records:
-            for line_no, line, event in decoded_lines(records):
+            for step in driver.run(records):
                 n_lines += 1
-                if isinstance(event, EventError):
-                    err = event
-                    engine.reject(err.event_id, err)
-                    salvaged = salvage(line)
-                    cluster = salvaged[0]
-                    pos = positions.get(cluster)
-                    if pos is None:
-                        pos = sink.claim(cluster)
-                    positions[cluster] = pos + 1
-                    add_rejected(pos, line.rstrip(b"\r\n"), err, salvaged, source, line_no)
+                line_no = step.position
+                err = step.rejection
+                salvaged = salvage(step.record) if err is not None else None
+                cluster = step.cluster if salvaged is None else salvaged[0]
+                pos = positions.get(cluster)
+                if pos is None:
+                    pos = sink.claim(cluster)
+                positions[cluster] = pos + 1
+                if salvaged is not None:
+                    add_rejected(pos, step.record.rstrip(b"\r\n"), err, salvaged, source, line_no)
                     if on_reject is not None:
                         on_reject(line_no, err)
                 else:
-                    cluster = event.cluster
-                    pos = positions.get(cluster)
-                    if pos is None:
-                        pos = sink.claim(cluster)
-                    positions[cluster] = pos + 1
-                    out = add_applied(engine, event, pos, line, line_no)
+                    if add_step(step, pos):
+                        batch.add_snapshot(engine, cluster, pos + 1, line_no)
+                    out = step.decisions
                     if out:
                         n_decisions += len(out)
                         if on_decision is not None:
                             for d in out:
                                 on_decision(d)
+                if on_step is not None:
+                    on_step(step)
                 pending += 1
                 if pending >= batch_size:
                     sink.flush()

@@ -1,17 +1,16 @@
 """``verify``: recompute decisions and hash chains and compare them with what the SQL store holds.
 
 From the archive (default): each cluster's ``events`` rows in ``position`` order are re-decoded from
-their stored ``payload`` and re-fed to a fresh ``Engine`` exactly as they were seen — applied and
-duplicate rows through ``Engine.apply`` (so duplicates are counted again), rejected rows through
-``Engine.reject`` — checking that each gets its recorded status.  From a SOURCE: its records (NDJSON
-lines or a Kafka range, ``replay.sources``) are replayed instead.  Either way every decision produced
+their stored ``payload`` and re-fed through the driver (``statemodel.driver``) to a fresh ``Engine``
+exactly as they were seen — applied and duplicate rows as events (so duplicates are counted again),
+rejected rows as their errors — checking that each step gets its recorded status.  From a SOURCE:
+its records (NDJSON lines or a Kafka range, ``replay.sources``) are replayed instead.  Either way every decision produced
 is compared, seq by seq and as whole JSON, with the stored ``decisions`` row, and the cluster's hash
 chain with every ``snapshots`` row (``state_hash`` after ``position`` events).  The first difference is returned as a ``Divergence``.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -20,12 +19,12 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from replay.runner import decoded_lines
 from replay.sources import open_records, position_name
 from replay.store.db import SinkError, archived_event, create_db_engine, redacted, salvage
 from statemodel import sql_schema as s
-from statemodel.engine import Engine
+from statemodel.driver import Driver, decoded_lines, gc_paused
 from statemodel.errors import EventError
+from statemodel.events.envelope import Event
 from statemodel.version import ENGINE_VERSION
 
 _YIELD = 2000
@@ -80,7 +79,8 @@ class _Checker:
     def __init__(self, db: sa.Engine, stack: ExitStack) -> None:
         self.db = db
         self.stack = stack
-        self.engine = Engine()
+        self.driver = Driver()
+        self.engine = self.driver.engine
         self.recorded: dict[str, Iterator[Any]] = {}
         self.snapshots: dict[str, dict[int, list[Any]]] = {}
         self.counts: dict[str, int] = {}
@@ -115,9 +115,10 @@ class _Checker:
                 raise _Found(Divergence(cluster, f"hash after {position} events (snapshot id {snap.id}){note}",
                                         f"hash {got}", f"hash {snap.state_hash}"))
 
-    def feed(self, cluster: str, position: int, label: str, event: Any, error: EventError | None,
-             recorded_status: str | None) -> None:
-        """One event of ``cluster`` (``event`` decoded, or ``error``); ``recorded_status`` from the archive."""
+    def feed(self, cluster: str, position: int, label: str, item: Event | EventError, recorded_status: str | None,
+             record: bytes | None = None) -> None:
+        """One record of ``cluster`` (``item``: the event decoded, or the ``EventError`` that rejects it)
+        at ``position`` of the cluster; ``recorded_status`` from the archive."""
         if cluster not in self.counts:
             self.start_cluster(cluster)
         if position != self.counts[cluster]:
@@ -125,19 +126,17 @@ class _Checker:
                                     f"position {position} (archive has a gap or a reordering)"))
         self.events += 1
         self.counts[cluster] = position + 1
-        if error is not None:
-            self.engine.reject(error.event_id, error)
+        step = self.driver.step(position, item, record, cluster)
+        if step.rejection is not None:
             if recorded_status not in (None, "rejected"):
-                raise _Found(Divergence(cluster, f"event {label}", f"rejected: {error}",
+                raise _Found(Divergence(cluster, f"event {label}", f"rejected: {step.rejection}",
                                         f"{recorded_status}"))
         else:
-            before = self.engine.applied
-            decisions = self.engine.apply(event)
-            status = "applied" if self.engine.applied != before else "duplicate"
+            status = step.status
             if recorded_status is not None and status != recorded_status:
                 raise _Found(Divergence(cluster, f"event {label}", status, recorded_status))
             recorded = self.recorded[cluster]
-            for d in decisions:
+            for d in step.decisions:
                 self.decisions += 1
                 exp = d.to_json()
                 where = f"decision seq {d.seq} (caused by event {label})"
@@ -187,7 +186,7 @@ def _from_archive(checker: _Checker, db: sa.Engine, clusters: list[str]) -> None
                 if event is not None and event.cluster != cluster:
                     raise _Found(Divergence(cluster, f"event {label}", f"cluster {cluster!r}",
                                             f"payload of cluster {event.cluster!r}"))
-                checker.feed(cluster, row.position, label, event, error, row.status)
+                checker.feed(cluster, row.position, label, error if event is None else event, row.status)
             checker.finish(cluster)
 
 
@@ -196,14 +195,11 @@ def _from_source(checker: _Checker, source: str, stored: list[str]) -> None:
     unit = position_name(source)
     with open_records(source) as records:
         for where, line, item in decoded_lines(records):
-            if isinstance(item, EventError):
-                event, error, cluster = None, item, salvage(line)[0]
-            else:
-                event, error, cluster = item, None, item.cluster
+            cluster = salvage(line)[0] if isinstance(item, EventError) else item.cluster
             pos = positions.get(cluster, 0)
             positions[cluster] = pos + 1
-            ident = event.id if event is not None else error.event_id
-            checker.feed(cluster, pos, f"{ident or '-'} at position {pos} ({unit} {where})", event, error, None)
+            ident = item.event_id if isinstance(item, EventError) else item.id
+            checker.feed(cluster, pos, f"{ident or '-'} at position {pos} ({unit} {where})", item, None, line)
     for cluster in sorted(set(positions) | set(stored)):
         if cluster not in positions:
             raise _Found(Divergence(cluster, "cluster", "(not in SOURCE)", "events stored in the database"))
@@ -219,10 +215,8 @@ def verify(url: str, source: str | None = None) -> VerifyResult:
     """
     db = create_db_engine(url)
     result = VerifyResult()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        with ExitStack() as stack:
+        with gc_paused(), ExitStack() as stack:
             checker = _Checker(db, stack)
             try:
                 with db.connect() as conn:
@@ -241,7 +235,5 @@ def verify(url: str, source: str | None = None) -> VerifyResult:
     except sa.exc.SQLAlchemyError as exc:
         raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
     finally:
-        if gc_was_enabled:
-            gc.enable()
         db.dispose()
     return result

@@ -47,10 +47,10 @@ import sqlalchemy as sa
 from replay.ndjson import iter_lines
 from replay.store.restore import archived_events, end_position, restore, stored_cluster
 from replay.reports.tables import percentile
-from replay.runner import gc_paused
 from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel.cluster import ClusterState
 from statemodel.decisions import ADMITTED, Decision
+from statemodel.driver import Driver, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
@@ -157,6 +157,7 @@ class Branch:
     """Replays one stream from the fork state and records what the report needs."""
 
     def __init__(self, engine: Engine, cluster: str, window_start_ms: int | None) -> None:
+        self.driver = Driver(engine)
         self.engine = engine
         self.cluster = cluster
         self.decisions: list[Decision] = []
@@ -186,14 +187,16 @@ class Branch:
                     acc[1] += node.nominal.get(fr, 0) * dt
         self.last_ms = until_ms
 
-    def feed(self, event: Event | None, error: EventError | None, event_id: str | None) -> None:
+    def feed(self, position: int, event: Event | None, error: EventError | None) -> None:
+        """Step the ``position``-th item of the branch's stream (an event, or the error of an event
+        rejected when it arrived) through the driver, integrating usage up to its time first."""
         if event is None:
-            self.engine.reject(event_id, error)  # type: ignore[arg-type]
+            self.driver.step(position, error, cluster=self.cluster)  # type: ignore[arg-type]
             return
         state = self._state()
         clock = state.clock_ms if state is not None else event.time_ms
         self._integrate(max(clock, event.time_ms))
-        decisions = self.engine.apply(event)
+        decisions = self.driver.step(position, event).decisions
         if not decisions:
             return
         self.decisions.extend(decisions)
@@ -366,11 +369,11 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         return Branch(load_snapshot(blob) if blob is not None else Engine(), cluster, from_ms)
 
     base, other = branch(), branch()
-    with gc_paused():  # as in replay.runner: the replays allocate much and free by reference counting
-        for item in tail:
-            base.feed(*item)
-        for item in merge(tail, patch, fork_clock):
-            other.feed(*item)
+    with gc_paused():  # the replays allocate much and free by reference counting (statemodel.driver)
+        for position, (event, error, _) in enumerate(tail, fork):
+            base.feed(position, event, error)
+        for position, (event, error, _) in enumerate(merge(tail, patch, fork_clock), fork):
+            other.feed(position, event, error)
     horizon = max(base.clock_ms, other.clock_ms, from_ms or 0)
     base.finish(horizon)
     other.finish(horizon)

@@ -1,7 +1,7 @@
 """Kafka record → validated event, or the reason it goes to the dead-letter topic.
 
 The value is decoded by ``statemodel.events.decode_event``, the very decoder of the NDJSON file
-replay (``replay.runner.decoded_lines``), so a record is accepted or rejected exactly as the same
+replay (``statemodel.driver.decode_line``), so a record is accepted or rejected exactly as the same
 line in a file would be.  In front of it, two checks that only a record can fail: a missing value
 (a tombstone) and a value larger than the configured limit (never parsed).  A value that is not
 JSON because it is not UTF-8 is reported as such.

@@ -3,8 +3,9 @@
 Loop (aiokafka directly: a plain ``getmany`` loop, see issue 5 for why not faust):
 
 1. ``getmany`` up to ``max_batch`` records of the assigned partitions of ``<prefix>.events``;
-2. decode and validate each value (``streams.codec``: the file replay's decoder) and apply it to
-   the engine of its cluster (one ``Engine`` per cluster, restored on first sight);
+2. decode and validate each value (``streams.codec``: the file replay's decoder) and feed it to
+   the driver of its cluster (``statemodel.driver``, the loop of every path; one ``Engine`` per
+   cluster, restored on first sight), whose step results become the archive rows;
 3. records that fail validation go to ``<prefix>.events.dlq`` (headers: reason, field path, id,
    source topic / partition / offset), acknowledged by the broker *before* the commit below, so a
    crash can repeat a dead letter in the topic but never lose one;
@@ -61,9 +62,9 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from replay.runner import gc_paused
 from replay.store.archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
 from replay.store.db import create_db_engine, upgrade_schema
+from statemodel.driver import gc_paused
 from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.committer import Committer, CommitterConfig, CommitterError
@@ -226,8 +227,9 @@ class _Worker:
                 last_activity = time.monotonic()
 
     def _collect_garbage(self, idle: bool) -> None:
-        """The automatic cyclic GC is paused for the run, as in the file replay (``replay.runner`` "GC
-        note": its full passes over the engine's live objects cost a fifth of the time).  A worker
+        """The automatic cyclic GC is paused for the run, as in every path of the driver
+        (``statemodel.driver`` "GC note": its full passes over the engine's live objects cost a fifth
+        of the time).  A worker
         runs for days, though, so cycles are still collected: everything once a minute when idle and
         every ten minutes when busy.  Not after every batch: a batch's engine work leaves no cyclic
         garbage (its rows are freed by reference counting), yet a young-generation pass still walks

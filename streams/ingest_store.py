@@ -1,7 +1,9 @@
 """The synchronous side of the ingest worker (``streams.ingest``): one engine per cluster, restored
 from SQL on first sight, the archive rows of a batch and its transaction.
 
-``IngestStore.apply`` decodes and applies a batch of records (run in a worker thread);
+``IngestStore.apply`` decodes a batch of records and feeds them to the driver of their cluster
+(``statemodel.driver``; run in a worker thread), and turns each step into archive rows
+(``replay.store.archive.ArchiveBatch.add_step``);
 ``prepare`` computes the batch's transaction (rows, changed projection rows, offsets) before the
 next batch changes the engines; ``write`` runs it, possibly while the next batch is applied.
 See ``streams.ingest`` for the guarantees these give.
@@ -19,10 +21,9 @@ from replay.store.restore import restore
 from replay.store.archive import ArchiveBatch, ProjectionWriter, Writes, run_writes
 from replay.store.db import salvage
 from statemodel import sql_schema as s
+from statemodel.driver import Driver
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.events.envelope import Event
-from statemodel.objects import Workload
 from streams import outbox
 from streams.codec import dead_letter, decode_record, key_cluster
 
@@ -68,21 +69,6 @@ class IngestStats:
                 f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
 
 
-def add_workload_keys(event: Event, keys: set[str]) -> None:
-    """Add to ``keys`` the keys (``namespace/name``) of the workloads ``event`` names (inner events of
-    a ``Batch`` too)."""
-    if event.workload is not None:
-        keys.add(event.workload)
-    obj = event.obj
-    if type(obj) is Workload:
-        keys.add(obj.key)
-    ref = event.ref
-    if ref is not None and ref.kind == "Workload":
-        keys.add(f"{ref.namespace}/{ref.name}")
-    for inner in event.events:
-        add_workload_keys(inner, keys)
-
-
 class IngestStore:
     """The synchronous side of the worker: engines, archive rows and SQL transactions (run in a thread)."""
 
@@ -96,6 +82,8 @@ class IngestStore:
         self.stats = stats
         self.projections = ProjectionWriter()
         self.engines: dict[str, Engine] = {}
+        self.drivers: dict[str, Driver] = {}
+        """cluster -> the driver of its engine (``engines``)"""
         self.positions: dict[str, int] = {}
         self.partition_of: dict[str, int] = {}
         self.next_offsets: dict[int, int] = {}
@@ -111,11 +99,11 @@ class IngestStore:
                 o.consumer_group == self.group, o.topic == self.topic))
             return {r.topic_partition: (r.next_offset, r.last_event_id) for r in rows}
 
-    def engine_for(self, cluster: str, partition: int) -> Engine:
-        """The engine of ``cluster``: in memory, else restored from SQL (snapshot + archived tail)."""
-        engine = self.engines.get(cluster)
-        if engine is not None:
-            return engine
+    def driver_for(self, cluster: str, partition: int) -> Driver:
+        """The driver of ``cluster``'s engine: in memory, else restored from SQL (snapshot + archived tail)."""
+        driver = self.drivers.get(cluster)
+        if driver is not None:
+            return driver
         with self.db.connect() as conn:
             end = conn.execute(sa.select(sa.func.count()).select_from(s.events).where(
                 s.events.c.cluster == cluster)).scalar_one()
@@ -123,14 +111,15 @@ class IngestStore:
             if start:
                 self.batch.last_snapshot[cluster] = start
         self.engines[cluster] = engine
+        driver = self.drivers[cluster] = Driver(engine)
         self.positions[cluster] = end
         self.partition_of[cluster] = partition
-        return engine
+        return driver
 
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget everything held for these partitions and their clusters (they were revoked)."""
         for cluster in [c for c, p in self.partition_of.items() if p in partitions]:
-            for held in (self.engines, self.positions, self.partition_of, self.batch.last_snapshot):
+            for held in (self.engines, self.drivers, self.positions, self.partition_of, self.batch.last_snapshot):
                 held.pop(cluster, None)
             self.projections.forget([cluster])
             self.dirty.pop(cluster, None)
@@ -162,7 +151,7 @@ class IngestStore:
                     cluster = salvaged[0]
                     pos = None
                     if cluster is not None:
-                        self.engine_for(cluster, p).reject(item.event_id, item)
+                        self.driver_for(cluster, p).step(rec.offset, item, value, cluster)
                         pos = positions[cluster]
                         positions[cluster] = pos + 1
                     batch.add_rejected(pos, value or b"", item, salvaged, f"{tp.topic}/{p}", rec.offset)
@@ -171,22 +160,20 @@ class IngestStore:
                     last_id = item.event_id
                 else:
                     cluster = item.cluster
-                    engine = self.engine_for(cluster, p)
+                    step = self.driver_for(cluster, p).step(rec.offset, item, value)
                     pos = positions[cluster]
                     positions[cluster] = pos + 1
-                    duplicates = engine.duplicates
-                    out = batch.add_applied(engine, item, pos, value, rec.offset)  # type: ignore[arg-type]
-                    if engine.duplicates != duplicates:
+                    if batch.add_step(step, pos):
+                        batch.add_snapshot(self.engines[cluster], cluster, pos + 1, rec.offset)
+                    if step.duplicate:
                         stats.duplicates += 1
                     else:
                         stats.applied += 1
                         workloads = dirty.get(cluster)
                         if workloads is None:
                             workloads = dirty[cluster] = set()
-                        add_workload_keys(item, workloads)
-                        for d in out:
-                            workloads.add(d.workload)
-                    stats.decisions += len(out)
+                        workloads.update(step.workload_keys())
+                    stats.decisions += len(step.decisions)
                     last_id = item.id
                 next_offset = rec.offset + 1
             if next_offset >= 0:

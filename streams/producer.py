@@ -1,6 +1,7 @@
-"""``quotaledger produce``: an NDJSON event file → the events topic (issue 5).
+"""``quotaledger produce``: event lines → the events topic.
 
-Each non-blank line becomes one record, its bytes unchanged (without the line end):
+The caller reads the lines (the CLI reads an NDJSON file with ``replay.ndjson``; the live path
+reads no files).  Each line becomes one record, its bytes unchanged (without the line end):
 
 - **key** = the event's ``cluster`` when the line is a JSON object whose ``cluster`` is a non-empty
   string, else ``"default"`` — the cluster the engine (``statemodel.events.decode``) and the dead-letter
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
-from replay.ndjson import lines_of, open_source
 from replay.store.db import salvage
 from streams.admin import ensure_topics
 from streams.topics import Topics
@@ -141,14 +141,15 @@ async def produce_lines(lines: Iterable[tuple[int, bytes]], bootstrap: str, *, t
     return result
 
 
-def produce_file(source: str, bootstrap: str, **options: object) -> ProduceResult:
-    """Produce an NDJSON source (path, plain or gzip, or ``"-"``) with ``produce_lines``.
+def produce(lines: Iterable[tuple[int, bytes]], bootstrap: str, **options: object) -> ProduceResult:
+    """``produce_lines`` run to completion in its own event loop (for callers without one).
 
+    ``lines`` are ``(line number, line)`` pairs, e.g. ``replay.ndjson.lines_of`` of an open file;
     ``options`` are ``produce_lines``'s keyword arguments.
 
     Raises:
-        OSError / EOFError: the file cannot be read (records produced before stay produced).
         TopicAdminError / ProduceError: as ``produce_lines``.
+        Whatever iterating ``lines`` raises (``OSError`` / ``EOFError`` of a file; records produced
+            before stay produced).
     """
-    with open_source(source) as stream:
-        return asyncio.run(produce_lines(lines_of(stream), bootstrap, **options))  # type: ignore[arg-type]
+    return asyncio.run(produce_lines(lines, bootstrap, **options))  # type: ignore[arg-type]

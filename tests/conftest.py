@@ -1,7 +1,19 @@
-"""Test-session guard: the engine's hot modules may be compiled in place by mypyc (setup.py).
+"""Test-session guard, markers and the shared fixtures (SQL databases, Kafka broker).
 
-A compiled module shadows its ``.py`` source, so after editing ``statemodel/`` the tests would
-silently run the old code.  Refuse to run instead, with the fix in the message.
+Guard: the engine's hot modules may be compiled in place by mypyc (setup.py).  A compiled module
+shadows its ``.py`` source, so after editing ``statemodel/`` the tests would silently run the old
+code.  Refuse to run instead, with the fix in the message.
+
+Markers (registered in pyproject.toml), assigned here so no test has to remember them:
+
+- ``postgres``: the test uses the PostgreSQL server (the ``postgres_url`` fixture, or the ``db``
+  fixture's ``postgresql`` kind);
+- ``kafka``: the test uses a broker (it lives in ``tests/integration/kafka`` or uses
+  ``kafka_bootstrap``);
+- ``slow``: the test took 2 s or more in a full ``--durations`` run (``SLOW``).
+
+The inner loop is ``pytest -m "not kafka and not postgres and not slow"``.  With ``CI=true`` the
+PostgreSQL and Kafka tests fail instead of skipping when their server is missing.
 """
 
 from __future__ import annotations
@@ -11,6 +23,45 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+SLOW = frozenset({
+    "tests/integration/kafka/test_ingest_recovery.py::test_kill_9_at_random_moments_loses_and_doubles_nothing",
+    "tests/integration/kafka/test_ingest_recovery.py::test_two_workers_split_partitions_and_hand_clusters_over",
+    "tests/integration/kafka/test_ingest_recovery.py::test_broker_reset_stops_the_worker",
+    "tests/integration/kafka/test_ingest_recovery.py::test_sigterm_finishes_the_batch_commits_and_snapshots",
+    "tests/integration/kafka/test_ingest.py::test_trace_through_kafka_equals_file_replay",
+    "tests/integration/kafka/test_ingest.py::test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone",
+    "tests/integration/sql/test_all_paths.py::test_every_path_gives_the_same_step_results",
+    "tests/integration/sql/test_demo.py::test_default_trace_runs_and_its_database_verifies",
+    "tests/integration/sql/test_demo.py::test_report_agrees_with_the_simulation",
+    "tests/integration/sql/test_demo.py::test_two_runs_write_the_same_history",
+    "tests/integration/sql/test_demo.py::test_hand_made_trace_report",
+    "tests/integration/sql/test_migrations.py::test_workers_upgrading_together_all_succeed",
+    "tests/property/test_afs.py::test_decayed_usage_and_decisions_do_not_depend_on_extra_ticks",
+    "tests/property/test_afs.py::test_replaying_the_same_events_gives_byte_identical_state_and_hash",
+    "tests/property/test_ingest_projections.py::test_per_batch_projections_equal_a_full_rewrite",
+    "tests/property/test_kep79.py::test_admissions_satisfy_kep79_and_nothing_admissible_waits",
+    "tests/unit/test_importers.py::test_shipped_dlrm_mapping_matches_the_dedicated_importer_on_the_full_trace",
+})
+"""Tests (node ids without parameters) that took 2 s or more, with any parameter, in
+``pytest --durations`` runs of the whole suite on the 2-core development machine (the slowest
+30 s, most 2 - 9 s); add a test here when it gets that slow."""
+
+KAFKA_DIR = Path("tests", "integration", "kafka")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the ``postgres``, ``kafka`` and ``slow`` markers (module docstring)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        if "postgres_url" in names or (callspec is not None and callspec.params.get("db") == "postgresql"):
+            item.add_marker(pytest.mark.postgres)
+        if "kafka_bootstrap" in names or KAFKA_DIR in item.path.relative_to(ROOT).parents:
+            item.add_marker(pytest.mark.kafka)
+        if item.nodeid.split("[", 1)[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

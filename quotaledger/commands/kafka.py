@@ -34,7 +34,8 @@ def produce(
     Creates the three topics when missing.  Malformed lines are produced as they are (the ingest
     worker dead-letters them).  Exit code 1 when the broker fails or a line was too large to send.
     """
-    from streams.producer import produce_file
+    from replay.ndjson import lines_of, open_source
+    from streams.producer import produce
     from streams.topics import Topics
 
     err = Console(stderr=True)
@@ -49,12 +50,13 @@ def produce(
                 total = os.path.getsize(events)
             with Progress(TextColumn("producing"), BarColumn(), DownloadColumn(),
                           TextColumn("{task.fields[records]:,} records"), TimeElapsedColumn(),
-                          console=err, transient=True) as bar:
+                          console=err, transient=True) as bar, open_source(events) as stream:
                 task = bar.add_task("produce", total=total, records=0)
-                result = produce_file(events, bootstrap, **options,
-                                      on_progress=lambda n, read: bar.update(task, completed=read, records=n))
+                result = produce(lines_of(stream), bootstrap, **options,
+                                 on_progress=lambda n, read: bar.update(task, completed=read, records=n))
         else:
-            result = produce_file(events, bootstrap, **options)
+            with open_source(events) as stream:
+                result = produce(lines_of(stream), bootstrap, **options)
     for line_no in result.oversized[:20]:
         sys.stderr.write(f"not produced: line {line_no} is longer than --max-message-bytes {max_message_bytes}\n")
     typer.echo(result.summary())

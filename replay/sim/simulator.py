@@ -30,7 +30,6 @@ and say what they are: ``config/<Kind>/<name>``, ``node/<name>``, ``submit/<ns>/
 
 from __future__ import annotations
 
-import gc
 import heapq
 import time
 from collections.abc import Callable
@@ -42,8 +41,8 @@ import orjson
 
 from replay.sim.importers.jobs import ImportResult, Job, quantity_string, slug
 from replay.sim.manifests import QuotaConfig
+from statemodel.driver import Driver, StepResult, gc_paused
 from statemodel.engine import Engine
-from statemodel.events.decode import decode_event
 
 __all__ = ["SimulationResult", "simulate", "DEFAULT_TICK_MS"]
 
@@ -118,7 +117,8 @@ def workload_object(job: Job, namespace: str, queue: str, admission: dict | None
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
              until_ms: int | None = None, tick_ms: int = DEFAULT_TICK_MS, finish_at_horizon: bool = False,
              progress: Callable[[int], None] | None = None, engine: Engine | None = None,
-             on_decision: Callable[[object], None] | None = None) -> SimulationResult:
+             on_decision: Callable[[object], None] | None = None,
+             on_step: Callable[[StepResult], None] | None = None) -> SimulationResult:
     """Run the closed loop (module docstring) and write the event file.
 
     Args:
@@ -131,6 +131,8 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         progress: called now and then with the current simulated time (ms).
         engine: the engine to drive (default: a fresh one).
         on_decision: called with every ``statemodel.decisions.Decision``, in order.
+        on_step: called with the ``statemodel.driver.StepResult`` of every event written, in order
+            (its ``position`` is the event's 1-based line in the output).
 
     Returns:
         the :class:`SimulationResult`.
@@ -140,7 +142,8 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
             or an invalid user manifest; the message names the field).
         OSError: the output cannot be written.
     """
-    engine = engine or Engine()
+    driver = Driver(engine)
+    engine = driver.engine
     res = SimulationResult(start_ms=trace.trace_start_ms)
     horizon = trace.trace_end_ms if until_ms is None else until_ms
     res.until_ms = horizon
@@ -154,14 +157,18 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         stream = out
     write = stream.write
     dumps = orjson.dumps
-    apply = engine.apply
-    decode = decode_event
+    feed = driver.feed
 
-    def emit(event: dict) -> list:
+    def emit(event: dict) -> tuple:
         line = dumps(event)
         write(line + b"\n")
         res.events += 1
-        decisions = apply(decode(line))
+        step = feed(res.events, line)
+        if step.rejection is not None:
+            raise step.rejection
+        if on_step is not None:
+            on_step(step)
+        decisions = step.decisions
         if decisions:
             res.decisions += len(decisions)
             if on_decision is not None:
@@ -183,7 +190,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         seq += 1
         heapq.heappush(heap, (at, seq, kind, i, gen))
 
-    def on_decisions(decisions: list, now: int) -> None:
+    def on_decisions(decisions: tuple, now: int) -> None:
         for d in decisions:
             key = d.workload
             i = index_of.get(key)
@@ -204,104 +211,101 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 state[key] = "pending"
                 generation[key] = generation.get(key, 0) + 1
 
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     started = time.perf_counter()
-    try:
-        t0 = trace.trace_start_ms
-        for obj in quota.objects:
-            meta = obj.get("metadata") or {}
-            name = f"{meta['namespace']}/{meta['name']}" if obj.get("kind") == "LocalQueue" else meta.get("name")
-            emit({"id": f"config/{obj.get('kind')}/{name}", "time": t0, "cluster": cluster, "type": "Applied", "object": obj})
-            res.config_events += 1
-        for node in trace.nodes:
-            emit({"id": f"node/{node['metadata']['name']}", "time": t0, "cluster": cluster, "type": "Applied", "object": node})
-            res.nodes += 1
-        for i, job in enumerate(trace.jobs):
-            ns, lq = quota.local_queue(job)
-            key = f"{ns}/{slug(job.id)}"
-            keys.append(key)
-            queues.append((ns, lq))
-            index_of[key] = i
-            res.job_of[key] = job
-            if not quota.has_local_queue((ns, lq)):
-                res.unroutable += 1
-        for i, job in enumerate(trace.jobs):
-            if job.preexisting and job.submit_ms <= horizon:
-                admission = quota.admission(job)
-                if admission is None:  # cannot be pre-admitted under this config: submit it instead
+    with gc_paused():
+        try:
+            t0 = trace.trace_start_ms
+            for obj in quota.objects:
+                meta = obj.get("metadata") or {}
+                name = f"{meta['namespace']}/{meta['name']}" if obj.get("kind") == "LocalQueue" else meta.get("name")
+                emit({"id": f"config/{obj.get('kind')}/{name}", "time": t0, "cluster": cluster, "type": "Applied", "object": obj})
+                res.config_events += 1
+            for node in trace.nodes:
+                emit({"id": f"node/{node['metadata']['name']}", "time": t0, "cluster": cluster, "type": "Applied", "object": node})
+                res.nodes += 1
+            for i, job in enumerate(trace.jobs):
+                ns, lq = quota.local_queue(job)
+                key = f"{ns}/{slug(job.id)}"
+                keys.append(key)
+                queues.append((ns, lq))
+                index_of[key] = i
+                res.job_of[key] = job
+                if not quota.has_local_queue((ns, lq)):
+                    res.unroutable += 1
+            for i, job in enumerate(trace.jobs):
+                if job.preexisting and job.submit_ms <= horizon:
+                    admission = quota.admission(job)
+                    if admission is None:  # cannot be pre-admitted under this config: submit it instead
+                        schedule(job.submit_ms, _SUBMIT, i)
+                        continue
+                    key = keys[i]
+                    emit({"id": f"submit/{key}", "time": job.submit_ms, "cluster": cluster, "type": "Applied",
+                          "object": workload_object(job, *queues[i], admission)})
+                    res.preadmitted += 1
+                    state[key] = "admitted"
+                    res.admitted_at[key] = job.submit_ms
+                    generation[key] = 1
+                    if job.run_ms is not None:
+                        schedule(job.submit_ms + job.run_ms, _FINISH, i, 1)
+                    elif finish_at_horizon:
+                        schedule(horizon, _FINISH, i, 1)
+                elif job.submit_ms <= horizon:
                     schedule(job.submit_ms, _SUBMIT, i)
+            next_tick = (t0 // tick_ms + 1) * tick_ms if tick_ms > 0 else None
+            n_ticks = 0
+            counter = 0
+            while heap or (next_tick is not None and next_tick <= horizon):
+                at = heap[0][0] if heap else horizon + 1
+                if next_tick is not None and next_tick <= min(at, horizon):
+                    n_ticks += 1
+                    on_decisions(emit({"id": f"tick/{n_ticks}", "time": next_tick, "cluster": cluster, "type": "Tick"}), next_tick)
+                    res.ticks += 1
+                    next_tick += tick_ms
                     continue
+                if at > horizon:
+                    break
+                at, _, kind, i, gen = heapq.heappop(heap)
                 key = keys[i]
-                emit({"id": f"submit/{key}", "time": job.submit_ms, "cluster": cluster, "type": "Applied",
-                      "object": workload_object(job, *queues[i], admission)})
-                res.preadmitted += 1
-                state[key] = "admitted"
-                res.admitted_at[key] = job.submit_ms
-                generation[key] = 1
-                if job.run_ms is not None:
-                    schedule(job.submit_ms + job.run_ms, _FINISH, i, 1)
-                elif finish_at_horizon:
-                    schedule(horizon, _FINISH, i, 1)
-            elif job.submit_ms <= horizon:
-                schedule(job.submit_ms, _SUBMIT, i)
-        next_tick = (t0 // tick_ms + 1) * tick_ms if tick_ms > 0 else None
-        n_ticks = 0
-        counter = 0
-        while heap or (next_tick is not None and next_tick <= horizon):
-            at = heap[0][0] if heap else horizon + 1
-            if next_tick is not None and next_tick <= min(at, horizon):
-                n_ticks += 1
-                on_decisions(emit({"id": f"tick/{n_ticks}", "time": next_tick, "cluster": cluster, "type": "Tick"}), next_tick)
-                res.ticks += 1
-                next_tick += tick_ms
-                continue
-            if at > horizon:
-                break
-            at, _, kind, i, gen = heapq.heappop(heap)
-            key = keys[i]
-            job = trace.jobs[i]
-            if kind == _SUBMIT:
-                state[key] = "pending"
-                decisions = emit({"id": f"submit/{key}", "time": at, "cluster": cluster, "type": "Applied",
-                                  "object": workload_object(job, *queues[i])})
-                res.submitted += 1
-                if job.run_ms is None and job.delete_ms is not None:
-                    schedule(max(job.delete_ms, at), _WITHDRAW, i)
-                on_decisions(decisions, at)
-            elif kind == _FINISH:
-                if generation.get(key) != gen or state.get(key) != "admitted":
-                    continue
-                n = finishes[key] = finishes.get(key, 0) + 1
-                state[key] = "done"
-                decisions = emit({"id": f"finish/{key}" + (f"/{n}" if n > 1 else ""), "time": at, "cluster": cluster,
-                                  "type": "WorkloadFinished", "workload": key})
-                res.finished += 1
-                on_decisions(decisions, at)
-            else:  # withdraw: deleted in the trace; finished if running, removed if pending
-                if state.get(key) == "admitted":
+                job = trace.jobs[i]
+                if kind == _SUBMIT:
+                    state[key] = "pending"
+                    decisions = emit({"id": f"submit/{key}", "time": at, "cluster": cluster, "type": "Applied",
+                                      "object": workload_object(job, *queues[i])})
+                    res.submitted += 1
+                    if job.run_ms is None and job.delete_ms is not None:
+                        schedule(max(job.delete_ms, at), _WITHDRAW, i)
+                    on_decisions(decisions, at)
+                elif kind == _FINISH:
+                    if generation.get(key) != gen or state.get(key) != "admitted":
+                        continue
+                    n = finishes[key] = finishes.get(key, 0) + 1
                     state[key] = "done"
-                    decisions = emit({"id": f"finish/{key}", "time": at, "cluster": cluster,
+                    decisions = emit({"id": f"finish/{key}" + (f"/{n}" if n > 1 else ""), "time": at, "cluster": cluster,
                                       "type": "WorkloadFinished", "workload": key})
                     res.finished += 1
-                elif state.get(key) == "pending":
-                    state[key] = "done"
-                    ns, name = key.split("/", 1)
-                    decisions = emit({"id": f"withdraw/{key}", "time": at, "cluster": cluster, "type": "Deleted",
-                                      "object": {"apiVersion": API, "kind": "Workload",
-                                                 "metadata": {"name": name, "namespace": ns}}})
-                    res.withdrawn += 1
-                else:
-                    continue
-                on_decisions(decisions, at)
-            counter += 1
-            if progress is not None and counter % 2000 == 0:
-                progress(at)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        if close:
-            stream.close()
+                    on_decisions(decisions, at)
+                else:  # withdraw: deleted in the trace; finished if running, removed if pending
+                    if state.get(key) == "admitted":
+                        state[key] = "done"
+                        decisions = emit({"id": f"finish/{key}", "time": at, "cluster": cluster,
+                                          "type": "WorkloadFinished", "workload": key})
+                        res.finished += 1
+                    elif state.get(key) == "pending":
+                        state[key] = "done"
+                        ns, name = key.split("/", 1)
+                        decisions = emit({"id": f"withdraw/{key}", "time": at, "cluster": cluster, "type": "Deleted",
+                                          "object": {"apiVersion": API, "kind": "Workload",
+                                                     "metadata": {"name": name, "namespace": ns}}})
+                        res.withdrawn += 1
+                    else:
+                        continue
+                    on_decisions(decisions, at)
+                counter += 1
+                if progress is not None and counter % 2000 == 0:
+                    progress(at)
+        finally:
+            if close:
+                stream.close()
     res.seconds = time.perf_counter() - started
     res.pending_at_end = sum(1 for s in state.values() if s == "pending")
     res.running_at_end = sum(1 for s in state.values() if s == "admitted")

@@ -1,5 +1,7 @@
 """Rows of the SQL archive, built and written one way for both writers of the store: the file
-replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).
+replay (``replay.sql_sink``) and the Kafka ingest worker (``streams.ingest``).  Rows are built
+from the driver's step results (``statemodel.driver.StepResult``): the driver applies, the store
+records.
 
 - ``ArchiveBatch`` collects the rows of one transaction: ``events`` (applied / duplicate /
   rejected, ``payload`` the received JSON text, ``position`` 0-based per cluster,
@@ -37,13 +39,11 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from replay.runner import gc_paused
 from replay.store.db import RawJSON, ms_to_datetime, time_ms
 from statemodel import sql_schema as s
-from statemodel.decisions import Decision
+from statemodel.driver import APPLIED, DUPLICATE, StepResult, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
-from statemodel.events.envelope import Event
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.state_view import WorkloadRecord, render_cluster
 from statemodel.version import ENGINE_VERSION
@@ -488,27 +488,32 @@ class ArchiveBatch:
                           "source_position": source_position, "raw": bytes(line),
                           "reason": err.problem, "field_path": err.path or None, "received_position": position})
 
-    def add_applied(self, engine: Engine, event: Event, position: int, line: bytes,
-                    source_position: int) -> list[Decision]:
-        """Apply ``event`` (at ``position`` of its cluster) to ``engine`` and queue its ``events`` row
-        and decision rows; queue a snapshot of the cluster when one is due.  Returns the decisions."""
+    def add_step(self, step: StepResult, position: int) -> bool:
+        """Queue the ``events`` row of an applied or duplicate step (``statemodel.driver.StepResult``)
+        at ``position`` of its cluster and the ``decisions`` rows of its decisions.  Pure: the step
+        already holds everything the rows need (``payload`` is ``step.record``, the event's
+        canonical JSON when the step has no bytes).
+
+        Returns:
+            whether a periodic snapshot of the cluster is due after this step (every
+            ``snapshot_every`` events, or its clock crossed a multiple of ``snapshot_every_ms``): the
+            caller then adds it with ``add_snapshot`` at ``position + 1``.
+        """
+        event = step.event
+        assert event is not None, "a rejected record is added with add_rejected"
         cluster = event.cluster
-        before = engine.applied
-        every_ms = self.snapshot_every_ms
-        state = engine.clusters.get(cluster) if every_ms is not None else None
-        clock_before = state.clock_ms if state is not None else None
-        out = engine.apply(event)
-        self.events.append((cluster, position, source_position, event.id, event.time_ms, event.type,
-                            line.strip().decode(), "applied" if engine.applied != before else "duplicate", None, None))
-        if out:
+        record = step.record if step.record is not None else event.canonical
+        self.events.append((cluster, position, step.position, event.id, event.time_ms, event.type,
+                            record.strip().decode(), DUPLICATE if step.duplicate else APPLIED, None, None))
+        if step.decisions:
             decisions = self.decisions
-            for d in out:
+            for d in step.decisions:
                 decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
                                   orjson.dumps(d.to_json()).decode()))
-        if (position + 1) % self.snapshot_every == 0 or (
-                clock_before is not None and engine.clusters[cluster].clock_ms // every_ms != clock_before // every_ms):
-            self.add_snapshot(engine, cluster, position + 1, source_position)
-        return out
+        every_ms = self.snapshot_every_ms
+        before, after = step.clock_before_ms, step.clock_ms
+        return (position + 1) % self.snapshot_every == 0 or (
+            every_ms is not None and before is not None and after is not None and after // every_ms != before // every_ms)
 
     def add_snapshot(self, engine: Engine, cluster: str, position: int, source_position: int | None) -> None:
         """Queue a restorable snapshot of ``cluster`` after ``position`` of its events (written with the

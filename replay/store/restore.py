@@ -6,7 +6,8 @@ later than that time, as ``replay.runner.run_file(until_ms=...)`` reads a file) 
 sequence number (``seq``: every event up to and including the one that caused decision ``seq``).
 Both resolve to an *end position* (exclusive) in the cluster's archived event order; the restored
 snapshot is the last one whose position is at most that, and the events in between are re-decoded
-from their stored payloads and applied (rejected ones counted as rejected, as when they arrived).
+from their stored payloads and fed to the driver (``statemodel.driver``; rejected ones counted as
+rejected, as when they arrived).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
-from replay.runner import gc_paused
 from replay.store.db import SinkError, archived_event, create_db_engine
 from replay.store.archive import STATE_ENCODING
 from statemodel import sql_schema as s
+from statemodel.driver import Driver, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
@@ -71,7 +72,7 @@ def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
     Raises:
         SinkError: a stored snapshot this engine cannot restore.
     """
-    with gc_paused():  # restoring allocates millions of objects and frees none (see replay.runner)
+    with gc_paused():  # restoring allocates millions of objects and frees none (see statemodel.driver)
         return _restore(conn, cluster, end)
 
 
@@ -88,11 +89,9 @@ def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
         except SnapshotError as exc:
             raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
         start = snap.position
-    for event, error, event_id in archived_events(conn, cluster, start, end):
-        if event is None:
-            engine.reject(event_id, error)
-        else:
-            engine.apply(event)
+    driver = Driver(engine)
+    for position, (event, error, _) in enumerate(archived_events(conn, cluster, start, end), start):
+        driver.step(position, error if event is None else event, cluster=cluster)  # type: ignore[arg-type]
     return engine, start
 
 

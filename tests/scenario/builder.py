@@ -11,8 +11,8 @@
     assert s.workload("ns/w1")["status"] == "Admitted"
 
 Every call appends a real EVENTS.md v1 event (a plain ``dict``) to ``s.events``; ``run()`` feeds the
-events not applied yet through ``statemodel.events.parse_event`` and ``Engine.apply`` (so the parsing
-path is exercised) and returns the decisions they caused as JSON dicts.  Event times increase by one
+events not applied yet through ``statemodel.events.parse_event`` and the driver
+(``statemodel.driver.Driver``, the loop every path uses; so the parsing path is exercised) and returns the decisions they caused as JSON dicts.  Event times increase by one
 second per event unless ``at=`` (seconds after the scenario start) is given.  ``with s.batch():``
 collects the events emitted inside it into one ``Batch`` event.
 
@@ -42,9 +42,10 @@ from typing import Any, Iterator
 
 import orjson
 
-from statemodel.engine import Engine
+from statemodel.driver import Driver
 from statemodel.errors import EventError
 from statemodel.events.decode import parse_event
+from statemodel.events.envelope import Event
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -130,11 +131,13 @@ def evicted(decisions: list[dict]) -> list[str]:
 
 
 class Scenario:
-    """Builds EVENTS.md events and runs them through a fresh ``Engine``."""
+    """Builds EVENTS.md events and runs them through a fresh ``Engine`` (``self.engine``), fed by a
+    ``Driver`` (``self.driver``)."""
 
     def __init__(self, cluster: str = "default") -> None:
         self.cluster = cluster
-        self.engine = Engine()
+        self.driver = Driver()
+        self.engine = self.driver.engine
         self.events: list[dict] = []
         self.decisions: list[dict] = []
         self.rejections: list[EventError] = []
@@ -349,19 +352,20 @@ class Scenario:
     def run(self) -> list[dict]:
         """Apply every event not applied yet; the decisions they caused (JSON dicts), in order.
 
-        An event that fails validation is counted with ``Engine.reject`` and kept in ``rejections``.
+        An event that fails validation is counted as rejected by the driver and kept in ``rejections``.
         """
         out: list[dict] = []
         while self._applied_upto < len(self.events):
             raw = self.events[self._applied_upto]
             self._applied_upto += 1
             try:
-                event = parse_event(raw)
+                item: Event | EventError = parse_event(raw)
             except EventError as error:
-                self.engine.reject(raw.get("id") if isinstance(raw, dict) else None, error)
-                self.rejections.append(error)
-                continue
-            out.extend(d.to_json() for d in self.engine.apply(event))
+                item = error
+            step = self.driver.step(self._applied_upto, item)
+            if step.rejection is not None:
+                self.rejections.append(step.rejection)
+            out.extend(d.to_json() for d in step.decisions)
         self.decisions.extend(out)
         return out
 

@@ -1,7 +1,7 @@
 """``streams.batch_codec``: a batch's writes cross the worker → committer pipe unchanged.
 
 The rows come from the real row builders (``ArchiveBatch`` and ``ProjectionWriter`` fed by the
-engine running a trace slice), so every type the archive writes is covered: datetimes, verbatim
+driver running a trace slice), so every type the archive writes is covered: datetimes, verbatim
 JSON text, decimals, bytes (dead letters, snapshots), nested JSON values, primary-key tuples.
 How the JSON texts that come back as plain ``str`` are stored is checked in test_sql_fast_path.py.
 """
@@ -16,18 +16,20 @@ from tests.ingesthelpers import trace_events
 
 from replay.store.archive import ArchiveBatch, ProjectionWriter, TupleRows
 from replay.store.db import RawJSON, salvage
-from statemodel.engine import Engine
+from statemodel.driver import Driver
 from statemodel.errors import EventError
-from statemodel.events.decode import decode_event
 from streams.batch_codec import decode, encode
 
 
 def _batch_writes(tmp_path: Path) -> list:
     lines = trace_events(tmp_path / "slice.ndjson")
-    engine, batch, projections = Engine(), ArchiveBatch(snapshot_every=500), ProjectionWriter()
+    driver, batch, projections = Driver(), ArchiveBatch(snapshot_every=500), ProjectionWriter()
+    engine = driver.engine
     writes: list = []
     for i, line in enumerate(lines):
-        batch.add_applied(engine, decode_event(line), i, line, i)
+        step = driver.feed(i, line)
+        if batch.add_step(step, i):
+            batch.add_snapshot(engine, step.cluster, i + 1, i)
         if i in (len(lines) // 2, len(lines) - 1):  # a full projection write, then a partial one (delete_keys)
             writes += batch.take()
             cluster = next(iter(engine.clusters))

@@ -34,8 +34,8 @@ from replay.store.archive import (
 from replay.store.db import RawJSON, SinkError, create_db_engine, upgrade_schema
 from replay.sql_sink import replay_to_db
 from statemodel import sql_schema as s
+from statemodel.driver import Driver
 from statemodel.engine import Engine
-from statemodel.events.decode import decode_event
 from statemodel.timefmt import MAX_MS, MIN_MS
 from tests.paths import ROOT
 
@@ -94,9 +94,10 @@ def _example_batch() -> tuple[ArchiveBatch, Engine]:
     """An ArchiveBatch after the example's events (with its events and decisions) and the engine."""
     batch = ArchiveBatch()
     engine_result = run_file(str(EXAMPLE))[0]
-    engine = Engine()
+    driver = Driver()
+    engine = driver.engine
     for position, line in enumerate(EXAMPLE.read_bytes().splitlines()):
-        batch.add_applied(engine, decode_event(line), position, line, position + 1)
+        batch.add_step(driver.feed(position + 1, line), position)  # no periodic snapshot within 39 events
     assert engine.hash == engine_result.hash
     return batch, engine
 
