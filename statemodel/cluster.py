@@ -25,7 +25,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
-from statemodel.decisions import EVICTED, Decision
+from statemodel.decisions import EVICTED, Decision, DecisionType
 from statemodel.events.envelope import Event
 from statemodel.queues.afs import FairSharingLedgers, flatten
 from statemodel.admission.flavorassigner import Assignment, fits_now
@@ -39,7 +39,7 @@ from statemodel.reasons import (
 )
 from statemodel.quota.kueue import add_usage
 from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
-from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo
+from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo, WorkloadStatus
 
 NOT_STOPPED = "None"
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
@@ -383,8 +383,8 @@ class ClusterState:
         info.borrowing = assignment.borrowing
         info.observed = None
         self._charge(info, entry.node.name, assignment.usage)
-        self._decide(Decision(0, "", 0, "", DECISION_ADMITTED, info.key, entry.node.name,
-                              pod_sets=assignment.pod_sets, borrowing=assignment.borrowing))
+        self._decide(DECISION_ADMITTED, info.key, entry.node.name, pod_sets=assignment.pod_sets,
+                     borrowing=assignment.borrowing)
 
     def _observe_admission(self, info: WorkloadInfo, admission: Admission) -> None:
         """Charge an admission observed in a real cluster exactly as given; record whether we agree."""
@@ -412,7 +412,7 @@ class ClusterState:
         info.observed = agrees
 
     def _requeue_after_eviction(self, info: WorkloadInfo, reason: str) -> None:
-        info.status = "Pending"
+        info.status = WorkloadStatus.PENDING
         info.observed = None
         info.admitted_ms = None
         info.queued_ms = self.clock_ms
@@ -424,7 +424,7 @@ class ClusterState:
         for info in sorted(infos, key=lambda i: i.key):
             cq_name = info.cluster_queue
             self._release(info)
-            self._decide(Decision(0, "", 0, "", EVICTED, info.key, cq_name, reason=reason, message=message))
+            self._decide(EVICTED, info.key, cq_name, reason=reason, message=message)
             self._requeue_after_eviction(info, reason)
 
     def _finish(self, key: str | None) -> None:
@@ -531,10 +531,10 @@ class ClusterState:
             run_cycles(self)
             instant += params.interval_ms
 
-    def _decide(self, decision: Decision) -> None:
+    def _decide(self, kind: DecisionType, workload: str, cluster_queue: str | None,
+                pod_sets: list[PodSetAssignment] | None = None, borrowing: int = 0,
+                reason: str | None = None, message: str | None = None) -> None:
+        """Record a decision of the current event, numbered next in this cluster, at the current clock."""
         self.seq += 1
-        decision.seq = self.seq
-        decision.cause = self._cause
-        decision.time_ms = self.clock_ms
-        decision.cluster = self.name
-        self.decisions.append(decision)
+        self.decisions.append(Decision(self.seq, self._cause, self.clock_ms, self.name, kind, workload, cluster_queue,
+                                       pod_sets, borrowing, None, reason, message))

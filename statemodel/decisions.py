@@ -1,14 +1,31 @@
-"""Decisions the engine emits (EVENTS.md "Output: decisions")."""
+"""Decisions the engine emits (EVENTS.md "Output: decisions").
+
+A :class:`Decision` is built once, with every field, by the cluster that makes it, and never
+changes: in the compiled engine its attributes are read-only (``Final``), and its JSON form is
+computed at construction.
+"""
 
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final, final
 
 from statemodel.quantity import format_quantity
 from statemodel.timefmt import format_time
 from statemodel.workload import PodSetAssignment
 
-ADMITTED = "Admitted"
-PREEMPTED = "Preempted"
-EVICTED = "Evicted"
+
+class DecisionType(StrEnum):
+    """The decision ``type``; each member's value is the JSON string."""
+
+    ADMITTED = "Admitted"
+    PREEMPTED = "Preempted"
+    EVICTED = "Evicted"
+
+
+ADMITTED: Final = DecisionType.ADMITTED
+PREEMPTED: Final = DecisionType.PREEMPTED
+EVICTED: Final = DecisionType.EVICTED
 
 
 def assignments_json(pod_sets: list[PodSetAssignment]) -> list[dict]:
@@ -24,46 +41,47 @@ def assignments_json(pod_sets: list[PodSetAssignment]) -> list[dict]:
     ]
 
 
+@final
 class Decision:
     """One engine decision; ``seq`` is gap-free per cluster, ``cause`` the id of the event that caused it.
 
-    ``kind`` is ``Admitted``, ``Preempted`` or ``Evicted``; the other fields are filled per kind as in
-    EVENTS.md (``pod_sets`` and ``borrowing`` for ``Admitted``; ``reason``/``message`` otherwise).
+    ``time_ms`` is the engine clock (ms since the Unix epoch) when it was made, ``cluster`` the cluster
+    that made it.  ``kind`` is a :class:`DecisionType`; the other fields are filled per kind as in
+    EVENTS.md (``pod_sets`` and ``borrowing`` for ``Admitted``; ``reason``/``message`` otherwise,
+    ``preemptor`` for ``Preempted``).
     """
 
     __slots__ = ("seq", "cause", "time_ms", "cluster", "kind", "workload", "cluster_queue",
                  "pod_sets", "borrowing", "preemptor", "reason", "message", "_json")
 
-    def __init__(self, seq: int, cause: str, time_ms: int, cluster: str, kind: str, workload: str,
+    def __init__(self, seq: int, cause: str, time_ms: int, cluster: str, kind: DecisionType, workload: str,
                  cluster_queue: str | None, pod_sets: list[PodSetAssignment] | None = None,
                  borrowing: int = 0, preemptor: str | None = None, reason: str | None = None,
                  message: str | None = None) -> None:
-        self.seq = seq
-        self.cause = cause
-        self.time_ms = time_ms
-        self.cluster = cluster
-        self.kind = kind
-        self.workload = workload
-        self.cluster_queue = cluster_queue
-        self.pod_sets = pod_sets
-        self.borrowing = borrowing
-        self.preemptor = preemptor
-        self.reason = reason
-        self.message = message
-        self._json: dict | None = None
+        self.seq: Final = seq
+        self.cause: Final = cause
+        self.time_ms: Final = time_ms
+        self.cluster: Final = cluster
+        self.kind: Final = kind
+        self.workload: Final = workload
+        self.cluster_queue: Final = cluster_queue
+        self.pod_sets: Final = pod_sets
+        self.borrowing: Final = borrowing
+        self.preemptor: Final = preemptor
+        self.reason: Final = reason
+        self.message: Final = message
+        out = {"seq": seq, "cause": cause, "time": format_time(time_ms), "cluster": cluster,
+               "type": kind, "workload": workload, "clusterQueue": cluster_queue}
+        if kind == ADMITTED:
+            out["podSetAssignments"] = assignments_json(pod_sets or [])
+            out["borrowing"] = borrowing
+        else:
+            if kind == PREEMPTED:
+                out["preemptor"] = preemptor
+            out["reason"] = reason
+            out["message"] = message
+        self._json: Final = out
 
     def to_json(self) -> dict:
-        """The EVENTS.md decision object (JSON-ready dict; built once, do not mutate)."""
-        if self._json is not None:
-            return self._json
-        out = self._json = {"seq": self.seq, "cause": self.cause, "time": format_time(self.time_ms), "cluster": self.cluster,
-               "type": self.kind, "workload": self.workload, "clusterQueue": self.cluster_queue}
-        if self.kind == ADMITTED:
-            out["podSetAssignments"] = assignments_json(self.pod_sets or [])
-            out["borrowing"] = self.borrowing
-        else:
-            if self.kind == PREEMPTED:
-                out["preemptor"] = self.preemptor
-            out["reason"] = self.reason
-            out["message"] = self.message
-        return out
+        """The EVENTS.md decision object (JSON-ready dict; the same dict on every call, do not mutate)."""
+        return self._json

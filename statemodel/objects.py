@@ -2,17 +2,102 @@
 
 Every quantity is an integer in base units (``cpu`` in millicores, every other
 resource in bytes or counts); times are integer milliseconds since the Unix
-epoch.  These classes carry no behaviour: ``statemodel.events.decode`` builds them from
+epoch.  These classes carry no behaviour: the parsers of ``statemodel.events`` build them from
 JSON and the reducer reads them.  Field names follow Kueue v1beta2
 (``apis/kueue/v1beta2``), snake-cased.
+
+Policies are ``StrEnum``s whose values are the API's own strings, so JSON, SQL and the hash chain
+see exactly the text of the object; a member compares equal to its string.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 FlavorResource = tuple[str, str]
 """A ``(flavor, resource)`` pair: the unit of all capacity arithmetic (Kueue ``FlavorResource``)."""
+
+
+class QueueingStrategy(StrEnum):
+    """``ClusterQueue.spec.queueingStrategy`` (Kueue ``QueueingStrategy``)."""
+
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    STRICT_FIFO = "StrictFIFO"
+
+
+class StopPolicy(StrEnum):
+    """``spec.stopPolicy`` of a ClusterQueue or LocalQueue (Kueue ``StopPolicy``)."""
+
+    NONE = "None"
+    HOLD = "Hold"
+    HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+class PreemptionPolicy(StrEnum):
+    """``spec.preemption.withinClusterQueue`` / ``reclaimWithinCohort`` (Kueue ``PreemptionPolicy``).
+
+    ``withinClusterQueue`` takes Never, LowerPriority or LowerOrNewerEqualPriority;
+    ``reclaimWithinCohort`` takes Never, LowerPriority or Any.
+    """
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+    ANY = "Any"
+
+
+class BorrowWithinCohortPolicy(StrEnum):
+    """``spec.preemption.borrowWithinCohort.policy`` (Kueue ``BorrowWithinCohortPolicy``)."""
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+
+
+class FlavorFungibilityPolicy(StrEnum):
+    """``spec.flavorFungibility.whenCanBorrow`` / ``whenCanPreempt`` (v1beta2 values)."""
+
+    MAY_STOP_SEARCH = "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class FlavorFungibilityPreference(StrEnum):
+    """``spec.flavorFungibility.preference``."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+
+
+class AdmissionMode(StrEnum):
+    """``spec.admissionScope.admissionMode`` of a ClusterQueue or Cohort (KEP-4136)."""
+
+    USAGE_BASED_ADMISSION_FAIR_SHARING = "UsageBasedAdmissionFairSharing"
+    NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
+
+
+class TaintEffect(StrEnum):
+    """Core ``v1`` ``TaintEffect``."""
+
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class FairSharingPreemptionStrategy(StrEnum):
+    """``EngineConfig.spec.fairSharing.preemptionStrategies`` entries (Kueue ``PreemptionStrategy``)."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+
+class QuotaModel(StrEnum):
+    """``EngineConfig.spec.quotaModel``: the quota model a cluster runs.
+
+    The event contract names ``kueue``, ``koordinator`` and ``volcano``; a member exists for each
+    model this engine implements, so a value outside this enum is one the engine cannot run.
+    """
+
+    KUEUE = "kueue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +147,16 @@ class Cohort:
     parent: str | None = None
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_weight_milli: int = 1000
-    admission_mode: str | None = None
+    admission_mode: AdmissionMode | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Preemption:
     """``ClusterQueue.spec.preemption`` with Kueue's defaults."""
 
-    within_cluster_queue: str = "Never"
-    reclaim_within_cohort: str = "Never"
-    borrow_within_cohort_policy: str = "Never"
+    within_cluster_queue: PreemptionPolicy = PreemptionPolicy.NEVER
+    reclaim_within_cohort: PreemptionPolicy = PreemptionPolicy.NEVER
+    borrow_within_cohort_policy: BorrowWithinCohortPolicy = BorrowWithinCohortPolicy.NEVER
     borrow_within_cohort_max_priority_threshold: int | None = None
 
 
@@ -79,9 +164,9 @@ class Preemption:
 class FlavorFungibility:
     """``ClusterQueue.spec.flavorFungibility`` (v1beta2 values; v1beta1 ``Borrow``/``Preempt`` map to ``MayStopSearch``)."""
 
-    when_can_borrow: str = "MayStopSearch"
-    when_can_preempt: str = "TryNextFlavor"
-    preference: str | None = None
+    when_can_borrow: FlavorFungibilityPolicy = FlavorFungibilityPolicy.MAY_STOP_SEARCH
+    when_can_preempt: FlavorFungibilityPolicy = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
+    preference: FlavorFungibilityPreference | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +176,12 @@ class ClusterQueue:
     name: str
     cohort: str | None = None
     resource_groups: tuple[ResourceGroup, ...] = ()
-    queueing_strategy: str = "BestEffortFIFO"
+    queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     preemption: Preemption = Preemption()
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     fair_weight_milli: int = 1000
-    admission_mode: str | None = None
-    stop_policy: str = "None"
+    admission_mode: AdmissionMode | None = None
+    stop_policy: StopPolicy = StopPolicy.NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +200,7 @@ class LocalQueue:
     name: str
     cluster_queue: str
     fair_weight_milli: int = 1000
-    stop_policy: str = "None"
+    stop_policy: StopPolicy = StopPolicy.NONE
     afs_status: AdmissionFairSharingStatus | None = None
 
     @property
@@ -177,7 +262,7 @@ class Taint:
 
     key: str
     value: str
-    effect: str
+    effect: TaintEffect
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +281,14 @@ class EngineConfig:
     """``quotaledger.io/v1alpha1`` ``EngineConfig``: Kueue Configuration fields, durations in ms.
 
     ``admission_fair_sharing`` is ``None`` when the section is absent (AFS off, as Kueue's ``afs.Enabled``).
+    ``quota_model`` is ``spec.quotaModel`` (default ``kueue``); it is the last field, so a snapshot
+    written before the field existed (three positional values) restores with the default model.
     """
 
     admission_fair_sharing: "AdmissionFairSharingConfig | None" = None
     fair_sharing_enable: bool = False
-    preemption_strategies: tuple[str, ...] = ()
+    preemption_strategies: tuple[FairSharingPreemptionStrategy, ...] = ()
+    quota_model: QuotaModel = QuotaModel.KUEUE
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota.kueue import QuotaNode, _recompute_quota, add_usage, link
 from statemodel.version import ENGINE_VERSION
-from statemodel.workload import PodSetAssignment, WorkloadInfo
+from statemodel.workload import PodSetAssignment, WorkloadInfo, WorkloadStatus
 
 SNAPSHOT_FORMAT = 1
 _CLASSES = {cls.__name__: cls for cls in vars(objects_module).values()
@@ -205,7 +205,7 @@ def _load_cluster(d: dict) -> ClusterState:
 
     for row in d["workloads"]:
         w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
-        w.status, w.cluster_queue, w.borrowing = row["status"], row["cq"], row["borrowing"]
+        w.status, w.cluster_queue, w.borrowing = WorkloadStatus(row["status"]), row["cq"], row["borrowing"]
         w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
         w.reason, w.message, w.park = row["reason"], row["message"], row["park"]

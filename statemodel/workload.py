@@ -8,11 +8,23 @@ engine can observe).
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Final
+
 from statemodel.objects import FlavorResource, Workload
 
-PENDING = "Pending"
-ADMITTED = "Admitted"
-FINISHED = "Finished"
+
+class WorkloadStatus(StrEnum):
+    """Where a workload stands: waiting in a queue, holding quota, or done."""
+
+    PENDING = "Pending"
+    ADMITTED = "Admitted"
+    FINISHED = "Finished"
+
+
+PENDING: Final = WorkloadStatus.PENDING
+ADMITTED: Final = WorkloadStatus.ADMITTED
+FINISHED: Final = WorkloadStatus.FINISHED
 
 
 class PodSetAssignment:
@@ -36,7 +48,7 @@ class WorkloadInfo:
         order: queue order key ``(-priority, creation_ms, uid)`` (Kueue heap: priority desc,
             timestamp asc, UID asc).
         totals: per podSet, sorted ``(resource, podSet total)`` in base units (per-pod × count).
-        status: ``Pending`` / ``Admitted`` / ``Finished``.
+        status: a :class:`WorkloadStatus`.
         local_queue: ``namespace/queueName``; cluster_queue: the ClusterQueue it is queued in or holds
             quota of (``None`` when its LocalQueue is missing).
         assignment: podSet assignments while admitted; charge: quota held per ``(flavor, resource)``.

@@ -1,6 +1,6 @@
 """The v1 event envelope as a typed value (EVENTS.md "Envelope" and "Types").
 
-``statemodel.events.parse_event`` builds these from JSON; the reducer
+``statemodel.events.decode.parse_event`` builds these from JSON; the reducer
 (``statemodel.engine.Engine.apply``) consumes them.  ``canonical`` is the
 event's JSON with sorted keys and no whitespace (orjson ``OPT_SORT_KEYS``), the
 form that enters the hash chain, so key order and whitespace in the input do not

@@ -1,0 +1,127 @@
+"""Parsers of the ``quotaledger.io`` API group: EngineConfig.
+
+``EngineConfig`` carries the engine-wide settings of one cluster: the Kueue Configuration fields
+the engine implements (``admissionFairSharing``, ``fairSharing``; durations in ms, weights in exact
+thousandths) and ``spec.quotaModel``, the quota model the cluster runs (docs/events.md
+"Additions").  Pure.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable
+
+from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj
+from statemodel.objects import (
+    AdmissionFairSharingConfig,
+    EngineConfig,
+    FairSharingPreemptionStrategy,
+    KubeObject,
+    QuotaModel,
+)
+from statemodel.quantity import MAX_AMOUNT
+from statemodel.timefmt import parse_duration
+
+API_VERSION = "quotaledger.io/v1alpha1"
+"""The group's only version."""
+
+_FINAL = FairSharingPreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+_INITIAL = FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE
+_STRATEGIES = members(_FINAL, _INITIAL)
+_ALLOWED_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
+_DEFAULT_STRATEGIES = (_FINAL, _INITIAL)
+
+_QUOTA_MODELS = members(*QuotaModel)
+CONTRACT_QUOTA_MODELS = ("kueue", "koordinator", "volcano")
+"""The ``spec.quotaModel`` names of the event contract (docs/events.md), implemented or not."""
+
+
+def _milli_number(v: Any, path: str) -> int:
+    """A JSON number ≥ 0 as exact thousandths (``0.5`` → 500)."""
+    if type(v) is int:
+        m = v * 1000
+    elif type(v) is float:
+        try:
+            d = Decimal(repr(v)).scaleb(3)
+        except InvalidOperation:  # pragma: no cover - repr of a float is always a valid Decimal
+            fail(path, "must be a number")
+        if not d.is_finite():
+            fail(path, "must be a finite number")
+        if d != d.to_integral_value():
+            fail(path, f"must be a multiple of 0.001, got {v!r}")
+        m = int(d)
+    else:
+        fail(path, "must be a number")
+    if m < 0:
+        fail(path, f"must not be negative, got {v!r}")
+    if m > MAX_AMOUNT:
+        fail(path, "too large")
+    return m
+
+
+def _quota_model(spec: dict, p: str) -> QuotaModel:
+    """``spec.quotaModel``: a model this engine runs (default ``kueue``).
+
+    A model the contract names but this engine does not implement is rejected with its own
+    reason, so the producer learns the configuration is valid but unsupported here, not mistyped.
+    """
+    v = spec.get("quotaModel")
+    if isinstance(v, str) and v in CONTRACT_QUOTA_MODELS and v not in _QUOTA_MODELS:
+        fail(f"{p}.quotaModel", f"quota model {v!r} is not implemented by this engine: must be one of "
+             f"{', '.join(_QUOTA_MODELS)}")
+    return choice(spec, "quotaModel", p, _QUOTA_MODELS, QuotaModel.KUEUE)
+
+
+def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
+    """Kueue Configuration fields (admission fair sharing, fair sharing) and the cluster's quota model."""
+    p = "object.spec"
+    spec = opt_obj(o, "spec", "object") or {}
+    afs = None
+    a = opt_obj(spec, "admissionFairSharing", p)
+    if a is not None:
+        ap = f"{p}.admissionFairSharing"
+        hl = a.get("usageHalfLifeTime")
+        half_life = 0 if hl is None else parse_duration(hl, f"{ap}.usageHalfLifeTime")
+        si = a.get("usageSamplingInterval")
+        interval = 300_000 if si is None else parse_duration(si, f"{ap}.usageSamplingInterval")
+        if interval <= 0:
+            fail(f"{ap}.usageSamplingInterval", "must be greater than 0")
+        weights_raw = opt_obj(a, "resourceWeights", ap) or {}
+        weights = []
+        for res, w in weights_raw.items():
+            if not res:
+                fail(f"{ap}.resourceWeights", "resource name must not be empty")
+            weights.append((res, _milli_number(w, f"{ap}.resourceWeights[{res}]")))
+        rp = a.get("resetInactivityPeriod")
+        reset = 0 if rp is None else parse_duration(rp, f"{ap}.resetInactivityPeriod")
+        afs = AdmissionFairSharingConfig(half_life, interval, tuple(sorted(weights)), reset)
+    enable = False
+    strategies: tuple[FairSharingPreemptionStrategy, ...] = _DEFAULT_STRATEGIES
+    fs = opt_obj(spec, "fairSharing", p)
+    if fs is not None:
+        fp = f"{p}.fairSharing"
+        enable = opt_bool(fs, "enable", fp, False)
+        raw = opt_list(fs, "preemptionStrategies", fp)
+        if raw:
+            for i, s in enumerate(raw):
+                if not isinstance(s, str) or s not in _STRATEGIES:
+                    fail(
+                        f"{fp}.preemptionStrategies[{i}]",
+                        f"unsupported value {s!r}: must be one of {', '.join(_STRATEGIES)}"
+                        if isinstance(s, str)
+                        else "must be a string",
+                    )
+            strategies = tuple(_STRATEGIES[s] for s in raw)
+            if strategies not in _ALLOWED_STRATEGY_LISTS:
+                fail(
+                    f"{fp}.preemptionStrategies",
+                    "must be [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
+                    "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
+                )
+    return EngineConfig(afs, enable, strategies, _quota_model(spec, p))
+
+
+KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {
+    API_VERSION: {"EngineConfig": (_parse_engine_config, False)},
+}
+"""apiVersion → kind → ``(parser, namespaced)``."""
