@@ -196,11 +196,13 @@ class EngineConfig:
     """``quotaledger.io/v1alpha1`` ``EngineConfig``: Kueue Configuration fields, durations in ms.
 
     ``admission_fair_sharing`` is ``None`` when the section is absent (AFS off, as Kueue's ``afs.Enabled``).
+    ``quota_model``: ``spec.quotaModel``, the name of the cluster's quota model (``statemodel.quota.registry``).
     """
 
     admission_fair_sharing: "AdmissionFairSharingConfig | None" = None
     fair_sharing_enable: bool = False
     preemption_strategies: tuple[str, ...] = ()
+    quota_model: str = "kueue"
 
 
 @dataclass(frozen=True, slots=True)

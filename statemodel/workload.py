@@ -15,6 +15,16 @@ ADMITTED = "Admitted"
 FINISHED = "Finished"
 
 
+class PendingReason:
+    """Why a workload waits, as Kueue reports it: ``reason`` (``statemodel.reasons``) and ``message``."""
+
+    __slots__ = ("reason", "message")
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+
+
 class PodSetAssignment:
     """Engine-side assignment of one podSet: ``flavors`` resource → flavor, ``usage`` resource → total."""
 
