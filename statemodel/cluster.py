@@ -235,9 +235,10 @@ class ClusterState:
             if cq_name in self.hierarchy.cluster_queues:
                 for info in per_cq.values():
                     model.charge(cq_name, info.charge)
-        for cq_name, queue in self.queues.items():
-            for info in queue.members.values():
-                model.demand(cq_name, info.totals, 1)
+        if model.tracks_demand:
+            for cq_name, queue in self.queues.items():
+                for info in queue.members.values():
+                    model.demand(cq_name, info.totals, 1)
 
     def inactive_reason(self, cq_name: str) -> PendingReason | None:
         """Why ClusterQueue ``cq_name`` cannot admit now, or ``None``.
@@ -281,7 +282,7 @@ class ClusterState:
         if info.reason is None:
             info.reason, info.message = PENDING, f"waiting in ClusterQueue {lq.cluster_queue}"
         queue = self._queue(lq.cluster_queue)
-        if info.key not in queue.members:
+        if self.model.tracks_demand and info.key not in queue.members:
             self.model.demand(queue.name, info.totals, 1)
         queue.push(info)
         self.ready.add(lq.cluster_queue)
@@ -294,9 +295,9 @@ class ClusterState:
 
     def _leave_queue(self, queue: ClusterQueueQueue, info: WorkloadInfo) -> None:
         """Take ``info`` out of ``queue``, reporting the demand that leaves to the quota model."""
-        if info.key in queue.members:
-            queue.remove(info)
+        if self.model.tracks_demand and info.key in queue.members:
             self.model.demand(queue.name, info.totals, -1)
+        queue.remove(info)
 
     def _reroute(self, lq_key: str) -> None:
         """Re-place the pending workloads of a LocalQueue after it changed."""

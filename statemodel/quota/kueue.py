@@ -326,6 +326,7 @@ class KueueModel:
 
     name = "kueue"
     version = 1
+    tracks_demand = False
 
     def __init__(self) -> None:
         self._cqs: dict[str, QuotaNode] = {}
@@ -452,9 +453,12 @@ class KueueModel:
                 for n in self._cqs[leaf].path_to_root()]
 
     def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
-        """Rows straight from the node's arithmetic (``available`` not clamped)."""
-        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts)[name]
-        out = []
+        """Rows straight from the node's arithmetic (``available`` not clamped); none for a node the
+        model does not hold (an implicit cohort named only by an edge left unlinked by a cycle)."""
+        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        out: list[Entitlement] = []
+        if node is None:
+            return out
         for fr in (node.flavor_resources() if frs is None else frs):
             out.append(Entitlement(kind, name, fr[0], fr[1], node.nominal.get(fr, 0), node.borrowing_limit.get(fr),
                                    node.lending_limit.get(fr), node.subtree.get(fr, 0), node.local.get(fr, 0),

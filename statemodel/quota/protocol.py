@@ -19,8 +19,7 @@ shortfalls as data (:class:`Shortfall`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from statemodel.objects import FlavorResource, ResourceGroup
 
@@ -37,8 +36,28 @@ PodSetTotals = list[tuple[str, int, tuple[tuple[str, int], ...]]]
 """A workload's request: per podSet ``(name, count, ((resource, total over the pods), ...))``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Shortfall:
+class _Record:
+    """Base of the seam's records: immutable after construction (attributes are ``Final``; mypy and
+    mypyc reject assignments), compared and hashed by value, shown with their fields."""
+
+    def fields(self) -> tuple[object, ...]:
+        """The field values in declaration order."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and isinstance(other, _Record) and other.fields() == self.fields()
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.fields()!r}"
+
+
+class Shortfall(_Record):
     """Why a request does not fit (now) at one node, for one flavor-resource.
 
     Attributes:
@@ -51,43 +70,55 @@ class Shortfall:
             quota (clamped at 0) for ``WaitingForQuota``.
     """
 
-    reason: str
-    flavor: str
-    resource: str
-    node: str
-    needed: int
-    available: int
+    def __init__(self, reason: str, flavor: str, resource: str, node: str, needed: int, available: int) -> None:
+        self.reason: Final = reason
+        self.flavor: Final = flavor
+        self.resource: Final = resource
+        self.node: Final = node
+        self.needed: Final = needed
+        self.available: Final = available
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.reason, self.flavor, self.resource, self.node, self.needed, self.available)
 
 
-@dataclass(frozen=True, slots=True)
-class Fit:
+class Fit(_Record):
     """The request fits now.  ``borrowing``: how high above the leaf it reaches (Kueue's borrowing
     height: 0 = within the leaf's own quota); the cycle admits lower heights first."""
 
-    borrowing: int
+    def __init__(self, borrowing: int) -> None:
+        self.borrowing: Final = borrowing
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.borrowing,)
 
 
-@dataclass(frozen=True, slots=True)
-class FitIfPreempting:
+class FitIfPreempting(_Record):
     """The request fits once usage is taken back from admitted workloads; the caller chooses the
     victims (with ``QuotaModel.simulate_release``).  ``shortfalls``: what is missing now."""
 
-    borrowing: int
-    shortfalls: tuple[Shortfall, ...]
+    def __init__(self, borrowing: int, shortfalls: tuple[Shortfall, ...]) -> None:
+        self.borrowing: Final = borrowing
+        self.shortfalls: Final = shortfalls
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.borrowing, self.shortfalls)
 
 
-@dataclass(frozen=True, slots=True)
-class NoFit:
+class NoFit(_Record):
     """The request does not fit; ``shortfalls`` in request order (never empty)."""
 
-    shortfalls: tuple[Shortfall, ...]
+    def __init__(self, shortfalls: tuple[Shortfall, ...]) -> None:
+        self.shortfalls: Final = shortfalls
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.shortfalls,)
 
 
 FitResult = Fit | FitIfPreempting | NoFit
 
 
-@dataclass(frozen=True, slots=True)
-class Entitlement:
+class Entitlement(_Record):
     """One row of what a node is entitled to, for one flavor-resource (views, projections, explain).
 
     Attributes:
@@ -100,22 +131,29 @@ class Entitlement:
         potential_available: the most it could ever hold (usage ignored).
     """
 
-    kind: str
-    name: str
-    flavor: str
-    resource: str
-    nominal: int
-    borrowing_limit: int | None
-    lending_limit: int | None
-    subtree_quota: int
-    local_quota: int
-    usage: int
-    available: int
-    potential_available: int
+    def __init__(self, kind: str, name: str, flavor: str, resource: str, nominal: int, borrowing_limit: int | None,
+                 lending_limit: int | None, subtree_quota: int, local_quota: int, usage: int, available: int,
+                 potential_available: int) -> None:
+        self.kind: Final = kind
+        self.name: Final = name
+        self.flavor: Final = flavor
+        self.resource: Final = resource
+        self.nominal: Final = nominal
+        self.borrowing_limit: Final = borrowing_limit
+        self.lending_limit: Final = lending_limit
+        self.subtree_quota: Final = subtree_quota
+        self.local_quota: Final = local_quota
+        self.usage: Final = usage
+        self.available: Final = available
+        self.potential_available: Final = potential_available
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.kind, self.name, self.flavor, self.resource, self.nominal, self.borrowing_limit,
+                self.lending_limit, self.subtree_quota, self.local_quota, self.usage, self.available,
+                self.potential_available)
 
 
-@dataclass(frozen=True, slots=True)
-class WakeRule:
+class WakeRule(_Record):
     """How a ``WaitingForQuota`` shortfall can become satisfiable (used by ``admission.cycle.WakeIndex``).
 
     Attributes:
@@ -125,8 +163,12 @@ class WakeRule:
             deficit (needed − available) has been released in the pool.
     """
 
-    pool: PoolKey
-    at_pool_free: bool
+    def __init__(self, pool: PoolKey, at_pool_free: bool) -> None:
+        self.pool: Final = pool
+        self.at_pool_free: Final = at_pool_free
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.pool, self.at_pool_free)
 
 
 class QuotaModel(Protocol):
@@ -142,6 +184,8 @@ class QuotaModel(Protocol):
     """The registry name (``EngineConfig.spec.quotaModel``)."""
     version: int
     """Version of the ``dump`` document; bumped when its shape or meaning changes."""
+    tracks_demand: bool
+    """Whether the model reads pending demand; when ``False`` the engine does not call ``demand``."""
 
     def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
         """Replace the node's quotas (``()`` = none: the object was deleted or is implicit)."""
@@ -157,7 +201,7 @@ class QuotaModel(Protocol):
 
     def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
         """A pending request entered (``delta`` = 1) or left (``-1``) the queue of ClusterQueue ``leaf``
-        (for models whose entitlements depend on demand)."""
+        (for models whose entitlements depend on demand; called only when ``tracks_demand``)."""
 
     def fit(self, leaf: str, request: list[tuple[FlavorResource, int]]) -> FitResult:
         """Whether ``request`` — one flavor's ``((flavor, resource), amount)`` for one podSet, amounts

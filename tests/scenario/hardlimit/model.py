@@ -33,6 +33,7 @@ class HardLimitModel:
 
     name = NAME
     version = 1
+    tracks_demand = True
 
     def __init__(self) -> None:
         self.limits: dict[str, dict[FlavorResource, int]] = {}
