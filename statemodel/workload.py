@@ -8,6 +8,8 @@ engine can observe).
 
 from __future__ import annotations
 
+from typing import Final
+
 from statemodel.objects import FlavorResource, Workload
 
 PENDING = "Pending"
@@ -16,13 +18,12 @@ FINISHED = "Finished"
 
 
 class PendingReason:
-    """Why a workload waits, as Kueue reports it: ``reason`` (``statemodel.reasons``) and ``message``."""
-
-    __slots__ = ("reason", "message")
+    """Why a workload waits, as Kueue reports it: ``reason`` (``statemodel.reasons``) and ``message``
+    (immutable)."""
 
     def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        self.message = message
+        self.reason: Final = reason
+        self.message: Final = message
 
 
 class PodSetAssignment:
