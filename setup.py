@@ -10,6 +10,7 @@ import os
 from setuptools import setup
 
 COMPILED = [
+    "statemodel/quota/protocol.py",
     "statemodel/quota/kueue.py",
     "statemodel/hierarchy.py",
     "statemodel/workload.py",

@@ -57,6 +57,7 @@ from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.snapshot import load as load_snapshot
+from statemodel.quota.protocol import CLUSTER_QUEUE
 from statemodel.timefmt import format_time
 from statemodel.workload import PENDING
 
@@ -179,12 +180,11 @@ class Branch:
             return
         state = self._state()
         if state is not None:
-            for name, entry in state.hierarchy.cluster_queues.items():
-                node = entry.node
-                for fr in set(node.nominal) | {fr for fr, v in node.usage.items() if v}:
-                    acc = self.usage.setdefault((name, fr[0], fr[1]), [0, 0])
-                    acc[0] += node.usage.get(fr, 0) * dt
-                    acc[1] += node.nominal.get(fr, 0) * dt
+            for name in state.hierarchy.cluster_queues:
+                for row in state.model.entitlements(CLUSTER_QUEUE, name):
+                    acc = self.usage.setdefault((name, row.flavor, row.resource), [0, 0])
+                    acc[0] += row.usage * dt
+                    acc[1] += row.nominal * dt
         self.last_ms = until_ms
 
     def feed(self, position: int, event: Event | None, error: EventError | None) -> None:

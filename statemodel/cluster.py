@@ -28,7 +28,7 @@ from statemodel.decisions import ADMITTED as DECISION_ADMITTED
 from statemodel.decisions import EVICTED, Decision, DecisionType
 from statemodel.events.envelope import Event
 from statemodel.queues.afs import FairSharingLedgers, flatten
-from statemodel.admission.flavorassigner import Assignment, fits_now
+from statemodel.admission.flavorassigner import Assignment
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
     Admission, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, Workload,
@@ -37,9 +37,10 @@ from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
 )
-from statemodel.quota.kueue import add_usage
+from statemodel.quota import registry
+from statemodel.quota.protocol import QuotaModel
 from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
-from statemodel.workload import ADMITTED, FINISHED, PodSetAssignment, WorkloadInfo, WorkloadStatus
+from statemodel.workload import ADMITTED, FINISHED, PendingCondition, PodSetAssignment, WorkloadInfo, WorkloadStatus
 
 NOT_STOPPED = "None"
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
@@ -51,14 +52,15 @@ class ClusterState:
     Attributes:
         name: cluster name.  clock_ms: engine time, ``max`` of event times seen (never rewinds).
         seq: last decision sequence number (gap-free from 1).
-        hierarchy: Cohorts and ClusterQueues with their quota arithmetic.
+        model: the quota model (``EngineConfig.spec.quotaModel``, default ``kueue``), the only holder
+            of quota numbers; the admission cycle reaches it only through ``QuotaModel``.
+        hierarchy: Cohorts and ClusterQueues (edges, implicit cohorts, cycles).
         flavors / local_queues / nodes: applied objects by name (LocalQueues by ``ns/name``).
         config: the last ``EngineConfig``.
         workloads: every workload by ``ns/name`` (finished ones stay for audit until deleted).
         queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
         by_local_queue: not-finished workloads per LocalQueue key.
         admitted: admitted workloads per ClusterQueue name.
-        max_capacity: memo of ``potentialAvailable`` per (ClusterQueue, flavor-resource); config-only.
         afs: admission-fair-sharing configuration and consumed usage per LocalQueue.
     """
 
@@ -66,7 +68,8 @@ class ClusterState:
         self.name = name
         self.clock_ms = 0
         self.seq = 0
-        self.hierarchy = Hierarchy()
+        self.model = registry.create(registry.DEFAULT)
+        self.hierarchy = Hierarchy(self.model)
         self.flavors: dict[str, ResourceFlavor] = {}
         self.local_queues: dict[str, LocalQueue] = {}
         self.nodes: dict[str, Node] = {}
@@ -78,7 +81,6 @@ class ClusterState:
         self.by_local_queue: dict[str, dict[str, WorkloadInfo]] = {}
         self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
         self.wake_index = WakeIndex()
-        self.max_capacity: dict = {}
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
         self._heads_woken: set[str] = set()
@@ -88,7 +90,7 @@ class ClusterState:
         self.decisions: list[Decision] = []
         self._cause = ""
         self._config_generation = 0
-        self._inactive_cache: dict[str, tuple[int, tuple[str, str] | None]] = {}
+        self._inactive_cache: dict[str, tuple[int, PendingCondition | None]] = {}
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -139,11 +141,10 @@ class ClusterState:
     def _apply_config(self, obj) -> None:
         if isinstance(obj, ClusterQueue):
             is_new = obj.name not in self.hierarchy.cluster_queues
-            entry = self.hierarchy.apply_cluster_queue(obj)
+            self.hierarchy.apply_cluster_queue(obj)
             if is_new:  # observed admissions may have named it before it existed (Kueue's cache adds them)
                 for info in self.admitted.get(obj.name, {}).values():
-                    for fr, amount in info.charge.items():
-                        add_usage(entry.node, fr, amount)
+                    self.model.charge(obj.name, info.charge)
             self._queue(obj.name).strategy = obj.queueing_strategy
             self._refresh_order(obj.name)
             if obj.stop_policy == "HoldAndDrain":
@@ -197,6 +198,8 @@ class ClusterState:
 
     def _set_engine_config(self, config: EngineConfig) -> None:
         self.config = config
+        if config.quota_model != self.model.name:
+            self.use_model(registry.create(config.quota_model))
         admitted = [(info.local_queue, flatten(info.charge))
                     for per_cq in self.admitted.values() for info in per_cq.values()]
         self.afs.configure(config.admission_fair_sharing, self.clock_ms, admitted)
@@ -217,15 +220,28 @@ class ClusterState:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
         self.scope_gate.clear(self.ready)
-        self.max_capacity.clear()
         self.wake_index.clear()
         for name in self.waiting:
             self.queues[name].wake_all()
         self.ready.update(self.waiting)
         self.waiting.clear()
 
-    def inactive_reason(self, cq_name: str) -> tuple[str, str] | None:
-        """Why ClusterQueue ``cq_name`` cannot admit now, as ``(reason, message)``, or ``None``.
+    def use_model(self, model: QuotaModel) -> None:
+        """Run ``model`` from now on: it receives the tree, every admitted charge and pending demand.
+        (The caller marks the configuration changed, which wakes every waiter.)"""
+        self.model = model
+        self.hierarchy.attach(model)
+        for cq_name, per_cq in self.admitted.items():
+            if cq_name in self.hierarchy.cluster_queues:
+                for info in per_cq.values():
+                    model.charge(cq_name, info.charge)
+        if model.tracks_demand:
+            for cq_name, queue in self.queues.items():
+                for info in queue.members.values():
+                    model.demand(cq_name, info.totals, 1)
+
+    def inactive_reason(self, cq_name: str) -> PendingCondition | None:
+        """Why ClusterQueue ``cq_name`` cannot admit now, or ``None``.
 
         Missing ⇒ ``Misconfigured`` "ClusterQueue X doesn't exist" (Kueue's workload controller
         wording for a LocalQueue pointing at a missing ClusterQueue); stopped, in a cohort cycle or naming
@@ -237,10 +253,10 @@ class ClusterState:
         entry = self.hierarchy.cluster_queues.get(cq_name)
         result = None
         if entry is None or entry.spec is None:
-            result = (MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
+            result = PendingCondition(MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
         elif (entry.spec.stop_policy != NOT_STOPPED or self.hierarchy.has_cycle(entry.cohort_name)
               or any(f.name not in self.flavors for g in entry.spec.resource_groups for f in g.flavors)):
-            result = (SUSPENDED, f"ClusterQueue {cq_name} is inactive")
+            result = PendingCondition(SUSPENDED, f"ClusterQueue {cq_name} is inactive")
         self._inactive_cache[cq_name] = (self._config_generation, result)
         return result
 
@@ -265,14 +281,23 @@ class ClusterState:
             return
         if info.reason is None:
             info.reason, info.message = PENDING, f"waiting in ClusterQueue {lq.cluster_queue}"
-        self._queue(lq.cluster_queue).push(info)
+        queue = self._queue(lq.cluster_queue)
+        if self.model.tracks_demand and info.key not in queue.members:
+            self.model.demand(queue.name, info.totals, 1)
+        queue.push(info)
         self.ready.add(lq.cluster_queue)
 
     def _dequeue(self, info: WorkloadInfo) -> None:
         if info.cluster_queue is not None:
             queue = self.queues.get(info.cluster_queue)
             if queue is not None:
-                queue.remove(info)
+                self._leave_queue(queue, info)
+
+    def _leave_queue(self, queue: ClusterQueueQueue, info: WorkloadInfo) -> None:
+        """Take ``info`` out of ``queue``, reporting the demand that leaves to the quota model."""
+        if self.model.tracks_demand and info.key in queue.members:
+            self.model.demand(queue.name, info.totals, -1)
+        queue.remove(info)
 
     def _reroute(self, lq_key: str) -> None:
         """Re-place the pending workloads of a LocalQueue after it changed."""
@@ -282,11 +307,11 @@ class ClusterState:
                 info.reason = None
                 self._enqueue(info)
 
-    def set_aside_all(self, queue: ClusterQueueQueue, reason: tuple[str, str]) -> None:
+    def set_aside_all(self, queue: ClusterQueueQueue, reason: PendingCondition) -> None:
         """An inactive ClusterQueue: every pending workload gets its reason and waits for a config change."""
         self.waiting.add(queue.name)
         for info in queue.ordered(self.local_queue_score):
-            info.reason, info.message = reason
+            info.reason, info.message = reason.reason, reason.message
             queue.set_aside(info)
             if queue.blocked is not None:
                 break
@@ -328,9 +353,7 @@ class ClusterState:
         self.afs.charged(info.local_queue, info.key, flatten(charge), self.clock_ms,
                          penalize=self._penalized(cq_name))
         if entry is not None:
-            node = entry.node
-            for fr, amount in charge.items():
-                add_usage(node, fr, amount)
+            self.model.charge(cq_name, charge)
 
     def _release(self, info: WorkloadInfo) -> None:
         """Give back the quota an admitted workload holds; wake whoever that may help."""
@@ -345,15 +368,13 @@ class ClusterState:
         entry = self.hierarchy.cluster_queues.get(cq_name)
         if entry is None:
             return
-        node = entry.node
-        for fr, amount in charge.items():
-            add_usage(node, fr, -amount)
-        self._wake(self.wake_index.release(node, charge))
+        model = self.model
+        model.release(cq_name, charge)
+        self.wake(self.wake_index.release(model, cq_name, charge))
         if entry.spec is None:
             self.hierarchy.collect_cluster_queue(cq_name)
-            self.max_capacity.clear()
 
-    def _wake(self, infos: list[WorkloadInfo]) -> None:
+    def wake(self, infos: list[WorkloadInfo]) -> None:
         """Return woken workloads to contention.  In a queue ordered by AFS with several LocalQueues
         the first set-aside workload of every LocalQueue returns too, so the queue's own order —
         LocalQueue usage first — picks who uses the quota, as after Kueue's requeue of every
@@ -371,19 +392,15 @@ class ClusterState:
             if woke:
                 self.ready.add(queue.name)
 
-    def wake_affordable(self) -> None:
-        """Wake the root-bound waiters that quota released during this event can now serve."""
-        self._wake(self.wake_index.affordable())
-
     def admit(self, info: WorkloadInfo, entry: ClusterQueueEntry, queue: ClusterQueueQueue,
               assignment: Assignment) -> None:
         """Admit a head with its flavor assignment: charge quota and emit ``Admitted``."""
-        queue.remove(info)
+        self._leave_queue(queue, info)
         info.assignment = assignment.pod_sets
         info.borrowing = assignment.borrowing
         info.observed = None
-        self._charge(info, entry.node.name, assignment.usage)
-        self._decide(DECISION_ADMITTED, info.key, entry.node.name, pod_sets=assignment.pod_sets,
+        self._charge(info, entry.name, assignment.usage)
+        self._decide(DECISION_ADMITTED, info.key, entry.name, pod_sets=assignment.pod_sets,
                      borrowing=assignment.borrowing)
 
     def _observe_admission(self, info: WorkloadInfo, admission: Admission) -> None:
@@ -405,7 +422,7 @@ class ClusterState:
             self._dequeue(info)
             entry = self.hierarchy.cluster_queues.get(admission.cluster_queue)
             agrees = (entry is not None and self.inactive_reason(admission.cluster_queue) is None
-                      and fits_now(entry, charge))
+                      and self.model.fits(admission.cluster_queue, charge))
         info.assignment = pod_sets
         info.borrowing = 0
         self._charge(info, admission.cluster_queue, charge)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from statemodel.decisions import assignments_json
-from statemodel.quota.kueue import QuotaNode, available, potential_available
+from statemodel.quota.protocol import QuotaModel
 from statemodel.timefmt import format_time
 from statemodel.workload import ADMITTED, PENDING
 
@@ -26,22 +26,20 @@ class UnknownWorkload(KeyError):
     """The cluster has no workload of that key."""
 
 
-def _level(node: QuotaNode, frs: list[tuple[str, str]]) -> dict:
+def _level(model: QuotaModel, kind: str, name: str, frs: list[tuple[str, str]]) -> dict:
     resources: dict[str, dict[str, dict]] = {}
-    for fr in frs:
-        flavor, resource = fr
-        resources.setdefault(flavor, {})[resource] = {
-            "nominal": node.nominal.get(fr, 0),
-            "borrowingLimit": node.borrowing_limit.get(fr),
-            "lendingLimit": node.lending_limit.get(fr),
-            "subtreeQuota": node.subtree.get(fr, 0),
-            "localQuota": node.local.get(fr, 0),
-            "usage": node.usage.get(fr, 0),
-            "available": available(node, fr),
-            "potentialAvailable": potential_available(node, fr),
+    for row in model.entitlements(kind, name, frs):
+        resources.setdefault(row.flavor, {})[row.resource] = {
+            "nominal": row.nominal,
+            "borrowingLimit": row.borrowing_limit,
+            "lendingLimit": row.lending_limit,
+            "subtreeQuota": row.subtree_quota,
+            "localQuota": row.local_quota,
+            "usage": row.usage,
+            "available": row.available,
+            "potentialAvailable": row.potential_available,
         }
-    return {"kind": "ClusterQueue" if node.is_cluster_queue else "Cohort", "name": node.name,
-            "resources": resources}
+    return {"kind": kind, "name": name, "resources": resources}
 
 
 def explain(cluster: "ClusterState", key: str) -> dict:
@@ -97,5 +95,6 @@ def explain(cluster: "ClusterState", key: str) -> dict:
     else:
         frs = sorted({(flavor.name, res) for group in (entry.spec.resource_groups if entry.spec else ())
                       for flavor in group.flavors for res in group.covered_resources if res in requested})
-    out["levels"] = [_level(node, frs) for node in entry.node.path_to_root()]
+    model = cluster.model
+    out["levels"] = [_level(model, kind, name, frs) for kind, name in model.path(entry.name)]
     return out

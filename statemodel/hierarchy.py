@@ -1,8 +1,8 @@
 """The tree of Cohorts and ClusterQueues: edges, implicit cohorts and cycles (KEP-79).
 
 Mirrors Kueue's ``pkg/cache/hierarchy/`` (reference/kueue.md §1.2): nothing here knows about
-quota numbers beyond linking ``QuotaNode``s so that ``statemodel.quota.kueue`` can do the
-arithmetic.
+quota numbers.  The cluster's quota model (``statemodel.quota.protocol.QuotaModel``) is told every
+spec change and which edges are linked, and does the arithmetic.
 
 * A ClusterQueue's ``cohortName`` or a Cohort's ``parentName`` naming no Cohort object creates an
   **implicit** cohort: no quota, no parent (so always a root), removed once it has no children.
@@ -16,16 +16,18 @@ arithmetic.
 from __future__ import annotations
 
 from statemodel.objects import ClusterQueue, Cohort, ResourceGroup
-from statemodel.quota.kueue import QuotaNode, link, set_quotas, unlink
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, QuotaModel
 
 
 class CohortEntry:
-    """A Cohort in the tree: ``spec`` is ``None`` for an implicit cohort."""
+    """A Cohort in the tree: ``spec`` is ``None`` for an implicit cohort; ``linked``: whether the
+    edge to ``parent_name`` is linked in the quota model (it is not while it would close a loop)."""
 
-    __slots__ = ("node", "spec", "parent_name", "child_cohorts", "child_cluster_queues")
+    __slots__ = ("name", "spec", "parent_name", "linked", "child_cohorts", "child_cluster_queues")
 
     def __init__(self, name: str) -> None:
-        self.node = QuotaNode(name, is_cluster_queue=False)
+        self.name = name
+        self.linked = False
         self.spec: Cohort | None = None
         self.parent_name: str | None = None
         self.child_cohorts: set[str] = set()
@@ -40,10 +42,10 @@ class CohortEntry:
 class ClusterQueueEntry:
     """A ClusterQueue in the tree; ``spec`` is ``None`` once deleted while still holding quota."""
 
-    __slots__ = ("node", "spec", "cohort_name", "rg_by_resource", "covers_pods")
+    __slots__ = ("name", "spec", "cohort_name", "rg_by_resource", "covers_pods")
 
     def __init__(self, name: str) -> None:
-        self.node = QuotaNode(name, is_cluster_queue=True)
+        self.name = name
         self.spec: ClusterQueue | None = None
         self.cohort_name: str | None = None
         self.rg_by_resource: dict[str, ResourceGroup] = {}
@@ -51,15 +53,32 @@ class ClusterQueueEntry:
 
 
 class Hierarchy:
-    """Cohorts and ClusterQueues of one cluster, by name.
+    """Cohorts and ClusterQueues of one cluster, by name; ``model`` receives specs and linked edges.
 
-    Every mutation is O(depth × flavor-resources) except those that touch a cycle.
+    Every mutation is O(depth × flavor-resources) in the model except those that touch a cycle.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, model: QuotaModel) -> None:
+        self.model = model
         self.cohorts: dict[str, CohortEntry] = {}
         self.cluster_queues: dict[str, ClusterQueueEntry] = {}
         self._unlinked: set[str] = set()
+
+    def attach(self, model: QuotaModel) -> None:
+        """Hand the tree to a fresh ``model``: every spec (in creation order), then every linked edge.
+        Usage is the caller's to charge."""
+        self.model = model
+        for name, cohort in self.cohorts.items():
+            if cohort.spec is not None:
+                model.set_spec(COHORT, name, cohort.spec.resource_groups)
+        for name, cq in self.cluster_queues.items():
+            model.set_spec(CLUSTER_QUEUE, name, cq.spec.resource_groups if cq.spec is not None else ())
+        for name, cohort in self.cohorts.items():
+            if cohort.linked and cohort.parent_name is not None:
+                model.link(COHORT, name, cohort.parent_name)
+        for name, cq in self.cluster_queues.items():
+            if cq.cohort_name is not None:
+                model.link(CLUSTER_QUEUE, name, cq.cohort_name)
 
     # -- cohorts ---------------------------------------------------------------------------
 
@@ -77,12 +96,13 @@ class Hierarchy:
         if entry is not None and not entry.explicit and not entry.child_cohorts and not entry.child_cluster_queues:
             self._set_cohort_parent(entry, name, None)
             del self.cohorts[name]
+            self.model.remove(COHORT, name)
 
     def apply_cohort(self, spec: Cohort) -> None:
         """Create or replace an explicit Cohort (quota and parent edge)."""
         entry = self._cohort(spec.name)
         entry.spec = spec
-        set_quotas(entry.node, spec.resource_groups)
+        self.model.set_spec(COHORT, spec.name, spec.resource_groups)
         self._set_cohort_parent(entry, spec.name, spec.parent)
 
     def delete_cohort(self, name: str) -> bool:
@@ -94,7 +114,7 @@ class Hierarchy:
         if entry is None or not entry.explicit:
             return False
         entry.spec = None
-        set_quotas(entry.node, ())
+        self.model.set_spec(COHORT, name, ())
         self._set_cohort_parent(entry, name, None)
         self._collect_if_unused(name)
         return True
@@ -103,8 +123,9 @@ class Hierarchy:
         old = entry.parent_name
         if old == parent_name:
             return
-        if entry.node.parent is not None:
-            unlink(entry.node)
+        if entry.linked:
+            self.model.unlink(COHORT, name)
+            entry.linked = False
         self._unlinked.discard(name)
         entry.parent_name = parent_name
         if old is not None:
@@ -122,11 +143,23 @@ class Hierarchy:
             changed = False
             for name in sorted(self._unlinked):
                 entry = self.cohorts[name]
-                parent = self.cohorts[entry.parent_name].node  # type: ignore[index]
-                if entry.node not in parent.path_to_root():
-                    link(entry.node, parent)
+                parent = entry.parent_name
+                assert parent is not None
+                if name not in self._linked_chain(parent):
+                    self.model.link(COHORT, name, parent)
+                    entry.linked = True
                     self._unlinked.discard(name)
                     changed = True
+
+    def _linked_chain(self, name: str) -> list[str]:
+        """``[name, its linked parent, ...]`` up to where an edge is not linked (a model root)."""
+        chain = [name]
+        entry = self.cohorts[name]
+        while entry.linked:
+            assert entry.parent_name is not None
+            chain.append(entry.parent_name)
+            entry = self.cohorts[entry.parent_name]
+        return chain
 
     def has_cycle(self, cohort_name: str | None) -> bool:
         """Whether the parent chain starting at ``cohort_name`` reaches a cycle (Kueue ``HasCycle``)."""
@@ -152,7 +185,7 @@ class Hierarchy:
         entry.spec = spec
         entry.rg_by_resource = {res: group for group in spec.resource_groups for res in group.covered_resources}
         entry.covers_pods = "pods" in entry.rg_by_resource
-        set_quotas(entry.node, spec.resource_groups)
+        self.model.set_spec(CLUSTER_QUEUE, spec.name, spec.resource_groups)
         self._set_cluster_queue_cohort(entry, spec.cohort)
         return entry
 
@@ -160,16 +193,15 @@ class Hierarchy:
         old = entry.cohort_name
         if old == cohort_name:
             return
-        if entry.node.parent is not None:
-            unlink(entry.node)
+        if old is not None:
+            self.model.unlink(CLUSTER_QUEUE, entry.name)
         entry.cohort_name = cohort_name
         if old is not None:
-            self.cohorts[old].child_cluster_queues.discard(entry.node.name)
+            self.cohorts[old].child_cluster_queues.discard(entry.name)
             self._collect_if_unused(old)
         if cohort_name is not None:
-            parent = self._cohort(cohort_name)
-            parent.child_cluster_queues.add(entry.node.name)
-            link(entry.node, parent.node)
+            self._cohort(cohort_name).child_cluster_queues.add(entry.name)
+            self.model.link(CLUSTER_QUEUE, entry.name, cohort_name)
 
     def delete_cluster_queue(self, name: str) -> bool:
         """Mark a ClusterQueue deleted; it leaves the tree once it holds no usage (see ``collect_cluster_queue``)."""
@@ -183,8 +215,9 @@ class Hierarchy:
     def collect_cluster_queue(self, name: str) -> None:
         """Remove a deleted ClusterQueue whose usage has drained to zero (Kueue's finalizer behaviour)."""
         entry = self.cluster_queues.get(name)
-        if entry is None or entry.spec is not None or any(entry.node.usage.values()):
+        if entry is None or entry.spec is not None or self.model.in_use(name):
             return
-        set_quotas(entry.node, ())
+        self.model.set_spec(CLUSTER_QUEUE, name, ())
         self._set_cluster_queue_cohort(entry, None)
         del self.cluster_queues[name]
+        self.model.remove(CLUSTER_QUEUE, name)

@@ -90,16 +90,6 @@ class FairSharingPreemptionStrategy(StrEnum):
     LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
-class QuotaModel(StrEnum):
-    """``EngineConfig.spec.quotaModel``: the quota model a cluster runs.
-
-    The event contract names ``kueue``, ``koordinator`` and ``volcano``; a member exists for each
-    model this engine implements, so a value outside this enum is one the engine cannot run.
-    """
-
-    KUEUE = "kueue"
-
-
 @dataclass(frozen=True, slots=True)
 class ResourceQuota:
     """Quota of one resource in one flavor; ``None`` limits mean "no limit" (Kueue ``ResourceQuota``)."""
@@ -281,14 +271,15 @@ class EngineConfig:
     """``quotaledger.io/v1alpha1`` ``EngineConfig``: Kueue Configuration fields, durations in ms.
 
     ``admission_fair_sharing`` is ``None`` when the section is absent (AFS off, as Kueue's ``afs.Enabled``).
-    ``quota_model`` is ``spec.quotaModel`` (default ``kueue``); it is the last field, so a snapshot
-    written before the field existed (three positional values) restores with the default model.
+    ``quota_model`` is ``spec.quotaModel`` (default ``kueue``), the name of the cluster's quota model
+    in ``statemodel.quota.registry``; it is the last field, so a snapshot written before the field
+    existed (three positional values) restores with the default model.
     """
 
     admission_fair_sharing: "AdmissionFairSharingConfig | None" = None
     fair_sharing_enable: bool = False
     preemption_strategies: tuple[FairSharingPreemptionStrategy, ...] = ()
-    quota_model: QuotaModel = QuotaModel.KUEUE
+    quota_model: str = "kueue"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,25 @@
 """Engine snapshots: the complete state of an ``Engine`` as canonical bytes, and back.
 
-``dump(engine)`` captures everything that can influence future decisions — objects, the quota
-tree (including which cohort edges are linked while a cycle exists), every workload with its
-queue state, the wake-up index, admission-scope gates, fair-sharing ledgers, hash chains, seen
-event ids and counters — as sorted-key JSON (orjson), zlib-compressed.  ``load(blob)`` rebuilds an
-engine that continues exactly as the original would have: a snapshot plus the tail of the event
-log gives the same decisions, state and hash as replaying everything (property-tested).
+``dump(engine)`` captures everything that can influence future decisions — hash chains, seen
+event ids and counters, and per cluster one document per component — as sorted-key JSON (orjson),
+zlib-compressed.  ``load(blob)`` rebuilds an engine that continues exactly as the original would
+have: a snapshot plus the tail of the event log gives the same decisions, state and hash as
+replaying everything (property-tested).
 
-Derived data (subtree quota, cohort usage, node heights, caches) is recomputed, not stored.
-Decimal values are stored as exact strings.  The format carries ``SNAPSHOT_FORMAT`` and the
-engine version; ``load`` refuses any other, since a different engine may decide differently.
-Known limit: workloads with equal priority, creation time *and* uid (an explicit duplicate uid)
-may swap queue order after a restore.
+Components of a cluster, each ``{"version": n, ...}`` written and read by its own pair of
+functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration objects),
+``quotaModel`` (the model's name, its ``QuotaModel.version`` and its own ``dump`` document),
+``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
+``workloads``, ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
+(admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
+recomputed, not stored.  Decimal values are stored as exact strings.
+
+Versions: a snapshot carries ``SNAPSHOT_FORMAT`` and the engine version.  Another engine version
+is refused (it may decide differently); an older format or component version is upgraded by the
+small pure ``dict -> dict`` functions in ``UPGRADES`` / ``COMPONENT_UPGRADES`` before it is read;
+anything else is refused with ``SnapshotError`` — never misread — so the caller rebuilds from
+events.  Known limit: workloads with equal priority, creation time *and* uid (an explicit duplicate
+uid) may swap queue order after a restore.
 """
 
 from __future__ import annotations
@@ -27,20 +35,23 @@ from statemodel import objects as objects_module
 from statemodel.cluster import ClusterState
 from statemodel.engine import Engine
 from statemodel.queues.afs import DecayParams, UsageLedger
+from statemodel.admission.cycle import Waiter
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
 from statemodel.queues.cluster_queue import ClusterQueueQueue
-from statemodel.quota.kueue import QuotaNode, _recompute_quota, add_usage, link
+from statemodel.quota import registry
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import PodSetAssignment, WorkloadInfo, WorkloadStatus
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
+"""Version of the envelope (engine-wide fields and the list of per-cluster component documents)."""
 _CLASSES = {cls.__name__: cls for cls in vars(objects_module).values()
             if isinstance(cls, type) and dataclasses.is_dataclass(cls)}
 _FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _CLASSES.values()}
 
 
 class SnapshotError(ValueError):
-    """The blob is not a snapshot this engine can restore (format or engine version differs)."""
+    """The blob is not a snapshot this engine can restore: not a snapshot, another engine version,
+    or a format / component version with no upgrade.  The caller rebuilds from events."""
 
 
 # -- objects ------------------------------------------------------------------------------------
@@ -86,66 +97,252 @@ def _unfrs(rows: list) -> dict:
     return {(flavor, res): amount for flavor, res, amount in rows}
 
 
-def _node_ref(node: QuotaNode) -> list:
-    return [node.is_cluster_queue, node.name]
+# -- components -----------------------------------------------------------------------------------
+# Each component: dump(cluster) -> doc, load(cluster, doc) (into a fresh ClusterState, in COMPONENTS
+# order, so a loader may rely on the components before it).
 
 
-# -- dump -----------------------------------------------------------------------------------------
+def _dump_objects(c: ClusterState) -> dict:
+    return {"clock": c.clock_ms, "seq": c.seq, "config": _enc(c.config),
+            "flavors": [_enc(o) for o in c.flavors.values()],
+            "localQueues": [_enc(o) for o in c.local_queues.values()],
+            "nodes": [_enc(o) for o in c.nodes.values()]}
 
-def _dump_cluster(c: ClusterState) -> dict:
+
+def _load_objects(c: ClusterState, d: dict) -> None:
+    c.clock_ms, c.seq = d["clock"], d["seq"]
+    c.config = _dec(d["config"])
+    c.flavors = {o.name: o for o in map(_dec, d["flavors"])}
+    c.local_queues = {o.key: o for o in map(_dec, d["localQueues"])}
+    c.nodes = {o.name: o for o in map(_dec, d["nodes"])}
+
+
+def _dump_model(c: ClusterState) -> dict:
+    return {"name": c.model.name, "modelVersion": c.model.version, "doc": c.model.dump()}
+
+
+def _load_model(c: ClusterState, d: dict) -> None:
+    try:
+        model = registry.create(d["name"])
+    except registry.UnknownQuotaModel as exc:
+        raise SnapshotError(str(exc.args[0])) from None
+    if d["modelVersion"] != model.version:
+        raise SnapshotError(f"quota model {d['name']!r} document version {d['modelVersion']} cannot be read "
+                            f"by version {model.version}")
+    model.load(d["doc"])
+    c.model = model
+    c.hierarchy.model = model
+
+
+def _dump_hierarchy(c: ClusterState) -> dict:
     h = c.hierarchy
-    wake = c.wake_index
-    params = c.afs.params
-
-    def entry(e: tuple) -> list:
-        info, park, node, cq_name, needs = e
-        return [info.key, park, _node_ref(node), cq_name, [[list(fr), val] for fr, val in needs]]
-
     return {
-        "name": c.name, "clock": c.clock_ms, "seq": c.seq, "config": _enc(c.config),
-        "flavors": [_enc(o) for o in c.flavors.values()],
-        "localQueues": [_enc(o) for o in c.local_queues.values()],
-        "nodes": [_enc(o) for o in c.nodes.values()],
-        "cohorts": [{"name": n, "spec": _enc(e.spec), "parent": e.parent_name, "linked": e.node.parent is not None,
-                     "quota": [_frs(e.node.nominal), _frs(e.node.borrowing_limit), _frs(e.node.lending_limit)]}
+        "cohorts": [{"name": n, "spec": _enc(e.spec), "parent": e.parent_name, "linked": e.linked}
                     for n, e in h.cohorts.items()],
-        "clusterQueues": [{"name": n, "spec": _enc(e.spec), "cohort": e.cohort_name,
-                           "quota": [_frs(e.node.nominal), _frs(e.node.borrowing_limit), _frs(e.node.lending_limit)],
-                           "usage": _frs(e.node.usage)}
+        "clusterQueues": [{"name": n, "spec": _enc(e.spec), "cohort": e.cohort_name}
                           for n, e in h.cluster_queues.items()],
         "unlinked": sorted(h._unlinked),
-        "workloads": [{
-            "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
-            "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage] for p in w.assignment],
-            "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason, "message": str(w.message),
-            "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
-        } for w in c.workloads.values()],
+    }
+
+
+def _load_hierarchy(c: ClusterState, d: dict) -> None:
+    h = c.hierarchy
+    for row in d["cohorts"]:
+        e = h.cohorts[row["name"]] = CohortEntry(row["name"])
+        e.spec, e.parent_name, e.linked = _dec(row["spec"]), row["parent"], row["linked"]
+    for row in d["clusterQueues"]:
+        e2 = h.cluster_queues[row["name"]] = ClusterQueueEntry(row["name"])
+        e2.spec, e2.cohort_name = _dec(row["spec"]), row["cohort"]
+        if e2.spec is not None:
+            e2.rg_by_resource = {r: g for g in e2.spec.resource_groups for r in g.covered_resources}
+            e2.covers_pods = "pods" in e2.rg_by_resource
+        if e2.cohort_name is not None:
+            h.cohorts[e2.cohort_name].child_cluster_queues.add(row["name"])
+    for row in d["cohorts"]:
+        if row["parent"] is not None:
+            h.cohorts[row["parent"]].child_cohorts.add(row["name"])
+    h._unlinked = set(d["unlinked"])
+
+
+def _dump_workloads(c: ClusterState) -> dict:
+    return {"workloads": [{
+        "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
+        "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage] for p in w.assignment],
+        "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason, "message": str(w.message),
+        "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
+    } for w in c.workloads.values()]}
+
+
+def _load_workloads(c: ClusterState, d: dict) -> None:
+    for row in d["workloads"]:
+        w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
+        w.status, w.cluster_queue, w.borrowing = WorkloadStatus(row["status"]), row["cq"], row["borrowing"]
+        w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
+        w.charge = _unfrs(row["charge"])
+        w.reason, w.message, w.park = row["reason"], row["message"], row["park"]
+        w.admitted_ms, w.observed = row["admitted"], row["observed"]
+        c.workloads[w.key] = w
+
+
+def _dump_queues(c: ClusterState) -> dict:
+    return {
         "queues": [{"name": q.name, "strategy": q.strategy, "byUsage": q.by_usage, "members": list(q.members),
                     "parked": list(q.parked), "blocked": q.blocked.key if q.blocked is not None else None}
                    for q in c.queues.values()],
         "waiting": sorted(c.waiting),
         "byLocalQueue": {lq: list(m) for lq, m in c.by_local_queue.items()},
         "admittedBy": {cq: list(m) for cq, m in c.admitted.items()},
-        "wake": {
-            "released": [[list(k[0]), list(k[1]), v] for k, v in wake._released.items()],
-            "heaps": [[list(k[0]), list(k[1]), [[t, s, entry(e)] for t, s, e in heap]] for k, heap in wake._heaps.items()],
-            "buckets": [[list(k[0]), list(k[1]), _node_ref(root),
-                         [[val, [[a, b, cq, d, s, entry(e)] for a, b, cq, d, s, e in heap]] for val, heap in vals.items()]]
-                        for k, (root, vals) in wake._buckets.items()],
-            "dirty": sorted([list(k[0]), list(k[1])] for k in wake.dirty),
-            "woken": [[wl, list(k[0]), list(k[1])] for wl, k in wake._woken.items()],
-            "seq": wake._seq,
-        },
-        "afs": None if params is None and not c.afs.ledgers else {
-            "ledgers": [[k, l.anchor_ms, {r: str(v) for r, v in l.anchor.items()}, l.current, l.active_ms,
-                         [[wl, at, {r: str(v) for r, v in amounts.items()}] for wl, (at, amounts) in l.penalties.items()],
-                         l.version]
-                        for k, l in c.afs.ledgers.items()],
-        },
-        "scopes": {"blockers": {s: i.key for s, i in c.scope_gate.blockers.items()},
-                   "deferred": {s: sorted(n) for s, n in c.scope_gate.deferred.items()}},
     }
 
+
+def _load_queues(c: ClusterState, d: dict) -> None:
+    wl = c.workloads
+    parks = {key: w.park for key, w in wl.items()}
+    for row in d["queues"]:
+        q = c.queues[row["name"]] = ClusterQueueQueue(row["name"])
+        q.strategy, q.by_usage = row["strategy"], row["byUsage"]
+        for key in row["members"]:
+            q.push(wl[key])
+        for key in row["parked"]:
+            q.parked[key] = wl[key]
+        q.blocked = wl[row["blocked"]] if row["blocked"] is not None else None
+    for key, park in parks.items():  # push() bumped them; wake entries refer to these
+        wl[key].park = park
+    c.waiting = set(d["waiting"])
+    c.by_local_queue = {lq: {k: wl[k] for k in keys} for lq, keys in d["byLocalQueue"].items()}
+    c.admitted = {cq: {k: wl[k] for k in keys} for cq, keys in d["admittedBy"].items()}
+
+
+def _dump_wake_index(c: ClusterState) -> dict:
+    wake = c.wake_index
+
+    def waiter(w: Waiter) -> list:
+        return [w.info.key, w.park, w.cluster_queue, [[list(fr), val] for fr, val in w.needs]]
+
+    return {
+        "released": [[list(k[0]), list(k[1]), v] for k, v in wake.released.items()],
+        "heaps": [[list(k[0]), list(k[1]), [[t, s, waiter(w)] for t, s, w in heap]] for k, heap in wake.heaps.items()],
+        "buckets": [[list(k[0]), list(k[1]),
+                     [[val, [[a, b, cq, u, s, waiter(w)] for a, b, cq, u, s, w in heap]] for val, heap in vals.items()]]
+                    for k, vals in wake.buckets.items()],
+        "dirty": sorted([list(k[0]), list(k[1])] for k in wake.dirty),
+        "woken": [[wl, list(k[0]), list(k[1])] for wl, k in wake.woken.items()],
+        "seq": wake.seq,
+    }
+
+
+def _load_wake_index(c: ClusterState, d: dict) -> None:
+    wl = c.workloads
+
+    def waiter(row: list) -> Waiter:
+        key, park, cq_name, needs = row
+        return Waiter(wl[key], park, cq_name, [((fr[0], fr[1]), val) for fr, val in needs])
+
+    def wkey(pool: list, fr: list) -> tuple:
+        return ((pool[0], pool[1]), (fr[0], fr[1]))
+
+    wake = c.wake_index
+    wake.released = {wkey(t, f): v for t, f, v in d["released"]}
+    wake.heaps = {wkey(t, f): [(th, s, waiter(w)) for th, s, w in heap] for t, f, heap in d["heaps"]}
+    wake.buckets = {wkey(t, f): {val: [(a, b, cq, u, s, waiter(w)) for a, b, cq, u, s, w in heap] for val, heap in vals}
+                    for t, f, vals in d["buckets"]}
+    wake.dirty = {wkey(t, f) for t, f in d["dirty"]}
+    wake.woken = {k: wkey(t, f) for k, t, f in d["woken"]}
+    wake.seq = d["seq"]
+
+
+def _dump_fair_sharing(c: ClusterState) -> dict:
+    if c.afs.params is None and not c.afs.ledgers:
+        return {"ledgers": None}
+    return {"ledgers": [[k, l.anchor_ms, {r: str(v) for r, v in l.anchor.items()}, l.current, l.active_ms,
+                         [[wl, at, {r: str(v) for r, v in amounts.items()}] for wl, (at, amounts) in l.penalties.items()],
+                         l.version]
+                        for k, l in c.afs.ledgers.items()]}
+
+
+def _load_fair_sharing(c: ClusterState, d: dict) -> None:
+    if c.config.admission_fair_sharing is not None:
+        c.afs.params = DecayParams(c.config.admission_fair_sharing)
+    for key, anchor_ms, anchor, current, active_ms, penalties, version in d["ledgers"] or ():
+        ledger = UsageLedger(anchor_ms, {r: Decimal(v) for r, v in anchor.items()})
+        ledger.current, ledger.active_ms, ledger.version = current, active_ms, version
+        ledger.penalties = {w: (at, {r: Decimal(v) for r, v in amounts.items()}) for w, at, amounts in penalties}
+        c.afs.ledgers[key] = ledger
+
+
+def _dump_scopes(c: ClusterState) -> dict:
+    return {"blockers": {s: i.key for s, i in c.scope_gate.blockers.items()},
+            "deferred": {s: sorted(n) for s, n in c.scope_gate.deferred.items()}}
+
+
+def _load_scopes(c: ClusterState, d: dict) -> None:
+    wl = c.workloads
+    c.scope_gate.blockers = {s: wl[k] for s, k in d["blockers"].items()}
+    c.scope_gate.deferred = {s: set(n) for s, n in d["deferred"].items()}
+
+
+COMPONENTS: dict[str, tuple[int, Any, Any]] = {
+    "objects": (1, _dump_objects, _load_objects),
+    "quotaModel": (1, _dump_model, _load_model),
+    "hierarchy": (1, _dump_hierarchy, _load_hierarchy),
+    "workloads": (1, _dump_workloads, _load_workloads),
+    "queues": (1, _dump_queues, _load_queues),
+    "wakeIndex": (1, _dump_wake_index, _load_wake_index),
+    "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
+    "scopes": (1, _dump_scopes, _load_scopes),
+}
+"""Component name → (current version, dump, load), in load order."""
+
+COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {}
+"""``(component, version) -> pure function`` turning that version's document into the next version's."""
+
+
+# -- upgrades of older formats ----------------------------------------------------------------------
+
+def _upgrade_format_1(doc: dict) -> dict:
+    """Format 1 (one flat document per cluster, the quota tree inside the hierarchy rows, wake-up
+    entries naming quota nodes) → format 2 (component documents).  Pure."""
+    def waiter(e: list) -> list:
+        key, park, _node, cq_name, needs = e
+        return [key, park, cq_name, needs]
+
+    clusters = []
+    for d in doc["clusters"]:
+        wake = d["wake"]
+        linked = {row["name"]: row["parent"] if row["linked"] else None for row in d["cohorts"]}
+        components = {
+            "objects": {"version": 1, "clock": d["clock"], "seq": d["seq"], "config": d["config"],
+                        "flavors": d["flavors"], "localQueues": d["localQueues"], "nodes": d["nodes"]},
+            "quotaModel": {"version": 1, "name": "kueue", "modelVersion": 1, "doc": {
+                "cohorts": [[row["name"], linked[row["name"]], row["quota"]] for row in d["cohorts"]],
+                "clusterQueues": [[row["name"], row["cohort"], row["quota"], row["usage"]]
+                                  for row in d["clusterQueues"]]}},
+            "hierarchy": {"version": 1,
+                          "cohorts": [{"name": r["name"], "spec": r["spec"], "parent": r["parent"],
+                                       "linked": r["linked"]} for r in d["cohorts"]],
+                          "clusterQueues": [{"name": r["name"], "spec": r["spec"], "cohort": r["cohort"]}
+                                            for r in d["clusterQueues"]],
+                          "unlinked": d["unlinked"]},
+            "workloads": {"version": 1, "workloads": d["workloads"]},
+            "queues": {"version": 1, "queues": d["queues"], "waiting": d["waiting"],
+                       "byLocalQueue": d["byLocalQueue"], "admittedBy": d["admittedBy"]},
+            "wakeIndex": {"version": 1, "released": wake["released"],
+                          "heaps": [[t, f, [[th, s, waiter(e)] for th, s, e in heap]] for t, f, heap in wake["heaps"]],
+                          "buckets": [[t, f, [[val, [[a, b, cq, u, s, waiter(e)] for a, b, cq, u, s, e in heap]]
+                                              for val, heap in vals]] for t, f, _root, vals in wake["buckets"]],
+                          "dirty": wake["dirty"], "woken": wake["woken"], "seq": wake["seq"]},
+            "fairSharing": {"version": 1, "ledgers": None if d["afs"] is None else d["afs"]["ledgers"]},
+            "scopes": {"version": 1, **d["scopes"]},
+        }
+        clusters.append({"name": d["name"], "components": components})
+    return {**doc, "format": 2, "clusters": clusters}
+
+
+UPGRADES: dict[int, Any] = {1: _upgrade_format_1}
+"""``format -> pure function`` turning a document of that format into the next format."""
+
+
+# -- dump / load ------------------------------------------------------------------------------------
 
 def dump(engine: Engine, clusters: list[str] | None = None) -> bytes:
     """The engine's complete state as zlib-compressed canonical JSON; with ``clusters``, only those
@@ -156,123 +353,49 @@ def dump(engine: Engine, clusters: list[str] | None = None) -> bytes:
         "counts": [engine.applied, engine.rejected, engine.duplicates],
         "chains": {name: engine.chains[name].hex() for name in names},
         "seen": {name: sorted(engine._seen[name]) for name in names},
-        "clusters": [_dump_cluster(engine.clusters[name]) for name in names],
+        "clusters": [{"name": name, "components": {
+            component: {"version": version, **dumper(engine.clusters[name])}
+            for component, (version, dumper, _) in COMPONENTS.items()}} for name in names],
     }
     return zlib.compress(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS), 1)
 
 
-# -- load -----------------------------------------------------------------------------------------
-
 def _load_cluster(d: dict) -> ClusterState:
     c = ClusterState(d["name"])
-    c.clock_ms, c.seq = d["clock"], d["seq"]
-    c.config = _dec(d["config"])
-    c.flavors = {o.name: o for o in map(_dec, d["flavors"])}
-    c.local_queues = {o.key: o for o in map(_dec, d["localQueues"])}
-    c.nodes = {o.name: o for o in map(_dec, d["nodes"])}
-    h = c.hierarchy
-
-    def set_quota(node: QuotaNode, quota: list) -> None:
-        node.nominal, node.borrowing_limit, node.lending_limit = (_unfrs(q) for q in quota)
-        for fr in sorted(set(node.nominal) | set(node.lending_limit)):
-            _recompute_quota(node, fr)
-
-    for row in d["cohorts"]:
-        e = h.cohorts[row["name"]] = CohortEntry(row["name"])
-        e.spec, e.parent_name = _dec(row["spec"]), row["parent"]
-        set_quota(e.node, row["quota"])
-    for row in d["clusterQueues"]:
-        e2 = h.cluster_queues[row["name"]] = ClusterQueueEntry(row["name"])
-        e2.spec, e2.cohort_name = _dec(row["spec"]), row["cohort"]
-        if e2.spec is not None:
-            e2.rg_by_resource = {r: g for g in e2.spec.resource_groups for r in g.covered_resources}
-            e2.covers_pods = "pods" in e2.rg_by_resource
-        set_quota(e2.node, row["quota"])
-    for row in d["cohorts"]:
-        if row["parent"] is not None:
-            h.cohorts[row["parent"]].child_cohorts.add(row["name"])
-            if row["linked"]:
-                link(h.cohorts[row["name"]].node, h.cohorts[row["parent"]].node)
-    for row in d["clusterQueues"]:
-        if row["cohort"] is not None:
-            h.cohorts[row["cohort"]].child_cluster_queues.add(row["name"])
-            link(h.cluster_queues[row["name"]].node, h.cohorts[row["cohort"]].node)
-    for row in d["clusterQueues"]:
-        node = h.cluster_queues[row["name"]].node
-        for fr, amount in _unfrs(row["usage"]).items():
-            add_usage(node, fr, amount)
-    h._unlinked = set(d["unlinked"])
-
-    for row in d["workloads"]:
-        w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
-        w.status, w.cluster_queue, w.borrowing = WorkloadStatus(row["status"]), row["cq"], row["borrowing"]
-        w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
-        w.charge = _unfrs(row["charge"])
-        w.reason, w.message, w.park = row["reason"], row["message"], row["park"]
-        w.admitted_ms, w.observed = row["admitted"], row["observed"]
-        c.workloads[w.key] = w
-    wl = c.workloads
-    for row in d["queues"]:
-        q = c.queues[row["name"]] = ClusterQueueQueue(row["name"])
-        q.strategy, q.by_usage = row["strategy"], row["byUsage"]
-        for key in row["members"]:
-            q.push(wl[key])
-        for key in row["parked"]:
-            q.parked[key] = wl[key]
-        q.blocked = wl[row["blocked"]] if row["blocked"] is not None else None
-    for w, row in zip(wl.values(), d["workloads"]):  # push() bumped them; wake entries refer to these
-        w.park = row["park"]
-    c.waiting = set(d["waiting"])
-    c.by_local_queue = {lq: {k: wl[k] for k in keys} for lq, keys in d["byLocalQueue"].items()}
-    c.admitted = {cq: {k: wl[k] for k in keys} for cq, keys in d["admittedBy"].items()}
-
-    def node_of(ref: list) -> QuotaNode:
-        return (h.cluster_queues[ref[1]] if ref[0] else h.cohorts[ref[1]]).node
-
-    def entry(e: list) -> tuple:
-        key, park, ref, cq_name, needs = e
-        return (wl[key], park, node_of(ref), cq_name, [((fr[0], fr[1]), val) for fr, val in needs])
-
-    def wkey(tree: list, fr: list) -> tuple:
-        return ((tree[0], tree[1]), (fr[0], fr[1]))
-
-    wake = c.wake_index
-    wd = d["wake"]
-    wake._released = {wkey(t, f): v for t, f, v in wd["released"]}
-    wake._heaps = {wkey(t, f): [(th, s, entry(e)) for th, s, e in heap] for t, f, heap in wd["heaps"]}
-    wake._buckets = {wkey(t, f): (node_of(root), {val: [(a, b, cq, x, s, entry(e)) for a, b, cq, x, s, e in heap]
-                                                  for val, heap in vals})
-                     for t, f, root, vals in wd["buckets"]}
-    wake.dirty = {wkey(t, f) for t, f in wd["dirty"]}
-    wake._woken = {k: wkey(t, f) for k, t, f in wd["woken"]}
-    wake._seq = wd["seq"]
-
-    if c.config.admission_fair_sharing is not None:
-        c.afs.params = DecayParams(c.config.admission_fair_sharing)
-    if d["afs"] is not None:
-        for key, anchor_ms, anchor, current, active_ms, penalties, version in d["afs"]["ledgers"]:
-            ledger = UsageLedger(anchor_ms, {r: Decimal(v) for r, v in anchor.items()})
-            ledger.current, ledger.active_ms, ledger.version = current, active_ms, version
-            ledger.penalties = {w: (at, {r: Decimal(v) for r, v in amounts.items()}) for w, at, amounts in penalties}
-            c.afs.ledgers[key] = ledger
-    c.scope_gate.blockers = {s: wl[k] for s, k in d["scopes"]["blockers"].items()}
-    c.scope_gate.deferred = {s: set(n) for s, n in d["scopes"]["deferred"].items()}
+    components = d["components"]
+    for component, (version, _, loader) in COMPONENTS.items():
+        part = components.get(component)
+        if part is None:
+            raise SnapshotError(f"cluster {d['name']!r}: component {component!r} missing")
+        while part["version"] != version:
+            upgrade = COMPONENT_UPGRADES.get((component, part["version"]))
+            if upgrade is None:
+                raise SnapshotError(f"cluster {d['name']!r}: {component!r} version {part['version']} cannot be "
+                                    f"read by version {version}")
+            part = upgrade(part)
+        loader(c, part)
     return c
 
 
 def load(blob: bytes) -> Engine:
-    """Rebuild an engine from ``dump`` output.
+    """Rebuild an engine from ``dump`` output (of this format, or an older one upgraded on the way).
 
     Raises:
-        SnapshotError: not a snapshot, or written by another format or engine version.
+        SnapshotError: not a snapshot, written by another engine version, or a format or component
+            version that cannot be upgraded (the caller then rebuilds from events).
     """
     try:
         doc = orjson.loads(zlib.decompress(blob))
     except (zlib.error, orjson.JSONDecodeError) as exc:
         raise SnapshotError(f"not a quotaledger snapshot: {exc}") from exc
-    if doc.get("format") != SNAPSHOT_FORMAT or doc.get("engineVersion") != ENGINE_VERSION:
-        raise SnapshotError(f"snapshot format {doc.get('format')} / engine {doc.get('engineVersion')} "
-                            f"cannot be restored by format {SNAPSHOT_FORMAT} / engine {ENGINE_VERSION}")
+    if not isinstance(doc, dict) or doc.get("engineVersion") != ENGINE_VERSION:
+        raise SnapshotError(f"snapshot of engine {doc.get('engineVersion') if isinstance(doc, dict) else None} "
+                            f"cannot be restored by engine {ENGINE_VERSION}")
+    while doc.get("format") != SNAPSHOT_FORMAT:
+        upgrade = UPGRADES.get(doc.get("format"))  # type: ignore[arg-type]
+        if upgrade is None:
+            raise SnapshotError(f"snapshot format {doc.get('format')} cannot be restored by format {SNAPSHOT_FORMAT}")
+        doc = upgrade(doc)
     engine = Engine()
     engine.applied, engine.rejected, engine.duplicates = doc["counts"]
     engine.chains = {name: bytes.fromhex(chain) for name, chain in doc["chains"].items()}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from statemodel.decisions import assignments_json
 from statemodel.queues.afs import CONTEXT, INFINITY, FairSharingLedgers, score, unit_divisor
 from statemodel.hierarchy import Hierarchy
-from statemodel.quota.kueue import QuotaNode, available, potential_available
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, QuotaModel
 from statemodel.timefmt import format_duration, format_time
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import ADMITTED, PENDING
@@ -29,23 +29,22 @@ if TYPE_CHECKING:
     from statemodel.engine import Engine
 
 
-def _by_flavor(node: QuotaNode, cluster_queue: bool) -> dict:
+def _by_flavor(model: QuotaModel, kind: str, name: str) -> dict:
     out: dict[str, dict[str, dict]] = {}
-    for fr in node.flavor_resources():
-        flavor, resource = fr
-        row = {
-            "nominal": node.nominal.get(fr, 0),
-            "borrowingLimit": node.borrowing_limit.get(fr),
-            "lendingLimit": node.lending_limit.get(fr),
+    for row in model.entitlements(kind, name):
+        view: dict = {
+            "nominal": row.nominal,
+            "borrowingLimit": row.borrowing_limit,
+            "lendingLimit": row.lending_limit,
         }
-        if cluster_queue:
-            row["usage"] = node.usage.get(fr, 0)
-            row["available"] = max(0, available(node, fr))
-            row["potentialAvailable"] = potential_available(node, fr)
+        if kind == CLUSTER_QUEUE:
+            view["usage"] = row.usage
+            view["available"] = max(0, row.available)
+            view["potentialAvailable"] = row.potential_available
         else:
-            row["subtreeQuota"] = node.subtree.get(fr, 0)
-            row["usage"] = node.usage.get(fr, 0)
-        out.setdefault(flavor, {})[resource] = row
+            view["subtreeQuota"] = row.subtree_quota
+            view["usage"] = row.usage
+        out.setdefault(row.flavor, {})[row.resource] = view
     return out
 
 
@@ -103,7 +102,7 @@ def _cohorts(cluster: "ClusterState") -> dict:
             "parent": entry.parent_name,
             "explicit": entry.explicit,
             "active": not hierarchy.has_cycle(name),
-            "resources": _by_flavor(entry.node, False),
+            "resources": _by_flavor(cluster.model, COHORT, name),
         }
         if afs_on:
             lqs = [lq for cq in _subtree_cluster_queues(hierarchy, name) for lq in cluster.local_queues_of(cq)]
@@ -198,7 +197,7 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
             "active": cluster.inactive_reason(name) is None,
             "pending": pending_by_cq.get(name, 0),
             "admitted": len(cluster.admitted.get(name, {})),
-            "resources": _by_flavor(entry.node, True),
+            "resources": _by_flavor(cluster.model, CLUSTER_QUEUE, name),
         }
         if afs_on:
             weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000

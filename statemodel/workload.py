@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Final
 
 from statemodel.objects import FlavorResource, Workload
+from statemodel.reasons import PendingReason
 
 
 class WorkloadStatus(StrEnum):
@@ -25,6 +26,15 @@ class WorkloadStatus(StrEnum):
 PENDING: Final = WorkloadStatus.PENDING
 ADMITTED: Final = WorkloadStatus.ADMITTED
 FINISHED: Final = WorkloadStatus.FINISHED
+
+
+class PendingCondition:
+    """Why a workload waits, as Kueue reports its ``QuotaReserved=False`` condition: ``reason``
+    (``statemodel.reasons.PendingReason``) and ``message`` (immutable)."""
+
+    def __init__(self, reason: PendingReason, message: str) -> None:
+        self.reason: Final = reason
+        self.message: Final = message
 
 
 class PodSetAssignment:

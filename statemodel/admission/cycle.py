@@ -25,15 +25,33 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from statemodel.admission.flavorassigner import assign_flavors, fits_now
+from statemodel.admission.flavorassigner import Assignment, assign_flavors
+from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
-from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO
+from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
+from statemodel.quota.protocol import PoolKey, QuotaModel, Shortfall
 from statemodel.reasons import NO_LONGER_FITS, PENDING, WAITING_FOR_QUOTA
-from statemodel.quota.kueue import QuotaNode, available
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState
     from statemodel.workload import WorkloadInfo
+
+WaitKey = tuple[PoolKey, FlavorResource]
+"""What a waiter waits on: a pool of the quota model and one flavor-resource in it."""
+
+
+class Waiter:
+    """One parked option of a set-aside workload: it waits until every ``(fr, needed)`` of ``needs``
+    is available at ClusterQueue ``cluster_queue``.  Valid while ``info.park == park``."""
+
+    __slots__ = ("info", "park", "cluster_queue", "needs")
+
+    def __init__(self, info: "WorkloadInfo", park: int, cluster_queue: str,
+                 needs: list[tuple[FlavorResource, int]]) -> None:
+        self.info = info
+        self.park = park
+        self.cluster_queue = cluster_queue
+        self.needs = needs
 
 
 class WakeIndex:
@@ -41,170 +59,166 @@ class WakeIndex:
 
     A workload set aside with ``WaitingForQuota`` records, per flavor it could use, every resource
     it is short of, and waits on the largest shortage: ``val`` needed, ``available`` now.  When
-    that one is met, the others are checked (cheaply, without a flavor assignment); the first one
-    still unmet becomes what it waits on.  Two ways to wait on a shortage (``_wait``):
+    that one is met, the others are checked (cheaply, ``QuotaModel.available``, without a flavor
+    assignment); the first one still unmet becomes what it waits on.  The quota model says how a
+    shortage can be met (``QuotaModel.wake_rule``):
 
-    * **root-bound**: no lending limit on its path and no borrowing limit that binds below
-      ``val`` — it fits exactly when its tree's root has ``val`` free.  Such workloads wait in
-      per-(tree, fr) buckets by ``val``, each bucket ordered by Kueue's cycle order (priority,
-      creation time, ClusterQueue name, uid).  When usage in the tree is released, ``affordable``
-      wakes the best-ordered waiters whose ``val`` fits in what the root has free, charging each
-      against that free capacity, so a release of 1 cpu wakes one 1-cpu workload, not all of them.
-    * **otherwise** (a borrowing limit binds, or lending limits make local quota visible): it can
-      only fit after its ``available`` grows by the deficit, and ``available`` grows by at most
-      what is released in its tree, so it waits on a running total of released quota per
-      (tree, fr) reaching ``total_at_park + deficit``.
+    * **at pool free** (Kueue: no lending limit on its path and no borrowing limit that binds below
+      ``val``) — it fits exactly when its pool has ``val`` free (``QuotaModel.pool_free``).  Such
+      workloads wait in per-(pool, fr) buckets by ``val``, each bucket ordered by Kueue's cycle order
+      (priority, creation time, ClusterQueue name, uid).  When usage in the pool is released,
+      ``affordable`` wakes the best-ordered waiters whose ``val`` fits in what the pool has free,
+      charging each against that free capacity, so a release of 1 cpu wakes one 1-cpu workload.
+    * **otherwise** — it can only fit after its ``available`` grows by the deficit, and
+      ``available`` grows by at most what is released in its pool, so it waits on a running total
+      of released quota per (pool, fr) reaching ``total_at_park + deficit``.
 
     A configuration change wakes everyone (``clear``).  Entries are invalidated lazily by the
-    workload's ``park`` counter.  Costs: O(log n) per set-aside, per wake and per release.
+    workload's ``park`` counter.  Costs: O(log n) per set-aside, per wake and per release, plus the
+    model's calls (one ``wake_rule`` per parked option, one ``available`` per need checked).
     """
 
     def __init__(self) -> None:
-        self._released: dict[tuple, int] = {}
-        self._heaps: dict[tuple, list] = {}
-        self._buckets: dict[tuple, tuple[QuotaNode, dict[int, list]]] = {}
-        self.dirty: set[tuple] = set()
-        self._woken: dict[str, tuple] = {}
-        self._seq = 0
+        self.released: dict[WaitKey, int] = {}
+        self.heaps: dict[WaitKey, list[tuple[int, int, Waiter]]] = {}
+        self.buckets: dict[WaitKey, dict[int, list[tuple[int, int, str, str, int, Waiter]]]] = {}
+        self.dirty: set[WaitKey] = set()
+        self.woken: dict[str, WaitKey] = {}
+        self.seq = 0
 
-    @staticmethod
-    def _tree(node: QuotaNode) -> tuple[QuotaNode, tuple[bool, str]]:
-        root = node
-        while root.parent is not None:
-            root = root.parent
-        return root, (root.is_cluster_queue, root.name)
-
-    def register(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo",
-                 options: list[list[tuple[FlavorResource, int, int]]]) -> None:
-        """Remember that ``info`` (queued at ClusterQueue ``node``) waits until one of ``options`` —
-        per flavor, every ``(fr, needed, available now)`` it is short of — is met."""
+    def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
+        """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
+        per flavor, the ``WaitingForQuota`` shortfalls it has, the first one waited on — is met."""
         info.park += 1
-        for needs in options:
-            fr, val, free = needs[0]
-            self._wait(node, cq_name, info, [(f, v) for f, v, _ in needs], fr, val, free)
+        for shorts in options:
+            first = shorts[0]
+            waiter = Waiter(info, info.park, cq_name, [((sf.flavor, sf.resource), sf.needed) for sf in shorts])
+            self._wait(model, waiter, (first.flavor, first.resource), first.needed, first.available)
 
-    def _wait(self, node: QuotaNode, cq_name: str, info: "WorkloadInfo", needs: list[tuple[FlavorResource, int]],
-              fr: FlavorResource, val: int, free: int) -> None:
+    def _wait(self, model: QuotaModel, waiter: Waiter, fr: FlavorResource, val: int, free: int) -> None:
         """Park one option on the need ``fr`` (``val`` needed, ``free`` available now)."""
-        root, tree = self._tree(node)
-        key = (tree, fr)
-        self._seq += 1
-        entry = (info, info.park, node, cq_name, needs)
-        if _root_bound(node, fr, val):
-            buckets = self._buckets.get(key)
+        rule = model.wake_rule(waiter.cluster_queue, fr, val)
+        key = (rule.pool, fr)
+        self.seq += 1
+        if rule.at_pool_free:
+            buckets = self.buckets.get(key)
             if buckets is None:
-                buckets = self._buckets[key] = (root, {})
-            order = info.order
-            heapq.heappush(buckets[1].setdefault(val, []), (order[0], order[1], cq_name, order[2], self._seq, entry))
+                buckets = self.buckets[key] = {}
+            order = waiter.info.order
+            heapq.heappush(buckets.setdefault(val, []),
+                           (order[0], order[1], waiter.cluster_queue, order[2], self.seq, waiter))
         else:
-            heapq.heappush(self._heaps.setdefault(key, []), (self._released.get(key, 0) + val - free, self._seq, entry))
+            heapq.heappush(self.heaps.setdefault(key, []), (self.released.get(key, 0) + val - free, self.seq, waiter))
 
-    def _all_met(self, entry: tuple) -> bool:
+    def _all_met(self, model: QuotaModel, waiter: Waiter) -> bool:
         """Whether every need of a parked option is met now; if not, re-park it on the first unmet one
-        (cheap: O(needs × depth), no flavor assignment)."""
-        info, park, node, cq_name, needs = entry
-        if park != info.park:
+        (cheap: one ``available`` per need, no flavor assignment)."""
+        if waiter.park != waiter.info.park:
             return False
-        for fr, val in needs:
-            free = available(node, fr)
+        for fr, val in waiter.needs:
+            free = model.available(waiter.cluster_queue, fr)
             if free < val:
-                self._wait(node, cq_name, info, needs, fr, val, free)
+                self._wait(model, waiter, fr, val, free)
                 return False
         return True
 
     def set_aside(self, info: "WorkloadInfo") -> None:
-        """``info`` did not fit; if it had been woken on its tree's free quota, give that quota back
+        """``info`` did not fit; if it had been woken on its pool's free quota, give that quota back
         so the next waiter in line gets its turn."""
-        spent = self._woken.pop(info.key, None)
+        spent = self.woken.pop(info.key, None)
         if spent is not None:
             self.dirty.add(spent)
 
-    def release(self, node: QuotaNode, charge: dict[FlavorResource, int]) -> list["WorkloadInfo"]:
-        """Account quota released at ClusterQueue ``node``; return the deficit-waiters it reached
-        and mark root-bound buckets of the tree for ``affordable``."""
-        if not self._heaps and not self._buckets:
+    def release(self, model: QuotaModel, cq_name: str, charge: dict[FlavorResource, int]) -> list["WorkloadInfo"]:
+        """Account quota released at ClusterQueue ``cq_name``; return the deficit-waiters it reached
+        and mark at-pool-free buckets of the pool for ``affordable``."""
+        if not self.heaps and not self.buckets:
             return []
-        _, tree = self._tree(node)
+        pool = model.pool(cq_name)
         woken: list["WorkloadInfo"] = []
         for fr, amount in charge.items():
-            key = (tree, fr)
-            if key in self._buckets:
+            key = (pool, fr)
+            if key in self.buckets:
                 self.dirty.add(key)
-            heap = self._heaps.get(key)
+            heap = self.heaps.get(key)
             if not heap:
                 continue
-            total = self._released[key] = self._released.get(key, 0) + amount
+            total = self.released[key] = self.released.get(key, 0) + amount
             due = []
             while heap and heap[0][0] <= total:
                 due.append(heapq.heappop(heap)[2])
             if not heap:
-                del self._heaps[key]
-                del self._released[key]
-            woken.extend(entry[0] for entry in due if self._all_met(entry))
+                del self.heaps[key]
+                del self.released[key]
+            woken.extend(waiter.info for waiter in due if self._all_met(model, waiter))
         return woken
 
-    def affordable(self) -> list["WorkloadInfo"]:
-        """Wake root-bound waiters of released trees, best order first, while the root's free
+    def affordable(self, model: QuotaModel) -> list["WorkloadInfo"]:
+        """Wake at-pool-free waiters of released pools, best order first, while the pool's free
         quota covers them; clears the release marks."""
         if not self.dirty:
             return []
         woken = []
-        self._woken.clear()
+        self.woken.clear()
         for key in sorted(self.dirty):
-            if key not in self._buckets:
+            buckets = self.buckets.get(key)
+            if buckets is None:
                 continue
-            root, buckets = self._buckets[key]
-            fr = key[1]
-            budget = root.subtree.get(fr, 0) - root.usage.get(fr, 0)
+            budget = model.pool_free(key[0], key[1])
             while budget > 0:
                 best = None
                 for val, heap in buckets.items():
                     if val > budget:
                         continue
-                    while heap and heap[0][5][1] != heap[0][5][0].park:
+                    while heap and heap[0][5].park != heap[0][5].info.park:
                         heapq.heappop(heap)
                     if heap and (best is None or heap[0] < buckets[best][0]):
                         best = val
                 if best is None:
                     break
-                entry = heapq.heappop(buckets[best])[5]
-                if not self._all_met(entry):
+                waiter = heapq.heappop(buckets[best])[5]
+                if not self._all_met(model, waiter):
                     continue
-                info = entry[0]
+                info = waiter.info
                 woken.append(info)
-                self._woken[info.key] = key
+                self.woken[info.key] = key
                 info.park += 1
                 budget -= best
             for val in [v for v, heap in buckets.items() if not heap]:
                 del buckets[val]
             if not buckets:
-                del self._buckets[key]
+                del self.buckets[key]
         self.dirty.clear()
         return woken
 
     def clear(self) -> None:
         """Forget every waiter (after everyone was woken by a configuration change)."""
-        self._released.clear()
-        self._heaps.clear()
-        self._buckets.clear()
+        self.released.clear()
+        self.heaps.clear()
+        self.buckets.clear()
         self.dirty.clear()
-        self._woken.clear()
+        self.woken.clear()
 
 
-def _root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
-    """Whether ``val`` of ``fr`` would fit at ClusterQueue ``node`` given only enough free quota at
-    its root: no lending limit on the path and every borrowing-limit cap allows ``val``."""
-    n = node
-    while n.parent is not None:
-        if fr in n.lending_limit:
-            return False
-        bl = n.borrowing_limit.get(fr)
-        if bl is not None:
-            usage = n.usage.get(fr, 0)
-            if n.subtree.get(fr, 0) - (usage if usage > 0 else 0) + bl < val:
-                return False
-        n = n.parent
-    return True
+class Candidate:
+    """A ClusterQueue head nominated in one cycle, with its flavor assignment (Kueue ``entry``)."""
+
+    __slots__ = ("borrowing", "order", "name", "info", "assignment", "entry", "queue")
+
+    def __init__(self, name: str, info: "WorkloadInfo", assignment: Assignment, entry: ClusterQueueEntry,
+                 queue: ClusterQueueQueue) -> None:
+        self.borrowing = assignment.borrowing
+        self.order = info.order
+        self.name = name
+        self.info = info
+        self.assignment = assignment
+        self.entry = entry
+        self.queue = queue
+
+    def sort_key(self) -> tuple[int, int, int, str]:
+        """Cycle order: borrowing height, priority (higher first), creation time, ClusterQueue name."""
+        order = self.order
+        return (self.borrowing, order[0], order[1], self.name)
 
 
 class ScopeGate:
@@ -236,38 +250,39 @@ class ScopeGate:
         self.blockers.clear()
         self.deferred.clear()
 
-    def filter(self, cluster: "ClusterState", entries: list) -> tuple[list, dict[str, str]]:
-        """Keep the entries to process this cycle; returns them and the scope of each kept
-        sticking-out entry (by ClusterQueue name)."""
+    def filter(self, cluster: "ClusterState", candidates: list[Candidate]) -> tuple[list[Candidate], dict[str, str]]:
+        """Keep the candidates to process this cycle; returns them and the scope of each kept
+        sticking-out candidate (by ClusterQueue name)."""
         keep = []
-        best: dict[str, tuple] = {}
-        for entry in entries:
-            borrowing, order, name, info, assignment = entry[0], entry[1], entry[2], entry[3], entry[4]
-            scope = cluster.admission_scope(name) if (not assignment.fits or borrowing > 0) else None
+        best: dict[str, tuple[tuple, Candidate]] = {}
+        for cand in candidates:
+            name, order = cand.name, cand.order
+            scope = cluster.admission_scope(name) if (not cand.assignment.fits or cand.borrowing > 0) else None
             if scope is None:
-                keep.append(entry)
+                keep.append(cand)
                 continue
             blocker = self.blockers.get(scope)
-            if blocker is not None and blocker is not info:
-                self._defer(scope, entry, f"waiting behind {blocker.key} in the admission scope of cohort {scope}")
+            if blocker is not None and blocker is not cand.info:
+                self._defer(scope, cand, f"waiting behind {blocker.key} in the admission scope of cohort {scope}")
                 continue
             key = (cluster.cluster_queue_score(name), order[0], order[1], name)
             current = best.get(scope)
+            loser: Candidate | None = cand
             if current is None or key < current[0]:
-                best[scope] = (key, entry)
-                entry = current[1] if current is not None else None
-            if entry is not None:
-                self._defer(scope, entry, f"waiting for its turn in the admission scope of cohort {scope}")
+                best[scope] = (key, cand)
+                loser = current[1] if current is not None else None
+            if loser is not None:
+                self._defer(scope, loser, f"waiting for its turn in the admission scope of cohort {scope}")
         scopes = {}
-        for scope, (_, entry) in best.items():
-            keep.append(entry)
-            scopes[entry[2]] = scope
+        for scope, (_, cand) in best.items():
+            keep.append(cand)
+            scopes[cand.name] = scope
         return keep, scopes
 
-    def _defer(self, scope: str, entry: tuple, message: str) -> None:
-        entry[3].reason = PENDING
-        entry[3].message = message
-        self.deferred.setdefault(scope, set()).add(entry[2])
+    def _defer(self, scope: str, cand: Candidate, message: str) -> None:
+        cand.info.reason = PENDING
+        cand.info.message = message
+        self.deferred.setdefault(scope, set()).add(cand.name)
 
     def outcome(self, cluster: "ClusterState", scope: str, info: "WorkloadInfo", admitted: bool) -> None:
         """The scope's first sticking-out head was admitted (the next goes) or set aside (it blocks)."""
@@ -286,25 +301,29 @@ def _set_aside(cluster: "ClusterState", info: "WorkloadInfo") -> bool:
 
 
 def run_cycles(cluster: "ClusterState") -> None:
-    """Run admission cycles until no ClusterQueue has a ready head; decisions go to ``cluster``."""
+    """Run admission cycles until no ClusterQueue has a ready head; decisions go to ``cluster``.
+
+    The quota model is asked ``fit`` once per flavor tried at nomination and ``fits`` once per
+    admission after an earlier one in the same cycle.
+    """
     ready = cluster.ready
     queues = cluster.queues
     hierarchy_cqs = cluster.hierarchy.cluster_queues
-    max_capacity = cluster.max_capacity
+    model = cluster.model
     wake_index = cluster.wake_index
     gate = cluster.scope_gate
     scorer = cluster.local_queue_score
     scoped = cluster.has_admission_scopes()
     while True:
         if wake_index.dirty:
-            cluster.wake_affordable()
+            cluster.wake(wake_index.affordable(model))
         if gate.blockers:
             gate.release(cluster)
         if not ready:
             return
         names = sorted(ready) if len(ready) > 1 else list(ready)
         ready.clear()
-        entries = []
+        candidates: list[Candidate] = []
         for name in names:
             queue = queues[name]
             info = queue.ready_head(scorer)
@@ -315,33 +334,33 @@ def run_cycles(cluster: "ClusterState") -> None:
                 cluster.set_aside_all(queue, inactive)
                 continue
             entry = hierarchy_cqs[name]
-            assignment = assign_flavors(entry, info, max_capacity)
-            entries.append((assignment.borrowing, info.order, name, info, assignment, entry, queue))
+            candidates.append(Candidate(name, info, assign_flavors(model, entry, info), entry, queue))
         scopes: dict[str, str] = {}
         if scoped:
-            entries, scopes = gate.filter(cluster, entries)
-        entries.sort(key=lambda e: (e[0], e[1][0], e[1][1], e[2]))
+            candidates, scopes = gate.filter(cluster, candidates)
+        candidates.sort(key=Candidate.sort_key)
         admitted_any = False
-        for _, _, name, info, assignment, entry, queue in entries:
+        for cand in candidates:
+            name, info, assignment, queue = cand.name, cand.info, cand.assignment, cand.queue
             if not assignment.fits:
                 info.reason = assignment.reason
                 info.message = assignment.message
                 queue.set_aside(info)
                 cluster.waiting.add(name)
-                cluster.wake_index.set_aside(info)
+                wake_index.set_aside(info)
                 if assignment.wake:
-                    cluster.wake_index.register(entry.node, name, info, assignment.wake)
+                    wake_index.register(model, name, info, assignment.wake)
                 if queue.strategy == BEST_EFFORT_FIFO:
                     ready.add(name)
                 if name in scopes:
                     gate.outcome(cluster, scopes[name], info, False)
                 continue
-            if admitted_any and not fits_now(entry, assignment.usage):
+            if admitted_any and not model.fits(name, assignment.usage):
                 info.reason = WAITING_FOR_QUOTA
                 info.message = NO_LONGER_FITS
                 ready.add(name)
                 continue
-            cluster.admit(info, entry, queue, assignment)
+            cluster.admit(info, cand.entry, queue, assignment)
             admitted_any = True
             ready.add(name)
             if name in scopes:

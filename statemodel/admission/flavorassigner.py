@@ -9,8 +9,9 @@ what earlier podSets of the same workload took in that flavor is within ``availa
 the search continues when ``whenCanBorrow: TryNextFlavor``; otherwise the search stops there.
 Among candidates the lowest borrowing height wins (earliest flavor on ties).
 
-Preemption is not simulated yet, so ``whenCanPreempt`` has no effect and a flavor that would need
-preemption counts as not fitting.  Node-affinity checks against flavor labels are not done.  A
+The fit of one flavor is asked of the cluster's quota model (``QuotaModel.fit``, one call per
+flavor tried).  Preemption is not simulated yet, so ``whenCanPreempt`` has no effect and a flavor
+that would need preemption (``FitIfPreempting``) counts as not fitting (``WaitingForQuota``).  Node-affinity checks against flavor labels are not done.  A
 missing ResourceFlavor makes the whole ClusterQueue inactive before assignment is tried (Kueue).
 """
 
@@ -19,42 +20,54 @@ from __future__ import annotations
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
 from statemodel.quantity import format_quantity
+from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR, SEVERITY, WAITING_FOR_QUOTA
-from statemodel.quota.kueue import available, borrowing_height, potential_available
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 
 _REASON_BY_SEVERITY = {sev: reason for reason, sev in SEVERITY.items()}
+_WAITING = SEVERITY[WAITING_FOR_QUOTA]
 
 
-def _status_text(status: tuple) -> str:
-    kind = status[0]
-    if kind == "unavailable":
-        return f"resource {status[1]} unavailable in ClusterQueue"
-    if kind == "max":
-        _, r, flavor, before, request, cap = status
-        return (f"insufficient quota for {r} in flavor {flavor}, previously considered podsets requests "
-                f"({format_quantity(r, before)}) + current podset request ({format_quantity(r, request)}) "
-                f"> maximum capacity ({format_quantity(r, cap)})")
-    _, r, flavor, missing = status
-    return f"insufficient unused quota for {r} in flavor {flavor}, {format_quantity(r, missing)} more needed"
+class PodSetStatus:
+    """One reason a flavor (or no flavor) failed for a podSet: the model's ``shortfall`` and the
+    podSet's own ``request`` of that resource (the rest of ``shortfall.needed`` was taken by earlier
+    podSets).  A resource no resource group covers has reason ``NoMatchingFlavor`` and flavor ``""``."""
+
+    __slots__ = ("shortfall", "request")
+
+    def __init__(self, shortfall: Shortfall, request: int) -> None:
+        self.shortfall = shortfall
+        self.request = request
+
+    def __str__(self) -> str:
+        sf = self.shortfall
+        r = sf.resource
+        if sf.reason == NO_MATCHING_FLAVOR:
+            return f"resource {r} unavailable in ClusterQueue"
+        if sf.reason == EXCEEDS_MAX_QUOTA:
+            return (f"insufficient quota for {r} in flavor {sf.flavor}, previously considered podsets requests "
+                    f"({format_quantity(r, sf.needed - self.request)}) + current podset request "
+                    f"({format_quantity(r, self.request)}) > maximum capacity ({format_quantity(r, sf.available)})")
+        return (f"insufficient unused quota for {r} in flavor {sf.flavor}, "
+                f"{format_quantity(r, sf.needed - sf.available)} more needed")
 
 
 class NoFitMessage:
     """Kueue's ``couldn't assign flavors to pod set <ps>: <reasons sorted, joined ", ">`` (pod sets
-    joined by ``"; "``), kept as data and rendered only when someone reads it: a workload that waits
-    is re-evaluated far more often than its message is looked at."""
+    joined by ``"; "``), kept as data (``failures``: per podSet, its statuses) and rendered only when
+    someone reads it: a workload that waits is re-evaluated far more often than its message is read."""
 
     __slots__ = ("failures", "_text")
 
-    def __init__(self, failures: list[tuple[str, list[tuple]]]) -> None:
+    def __init__(self, failures: list[tuple[str, list[PodSetStatus]]]) -> None:
         self.failures = failures
         self._text: str | None = None
 
     def __str__(self) -> str:
         if self._text is None:
             self._text = "; ".join(
-                f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(_status_text(st) for st in statuses))}"
+                f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(str(st) for st in statuses))}"
                 for ps, statuses in self.failures)
         return self._text
 
@@ -69,9 +82,8 @@ class Assignment:
         usage: total quota to charge per ``(flavor, resource)``.
         reason / message: Kueue ``QuotaReserved=False`` reason and message (when not ``fits``; the
             message is a ``NoFitMessage``, rendered by ``str``).
-        wake: for every flavor that could fit once enough quota is released, the resources it is short
-            of as ``((flavor, resource), needed, available)``, largest deficit first (empty ⇒ only a
-            configuration change can help).
+        wake: for every flavor that could fit once enough quota is released, the ``WaitingForQuota``
+            shortfalls it has, largest deficit first (empty ⇒ only a configuration change can help).
     """
 
     __slots__ = ("fits", "borrowing", "pod_sets", "usage", "reason", "message", "wake")
@@ -83,24 +95,27 @@ class Assignment:
         self.usage: dict[FlavorResource, int] = {}
         self.reason: str | None = None
         self.message: str | NoFitMessage = ""
-        self.wake: list[list[tuple[FlavorResource, int, int]]] = []
+        self.wake: list[list[Shortfall]] = []
 
 
-def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict) -> Assignment:
+def _deficit(sf: Shortfall) -> int:
+    return sf.available - sf.needed
+
+
+def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo) -> Assignment:
     """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage.
 
-    ``max_capacity`` memoizes ``potentialAvailable`` per ``(ClusterQueue, flavor, resource)``; it
-    depends only on configuration, and the caller clears it when the configuration changes.
-    Pure; O(podSets × resources × flavors × depth).
+    Asks ``model.fit`` once per flavor tried.  Pure (the model is only read);
+    O(podSets × flavors × the model's cost of a fit).
     """
     spec = cq.spec
     assert spec is not None, "flavors are only assigned in active ClusterQueues"
-    node = cq.node
+    leaf = cq.name
     rg_by_resource = cq.rg_by_resource
     try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == "TryNextFlavor"
     result = Assignment()
     assumed = result.usage
-    failures: list[tuple[str, list[tuple]]] = []
+    failures: list[tuple[str, list[PodSetStatus]]] = []
     worst = 0
     for ps_name, count, totals in info.totals:
         requests = list(totals)
@@ -110,7 +125,7 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
         chosen: dict[str, str] = {}
         handled: set[str] = set()
         ps_usage: dict[str, int] = {}
-        ps_statuses: list[tuple] = []
+        ps_statuses: list[PodSetStatus] = []
         ps_severity = 0
         for res, amount in requests:
             if res in handled:
@@ -118,11 +133,11 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
             group = rg_by_resource.get(res)
             if group is None:
                 if amount:
-                    ps_statuses.append(("unavailable", res))
+                    ps_statuses.append(PodSetStatus(Shortfall(NO_MATCHING_FLAVOR, "", res, leaf, amount, 0), amount))
                     ps_severity = max(ps_severity, SEVERITY[NO_MATCHING_FLAVOR])
                 continue
             covered = group.covered_resources
-            group_requests = []
+            group_requests: list[tuple[str, int]] = []
             for r, a in requests:
                 if r in covered:
                     group_requests.append((r, a))
@@ -131,35 +146,24 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
             group_severity = None
             for index, flavor in enumerate(group.flavors):
                 fname = flavor.name
-                borrow = 0
-                flavor_sev = 0
-                shorts: list[tuple[FlavorResource, int, int]] = []
-                for r, a in group_requests:
-                    fr = (fname, r)
-                    before = assumed.get(fr, 0)
-                    val = before + a
-                    cap = max_capacity.get((node.name, fr))
-                    if cap is None:
-                        cap = max_capacity[(node.name, fr)] = potential_available(node, fr)
-                    if val > cap:
-                        ps_statuses.append(("max", r, fname, before, a, cap))
-                        flavor_sev = max(flavor_sev, SEVERITY[EXCEEDS_MAX_QUOTA])
-                        continue
-                    free = available(node, fr)
-                    if free < 0:
-                        free = 0
-                    if val > free:
-                        ps_statuses.append(("unused", r, fname, val - free))
-                        flavor_sev = max(flavor_sev, SEVERITY[WAITING_FOR_QUOTA])
-                        shorts.append((fr, val, free))
-                        continue
-                    height = borrowing_height(node, fr, val)
-                    if height > borrow:
-                        borrow = height
-                if flavor_sev:
+                request = [((fname, r), assumed.get((fname, r), 0) + a) for r, a in group_requests]
+                fit = model.fit(leaf, request)
+                if isinstance(fit, Fit):
+                    borrow = fit.borrowing
+                else:
+                    flavor_sev = 0
+                    shorts: list[Shortfall] = []
+                    amounts = dict(group_requests)
+                    for sf in fit.shortfalls:
+                        ps_statuses.append(PodSetStatus(sf, amounts[sf.resource]))
+                        sev = _WAITING if isinstance(fit, FitIfPreempting) else SEVERITY[sf.reason]
+                        if sev > flavor_sev:
+                            flavor_sev = sev
+                        if sev == _WAITING:
+                            shorts.append(sf)
                     group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
-                    if flavor_sev == SEVERITY[WAITING_FOR_QUOTA] and shorts:
-                        shorts.sort(key=lambda x: x[2] - x[1])  # largest deficit first
+                    if flavor_sev == _WAITING and shorts:
+                        shorts.sort(key=_deficit)  # largest deficit first
                         result.wake.append(shorts)
                     continue
                 if best is None or borrow < best[0]:
@@ -184,18 +188,9 @@ def assign_flavors(cq: ClusterQueueEntry, info: WorkloadInfo, max_capacity: dict
         else:
             result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
     if not result.fits:
-        if worst > SEVERITY[WAITING_FOR_QUOTA]:
+        if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = _REASON_BY_SEVERITY[worst]
         result.message = NoFitMessage(failures)
         result.pod_sets = []
     return result
-
-
-def fits_now(cq: ClusterQueueEntry, usage: dict[FlavorResource, int]) -> bool:
-    """Whether ``usage`` still fits in ``cq`` against current usage (Kueue ``fits`` re-check)."""
-    node = cq.node
-    for fr, amount in usage.items():
-        if amount > available(node, fr):
-            return False
-    return True

@@ -17,9 +17,9 @@ from statemodel.objects import (
     EngineConfig,
     FairSharingPreemptionStrategy,
     KubeObject,
-    QuotaModel,
 )
 from statemodel.quantity import MAX_AMOUNT
+from statemodel.quota import registry
 from statemodel.timefmt import parse_duration
 
 API_VERSION = "quotaledger.io/v1alpha1"
@@ -31,7 +31,6 @@ _STRATEGIES = members(_FINAL, _INITIAL)
 _ALLOWED_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
 _DEFAULT_STRATEGIES = (_FINAL, _INITIAL)
 
-_QUOTA_MODELS = members(*QuotaModel)
 CONTRACT_QUOTA_MODELS = ("kueue", "koordinator", "volcano")
 """The ``spec.quotaModel`` names of the event contract (docs/events.md), implemented or not."""
 
@@ -59,17 +58,19 @@ def _milli_number(v: Any, path: str) -> int:
     return m
 
 
-def _quota_model(spec: dict, p: str) -> QuotaModel:
-    """``spec.quotaModel``: a model this engine runs (default ``kueue``).
+def _quota_model(spec: dict, p: str) -> str:
+    """``spec.quotaModel``: the name of a model registered in ``statemodel.quota.registry``
+    (default ``kueue``).
 
     A model the contract names but this engine does not implement is rejected with its own
     reason, so the producer learns the configuration is valid but unsupported here, not mistyped.
     """
+    known = registry.names()
     v = spec.get("quotaModel")
-    if isinstance(v, str) and v in CONTRACT_QUOTA_MODELS and v not in _QUOTA_MODELS:
+    if isinstance(v, str) and v in CONTRACT_QUOTA_MODELS and v not in known:
         fail(f"{p}.quotaModel", f"quota model {v!r} is not implemented by this engine: must be one of "
-             f"{', '.join(_QUOTA_MODELS)}")
-    return choice(spec, "quotaModel", p, _QUOTA_MODELS, QuotaModel.KUEUE)
+             f"{', '.join(known)}")
+    return choice(spec, "quotaModel", p, {name: name for name in known}, registry.DEFAULT)
 
 
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:

@@ -1,4 +1,7 @@
-"""KEP-79 quota arithmetic on one node of the cohort tree, maintained incrementally.
+"""The ``kueue`` quota model: KEP-79 arithmetic on the cohort tree, maintained incrementally.
+
+``KueueModel`` implements ``statemodel.quota.protocol.QuotaModel``; the functions below it work on
+one ``QuotaNode`` each.
 
 Semantics follow Kueue's ``pkg/cache/scheduler/resource_node.go`` (reference/kueue.md §1.3-1.6),
 which is the incremental form of the seed's ``T(x, r)`` condition (seed 000, "Design Details"):
@@ -18,7 +21,13 @@ keeps that rule), so every upward walk here terminates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from statemodel.objects import FlavorResource, ResourceGroup
+from statemodel.quota.protocol import (
+    CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitResult, NoFit, PodSetTotals, PoolKey, Shortfall, WakeRule,
+)
+from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 
 
 class QuotaNode:
@@ -278,3 +287,220 @@ def unlink(child: QuotaNode) -> None:
         del parent.cohort_children[child.name]
     child.parent = None
     _update_height(parent)
+
+
+def root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
+    """Whether ``val`` of ``fr`` would fit at ClusterQueue ``node`` given only enough free quota at
+    its root: no lending limit on the path and every borrowing-limit cap allows ``val``."""
+    n = node
+    while n.parent is not None:
+        if fr in n.lending_limit:
+            return False
+        bl = n.borrowing_limit.get(fr)
+        if bl is not None:
+            usage = n.usage.get(fr, 0)
+            if n.subtree.get(fr, 0) - (usage if usage > 0 else 0) + bl < val:
+                return False
+        n = n.parent
+    return True
+
+
+def _quota_rows(rows: list) -> dict[FlavorResource, int]:
+    return {(flavor, res): amount for flavor, res, amount in rows}
+
+
+def _rows(mapping: dict[FlavorResource, int]) -> list:
+    return [[flavor, res, amount] for (flavor, res), amount in mapping.items()]
+
+
+class KueueModel:
+    """Kueue's KEP-79 cohorts as a ``QuotaModel`` (``resource_node.go`` semantics, see the module
+    docstring): nominal quota, borrowing and lending limits, usage spilling up the linked tree.
+
+    ``fit`` asks, per resource of one flavor: above ``potentialAvailable`` ⇒ ``ExceedsMaxQuota``;
+    above ``available`` (clamped at 0) ⇒ ``WaitingForQuota``; otherwise it fits with the largest
+    ``borrowing_height``.  Without preemption it never answers ``FitIfPreempting``.  Demand is
+    ignored.  ``potentialAvailable`` is memoized per (ClusterQueue, flavor-resource) until a spec or
+    an edge changes.  A pool is a cohort tree, keyed by its root.
+    """
+
+    name = "kueue"
+    version = 1
+    tracks_demand = False
+
+    def __init__(self) -> None:
+        self._cqs: dict[str, QuotaNode] = {}
+        self._cohorts: dict[str, QuotaNode] = {}
+        self._max: dict[tuple[str, FlavorResource], int] = {}
+        self._fits: dict[int, Fit] = {}
+
+    def node(self, kind: str, name: str) -> QuotaNode:
+        """The node ``(kind, name)``, created when first named."""
+        nodes = self._cqs if kind == CLUSTER_QUEUE else self._cohorts
+        n = nodes.get(name)
+        if n is None:
+            n = nodes[name] = QuotaNode(name, kind == CLUSTER_QUEUE)
+        return n
+
+    def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
+        """``set_quotas`` on the node."""
+        set_quotas(self.node(kind, name), resource_groups)
+        self._max.clear()
+
+    def remove(self, kind: str, name: str) -> None:
+        """Forget the node."""
+        (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).pop(name, None)
+
+    def link(self, kind: str, name: str, parent: str) -> None:
+        """``link`` the node under Cohort ``parent``."""
+        link(self.node(kind, name), self.node(COHORT, parent))
+        self._max.clear()
+
+    def unlink(self, kind: str, name: str) -> None:
+        """``unlink`` the node from its parent."""
+        node = self.node(kind, name)
+        if node.parent is not None:
+            unlink(node)
+            self._max.clear()
+
+    def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
+        """Ignored: KEP-79 entitlements do not depend on pending requests."""
+
+    def fit(self, leaf: str, request: list[tuple[FlavorResource, int]]) -> FitResult:
+        """Kueue's per-flavor check in ``flavorassigner`` (see the class docstring)."""
+        node = self._cqs[leaf]
+        memo = self._max
+        shortfalls: list[Shortfall] = []
+        borrow = 0
+        for fr, val in request:
+            cap = memo.get((leaf, fr))
+            if cap is None:
+                cap = memo[(leaf, fr)] = potential_available(node, fr)
+            if val > cap:
+                shortfalls.append(Shortfall(EXCEEDS_MAX_QUOTA, fr[0], fr[1], leaf, val, cap))
+                continue
+            free = available(node, fr)
+            if free < 0:
+                free = 0
+            if val > free:
+                shortfalls.append(Shortfall(WAITING_FOR_QUOTA, fr[0], fr[1], leaf, val, free))
+                continue
+            height = borrowing_height(node, fr, val)
+            if height > borrow:
+                borrow = height
+        if shortfalls:
+            return NoFit(tuple(shortfalls))
+        fit = self._fits.get(borrow)
+        if fit is None:
+            fit = self._fits[borrow] = Fit(borrow)
+        return fit
+
+    def fits(self, leaf: str, usage: dict[FlavorResource, int]) -> bool:
+        """Every amount within ``available`` (Kueue's re-check before admitting)."""
+        node = self._cqs[leaf]
+        for fr, amount in usage.items():
+            if amount > available(node, fr):
+                return False
+        return True
+
+    def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """``add_usage`` per flavor-resource."""
+        node = self._cqs[leaf]
+        for fr, amount in usage.items():
+            add_usage(node, fr, amount)
+
+    def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """``add_usage`` of the negated amounts."""
+        node = self._cqs[leaf]
+        for fr, amount in usage.items():
+            add_usage(node, fr, -amount)
+
+    def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        """Release now; the returned function charges it back (integer arithmetic: exact)."""
+        self.release(leaf, usage)
+        return lambda: self.charge(leaf, usage)
+
+    def in_use(self, leaf: str) -> bool:
+        """Any non-zero usage at the ClusterQueue."""
+        return any(self._cqs[leaf].usage.values())
+
+    def available(self, leaf: str, fr: FlavorResource) -> int:
+        """Kueue ``available`` of the ClusterQueue."""
+        return available(self._cqs[leaf], fr)
+
+    def pool(self, leaf: str) -> PoolKey:
+        """The root of the ClusterQueue's linked tree."""
+        root = self._cqs[leaf]
+        while root.parent is not None:
+            root = root.parent
+        return (root.is_cluster_queue, root.name)
+
+    def pool_free(self, pool: PoolKey, fr: FlavorResource) -> int:
+        """The root's ``subtree - usage``."""
+        root = (self._cqs if pool[0] else self._cohorts).get(pool[1])
+        if root is None:
+            return 0
+        return root.subtree.get(fr, 0) - root.usage.get(fr, 0)
+
+    def wake_rule(self, leaf: str, fr: FlavorResource, needed: int) -> WakeRule:
+        """At the root's free quota when ``root_bound``, else after the deficit is released."""
+        node = self._cqs[leaf]
+        return WakeRule(self.pool(leaf), root_bound(node, fr, needed))
+
+    def path(self, leaf: str) -> list[tuple[str, str]]:
+        """The ClusterQueue and its linked Cohorts up to the root."""
+        return [(CLUSTER_QUEUE if n.is_cluster_queue else COHORT, n.name)
+                for n in self._cqs[leaf].path_to_root()]
+
+    def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
+        """Rows straight from the node's arithmetic (``available`` not clamped); none for a node the
+        model does not hold (an implicit cohort named only by an edge left unlinked by a cycle)."""
+        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        out: list[Entitlement] = []
+        if node is None:
+            return out
+        for fr in (node.flavor_resources() if frs is None else frs):
+            out.append(Entitlement(kind, name, fr[0], fr[1], node.nominal.get(fr, 0), node.borrowing_limit.get(fr),
+                                   node.lending_limit.get(fr), node.subtree.get(fr, 0), node.local.get(fr, 0),
+                                   node.usage.get(fr, 0), available(node, fr), potential_available(node, fr)))
+        return out
+
+    def dump(self) -> dict:
+        """Spec quotas, links and ClusterQueue usage; derived numbers are recomputed by ``load``.
+
+        Shape: ``{"cohorts": [[name, parent|null, [nominal, borrowingLimit, lendingLimit]]],
+        "clusterQueues": [[name, parent|null, [...quotas], usage]]}``, each quota list as
+        ``[[flavor, resource, amount], ...]``, in creation order.
+        """
+        def quotas(n: QuotaNode) -> list:
+            return [_rows(n.nominal), _rows(n.borrowing_limit), _rows(n.lending_limit)]
+
+        return {
+            "cohorts": [[n.name, n.parent.name if n.parent is not None else None, quotas(n)]
+                        for n in self._cohorts.values()],
+            "clusterQueues": [[n.name, n.parent.name if n.parent is not None else None, quotas(n), _rows(n.usage)]
+                              for n in self._cqs.values()],
+        }
+
+    def load(self, doc: dict) -> None:
+        """Rebuild from ``dump``: quotas, then links, then usage (as the original was built)."""
+        for name, _, quota in doc["cohorts"]:
+            _load_quota(self.node(COHORT, name), quota)
+        for name, _, quota, _ in doc["clusterQueues"]:
+            _load_quota(self.node(CLUSTER_QUEUE, name), quota)
+        for name, parent, _ in doc["cohorts"]:
+            if parent is not None:
+                link(self._cohorts[name], self.node(COHORT, parent))
+        for name, parent, _, _ in doc["clusterQueues"]:
+            if parent is not None:
+                link(self._cqs[name], self.node(COHORT, parent))
+        for name, _, _, usage in doc["clusterQueues"]:
+            node = self._cqs[name]
+            for fr, amount in _quota_rows(usage).items():
+                add_usage(node, fr, amount)
+
+
+def _load_quota(node: QuotaNode, quota: list) -> None:
+    node.nominal, node.borrowing_limit, node.lending_limit = (_quota_rows(q) for q in quota)
+    for fr in sorted(set(node.nominal) | set(node.lending_limit)):
+        _recompute_quota(node, fr)

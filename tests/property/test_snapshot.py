@@ -9,6 +9,9 @@ PostgreSQL restore, at a random moment, exactly the engine of the prefix, and st
 
 from __future__ import annotations
 
+import re
+import zlib
+
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
 from statemodel.snapshot import SnapshotError, dump, load
+from tests.paths import DATA
 from tests.scenario.builder import Scenario
 from tests.property.test_engine_churn import _emit, operation
 
@@ -91,3 +95,60 @@ def test_sql_snapshot_plus_archived_tail_equals_full_replay_on_both_databases(
         full, _, _ = engine_at(url, "churn")
         restored[url] = full.hash
     assert restored[lite] == restored[postgres_url]
+
+
+# --------------------------------------------------------------------------- versions
+
+FORMAT1 = DATA / "snapshot-format1"
+"""Snapshots written by the engine before per-component snapshots (format 1, engine 0.2.0) after the
+first 18, 30, 38 and 42 of ``events.ndjson`` (cohorts with limits, a cohort cycle, AFS, waiters
+of both wake-up kinds, an observed admission, evictions)."""
+
+
+def _fixture_events() -> list:
+    return [parse_event(orjson.loads(line)) for line in (FORMAT1 / "events.ndjson").read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("cut", [18, 30, 38, 42])
+def test_format1_snapshot_is_upgraded_and_continues_as_a_full_replay(cut):
+    events = _fixture_events()
+    full = Engine()
+    full_decisions = [[d.to_json() for d in full.apply(e)] for e in events]
+    head = Engine()
+    for e in events[:cut]:
+        head.apply(e)
+
+    restored = load((FORMAT1 / f"after-{cut}.snapshot").read_bytes())
+    assert restored.hash == head.hash
+    assert orjson.dumps(restored.state()) == orjson.dumps(head.state())
+    assert dump(restored) == dump(head)
+    assert [[d.to_json() for d in restored.apply(e)] for e in events[cut:]] == full_decisions[cut:]
+    assert restored.hash == full.hash
+
+
+def _rewrite(blob: bytes, change) -> bytes:
+    doc = orjson.loads(zlib.decompress(blob))
+    change(doc)
+    return zlib.compress(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS))
+
+
+def _engine_with_one_cluster() -> Engine:
+    s = Scenario()
+    s.flavor("default")
+    s.cq("a", quotas={"cpu": "1"})
+    s.run()
+    return s.engine
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(engineVersion="0.1.0"), "engine 0.1.0"),
+    (lambda d: d.update(format=99), "format 99"),
+    (lambda d: d["clusters"][0]["components"]["queues"].update(version=99), "'queues' version 99"),
+    (lambda d: d["clusters"][0]["components"].pop("wakeIndex"), "'wakeIndex' missing"),
+    (lambda d: d["clusters"][0]["components"]["quotaModel"].update(name="nosuch"), "unknown quota model 'nosuch'"),
+    (lambda d: d["clusters"][0]["components"]["quotaModel"].update(modelVersion=7), "document version 7"),
+])
+def test_refuses_what_it_cannot_read(change, message):
+    blob = _rewrite(dump(_engine_with_one_cluster()), change)
+    with pytest.raises(SnapshotError, match=re.escape(message)):
+        load(blob)

@@ -17,7 +17,8 @@ second per event unless ``at=`` (seconds after the scenario start) is given.  ``
 collects the events emitted inside it into one ``Batch`` event.
 
 Admission fair sharing (KEP-4136): ``s.engine_config(halfLife="168h", interval="5m", weights={...},
-reset="24h")`` applies the ``EngineConfig`` (``afs=False`` omits its ``admissionFairSharing`` section);
+reset="24h")`` applies the ``EngineConfig`` (``afs=False`` omits its ``admissionFairSharing`` section,
+``quota_model="..."`` names the cluster's quota model);
 ``cq(..., admission_mode=USAGE_BASED, weight="2")`` and ``cohort(..., admission_mode=...)`` set
 ``spec.admissionScope`` / ``spec.fairSharing``; ``lq(..., weight="0", afs_status=({"cpu": "4"}, -3600))``
 sets the LocalQueue weight and Kueue's persisted ``admissionFairSharingStatus`` (consumed, lastUpdate in
@@ -43,6 +44,7 @@ from typing import Any, Iterator
 import orjson
 
 from statemodel.driver import Driver
+from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events.decode import parse_event
 from statemodel.events.envelope import Event
@@ -253,10 +255,13 @@ class Scenario:
         return self._apply(obj, at)
 
     def engine_config(self, halfLife: str | None = "168h", interval: str | None = "5m", weights: dict | None = None,
-                      reset: str | None = None, afs: bool = True, at: float | None = None) -> dict:
-        """The ``EngineConfig`` (``quotaledger.io/v1alpha1``); ``afs=False`` omits ``admissionFairSharing``.
-        ``None`` leaves a field out (engine default)."""
+                      reset: str | None = None, afs: bool = True, quota_model: str | None = None,
+                      at: float | None = None) -> dict:
+        """The ``EngineConfig`` (``quotaledger.io/v1alpha1``); ``afs=False`` omits ``admissionFairSharing``;
+        ``quota_model`` sets ``spec.quotaModel``.  ``None`` leaves a field out (engine default)."""
         spec: dict[str, Any] = {}
+        if quota_model is not None:
+            spec["quotaModel"] = quota_model
         if afs:
             a: dict[str, Any] = {}
             if halfLife is not None:
@@ -348,6 +353,13 @@ class Scenario:
         return self.emit("Tick", at=at)
 
     # -- running -----------------------------------------------------------------------------------
+
+    def continue_on(self, engine: Engine, applied: int) -> None:
+        """Go on with ``engine`` (e.g. one restored from a snapshot taken after the first ``applied``
+        events): the next ``run`` applies the events from index ``applied`` to it."""
+        self.driver = Driver(engine)
+        self.engine = engine
+        self._applied_upto = applied
 
     def run(self) -> list[dict]:
         """Apply every event not applied yet; the decisions they caused (JSON dicts), in order.

@@ -1,0 +1,252 @@
+"""The quota-model seam: what the admission cycle, the hierarchy and the views ask of a cluster's
+quota arithmetic, whichever model (``statemodel.quota.registry``) the cluster runs.
+
+One model instance holds the numbers of one cluster.  Its nodes are named by ``(kind, name)``
+with ``kind`` ``"ClusterQueue"`` (a leaf: workloads are queued at and charged to it) or
+``"Cohort"`` (an inner node).  The hierarchy (``statemodel.hierarchy``) owns the edges and tells
+the model which edges are linked; the model owns every number.  Quantities are integers in base
+units (millicores for cpu, bytes for memory, counts otherwise), keyed by ``(flavor, resource)``.
+
+Kueue's split is the template (reference/kueue.md §1.3-1.6): ``pkg/cache/hierarchy`` keeps the
+tree, ``resource_node.go`` the arithmetic; a fit inside the scheduler is asked per flavor; a
+what-if mutates usage and hands back an undo (its "simulate usage removal, then revert").
+
+Results and rows are frozen records; a fit is one of :class:`Fit`, :class:`FitIfPreempting`
+(fits once the caller preempts enough — it picks the victims) or :class:`NoFit`, each with the
+shortfalls as data (:class:`Shortfall`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, Protocol
+
+from statemodel.objects import FlavorResource, ResourceGroup
+from statemodel.reasons import PendingReason
+
+CLUSTER_QUEUE = "ClusterQueue"
+"""Node kind of a leaf (workloads are queued at and charged to it)."""
+COHORT = "Cohort"
+"""Node kind of an inner node."""
+
+PoolKey = tuple[bool, str]
+"""An independent pool of quota (Kueue: a cohort tree), as ``(root is a ClusterQueue, root name)``;
+totally ordered, so pools are visited in a stable order."""
+
+PodSetTotals = list[tuple[str, int, tuple[tuple[str, int], ...]]]
+"""A workload's request: per podSet ``(name, count, ((resource, total over the pods), ...))``."""
+
+
+class _Record:
+    """Base of the seam's records: immutable after construction (attributes are ``Final``; mypy and
+    mypyc reject assignments), compared and hashed by value, shown with their fields."""
+
+    def fields(self) -> tuple[object, ...]:
+        """The field values in declaration order."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and isinstance(other, _Record) and other.fields() == self.fields()
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.fields()!r}"
+
+
+class Shortfall(_Record):
+    """Why a request does not fit (now) at one node, for one flavor-resource.
+
+    Attributes:
+        reason: ``ExceedsMaxQuota`` (never fits without a configuration change) or
+            ``WaitingForQuota`` (fits once enough is released) — ``statemodel.reasons``.
+        flavor / resource: the flavor-resource short.
+        node: name of the node whose limit binds (Kueue: the ClusterQueue asked).
+        needed: the amount asked, including what earlier podSets of the workload took.
+        available: what the node offers: the maximum capacity for ``ExceedsMaxQuota``, the free
+            quota (clamped at 0) for ``WaitingForQuota``.
+    """
+
+    def __init__(self, reason: PendingReason, flavor: str, resource: str, node: str, needed: int,
+                 available: int) -> None:
+        self.reason: Final = reason
+        self.flavor: Final = flavor
+        self.resource: Final = resource
+        self.node: Final = node
+        self.needed: Final = needed
+        self.available: Final = available
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.reason, self.flavor, self.resource, self.node, self.needed, self.available)
+
+
+class Fit(_Record):
+    """The request fits now.  ``borrowing``: how high above the leaf it reaches (Kueue's borrowing
+    height: 0 = within the leaf's own quota); the cycle admits lower heights first."""
+
+    def __init__(self, borrowing: int) -> None:
+        self.borrowing: Final = borrowing
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.borrowing,)
+
+
+class FitIfPreempting(_Record):
+    """The request fits once usage is taken back from admitted workloads; the caller chooses the
+    victims (with ``QuotaModel.simulate_release``).  ``shortfalls``: what is missing now."""
+
+    def __init__(self, borrowing: int, shortfalls: tuple[Shortfall, ...]) -> None:
+        self.borrowing: Final = borrowing
+        self.shortfalls: Final = shortfalls
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.borrowing, self.shortfalls)
+
+
+class NoFit(_Record):
+    """The request does not fit; ``shortfalls`` in request order (never empty)."""
+
+    def __init__(self, shortfalls: tuple[Shortfall, ...]) -> None:
+        self.shortfalls: Final = shortfalls
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.shortfalls,)
+
+
+FitResult = Fit | FitIfPreempting | NoFit
+
+
+class Entitlement(_Record):
+    """One row of what a node is entitled to, for one flavor-resource (views, projections, explain).
+
+    Attributes:
+        kind / name: the node.  flavor / resource: the flavor-resource.
+        nominal: the node's own quota.  borrowing_limit / lending_limit: ``None`` = no limit.
+        subtree_quota: the quota of the node and what its children make visible to it.
+        local_quota: the part of the subtree its parent never sees (kept for the node itself).
+        usage: charged usage (a Cohort: what spills into it from below).
+        available: what the node could take now (may be negative when over-admitted).
+        potential_available: the most it could ever hold (usage ignored).
+    """
+
+    def __init__(self, kind: str, name: str, flavor: str, resource: str, nominal: int, borrowing_limit: int | None,
+                 lending_limit: int | None, subtree_quota: int, local_quota: int, usage: int, available: int,
+                 potential_available: int) -> None:
+        self.kind: Final = kind
+        self.name: Final = name
+        self.flavor: Final = flavor
+        self.resource: Final = resource
+        self.nominal: Final = nominal
+        self.borrowing_limit: Final = borrowing_limit
+        self.lending_limit: Final = lending_limit
+        self.subtree_quota: Final = subtree_quota
+        self.local_quota: Final = local_quota
+        self.usage: Final = usage
+        self.available: Final = available
+        self.potential_available: Final = potential_available
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.kind, self.name, self.flavor, self.resource, self.nominal, self.borrowing_limit,
+                self.lending_limit, self.subtree_quota, self.local_quota, self.usage, self.available,
+                self.potential_available)
+
+
+class WakeRule(_Record):
+    """How a ``WaitingForQuota`` shortfall can become satisfiable (used by ``admission.cycle.WakeIndex``).
+
+    Attributes:
+        pool: the pool releases in which may help.
+        at_pool_free: ``True`` — it fits exactly when ``pool_free(pool, fr)`` reaches the amount
+            needed (nothing else on the path binds); ``False`` — it can fit only after at least the
+            deficit (needed − available) has been released in the pool.
+    """
+
+    def __init__(self, pool: PoolKey, at_pool_free: bool) -> None:
+        self.pool: Final = pool
+        self.at_pool_free: Final = at_pool_free
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.pool, self.at_pool_free)
+
+
+class QuotaModel(Protocol):
+    """What a quota model implements; one instance per cluster.
+
+    Nodes spring into existence on first reference (``set_spec`` or ``link``); ``remove`` forgets a
+    node that has no spec, no children, no link and no usage.  Every method is deterministic and
+    does no I/O.  Errors: calls about a leaf the model never heard of raise ``KeyError`` (the
+    engine only asks about ClusterQueues in the hierarchy).
+    """
+
+    name: str
+    """The registry name (``EngineConfig.spec.quotaModel``)."""
+    version: int
+    """Version of the ``dump`` document; bumped when its shape or meaning changes."""
+    tracks_demand: bool
+    """Whether the model reads pending demand; when ``False`` the engine does not call ``demand``."""
+
+    def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
+        """Replace the node's quotas (``()`` = none: the object was deleted or is implicit)."""
+
+    def remove(self, kind: str, name: str) -> None:
+        """Forget a node the hierarchy dropped (unlinked, without spec, children or usage)."""
+
+    def link(self, kind: str, name: str, parent: str) -> None:
+        """Link node ``(kind, name)`` under Cohort ``parent`` (the hierarchy guarantees no loop)."""
+
+    def unlink(self, kind: str, name: str) -> None:
+        """Undo ``link`` (no-op when not linked)."""
+
+    def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
+        """A pending request entered (``delta`` = 1) or left (``-1``) the queue of ClusterQueue ``leaf``
+        (for models whose entitlements depend on demand; called only when ``tracks_demand``)."""
+
+    def fit(self, leaf: str, request: list[tuple[FlavorResource, int]]) -> FitResult:
+        """Whether ``request`` — one flavor's ``((flavor, resource), amount)`` for one podSet, amounts
+        including what earlier podSets of the workload took in that flavor — fits at ``leaf`` now."""
+
+    def fits(self, leaf: str, usage: dict[FlavorResource, int]) -> bool:
+        """Whether a whole assignment's ``usage`` still fits at ``leaf`` (the re-check after earlier
+        admissions of the same cycle)."""
+
+    def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """Add admitted ``usage`` to ``leaf`` (over quota is allowed: observed admissions)."""
+
+    def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """Take back ``usage`` charged to ``leaf``."""
+
+    def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        """Release ``usage`` at ``leaf`` for a what-if; call the returned function to restore the
+        exact state before (undo in reverse order when nesting)."""
+
+    def in_use(self, leaf: str) -> bool:
+        """Whether ``leaf`` holds any non-zero usage (a deleted ClusterQueue stays until it drains)."""
+
+    def available(self, leaf: str, fr: FlavorResource) -> int:
+        """What ``leaf`` could take of ``fr`` now (may be negative)."""
+
+    def pool(self, leaf: str) -> PoolKey:
+        """The pool ``leaf`` belongs to now."""
+
+    def pool_free(self, pool: PoolKey, fr: FlavorResource) -> int:
+        """Unused quota of ``fr`` in ``pool`` as a whole (0 for a pool that no longer exists)."""
+
+    def wake_rule(self, leaf: str, fr: FlavorResource, needed: int) -> WakeRule:
+        """What release can make ``needed`` of ``fr`` fit at ``leaf`` (see :class:`WakeRule`)."""
+
+    def path(self, leaf: str) -> list[tuple[str, str]]:
+        """``(kind, name)`` from ``leaf`` up to the root of its pool."""
+
+    def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
+        """Rows of node ``(kind, name)`` for ``frs`` (default: every flavor-resource it has quota or
+        usage for), sorted by ``(flavor, resource)``."""
+
+    def dump(self) -> dict:
+        """The model's state as a JSON-ready document (read back by ``load``)."""
+
+    def load(self, doc: dict) -> None:
+        """Restore a fresh model from ``dump`` output of the same ``version``."""

@@ -1,0 +1,50 @@
+"""Quota models by name: ``EngineConfig.spec.quotaModel`` → a factory of fresh ``QuotaModel``s.
+
+``kueue`` (KEP-79 cohorts, ``statemodel.quota.kueue``) is the default and always present.  A new
+model registers itself with ``register`` (tests register theirs from the test package).  The
+registry is read when a cluster is created or its ``EngineConfig`` names another model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from statemodel.quota.kueue import KueueModel
+from statemodel.quota.protocol import QuotaModel
+
+DEFAULT = "kueue"
+"""The model of a cluster whose ``EngineConfig`` names none (or that has no ``EngineConfig``)."""
+
+_FACTORIES: dict[str, Callable[[], QuotaModel]] = {DEFAULT: KueueModel}
+
+
+class UnknownQuotaModel(KeyError):
+    """No model is registered under that name."""
+
+
+def register(name: str, factory: Callable[[], QuotaModel]) -> None:
+    """Make ``factory`` the model called ``name`` (replacing an earlier registration of ``name``).
+
+    Raises:
+        ValueError: ``name`` is the default model's name (it cannot be replaced).
+    """
+    if name == DEFAULT:
+        raise ValueError(f"the {DEFAULT!r} quota model cannot be replaced")
+    _FACTORIES[name] = factory
+
+
+def names() -> list[str]:
+    """Registered model names, sorted (an ``EngineConfig`` naming another one is rejected)."""
+    return sorted(_FACTORIES)
+
+
+def create(name: str) -> QuotaModel:
+    """A fresh model of ``name``.
+
+    Raises:
+        UnknownQuotaModel: nothing is registered under ``name``.
+    """
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise UnknownQuotaModel(f"unknown quota model {name!r}; known: {', '.join(names())}")
+    return factory()
