@@ -28,6 +28,7 @@ from statemodel.cluster import ClusterState
 from statemodel.engine import Engine
 from statemodel.queues.afs import DecayParams, UsageLedger
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
+from statemodel.placement.nodes import NodeLedger, node_document
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota.kueue import QuotaNode, _recompute_quota, add_usage, link
 from statemodel.version import ENGINE_VERSION
@@ -90,6 +91,12 @@ def _node_ref(node: QuotaNode) -> list:
     return [node.is_cluster_queue, node.name]
 
 
+def _nodes_document(rows: list) -> list[dict]:
+    """The node ledger's document of a cluster's ``nodes`` entry: as written, or upgraded from the
+    encoding snapshots used before the ledger wrote its own (``_enc`` of each ``Node``, a list)."""
+    return [node_document(_dec(row)) if isinstance(row, list) else row for row in rows]
+
+
 # -- dump -----------------------------------------------------------------------------------------
 
 def _dump_cluster(c: ClusterState) -> dict:
@@ -105,7 +112,7 @@ def _dump_cluster(c: ClusterState) -> dict:
         "name": c.name, "clock": c.clock_ms, "seq": c.seq, "config": _enc(c.config),
         "flavors": [_enc(o) for o in c.flavors.values()],
         "localQueues": [_enc(o) for o in c.local_queues.values()],
-        "nodes": [_enc(o) for o in c.nodes.values()],
+        "nodes": c.nodes.document(),
         "cohorts": [{"name": n, "spec": _enc(e.spec), "parent": e.parent_name, "linked": e.node.parent is not None,
                      "quota": [_frs(e.node.nominal), _frs(e.node.borrowing_limit), _frs(e.node.lending_limit)]}
                     for n, e in h.cohorts.items()],
@@ -169,7 +176,7 @@ def _load_cluster(d: dict) -> ClusterState:
     c.config = _dec(d["config"])
     c.flavors = {o.name: o for o in map(_dec, d["flavors"])}
     c.local_queues = {o.key: o for o in map(_dec, d["localQueues"])}
-    c.nodes = {o.name: o for o in map(_dec, d["nodes"])}
+    c.nodes = NodeLedger.from_document(_nodes_document(d["nodes"]))
     h = c.hierarchy
 
     def set_quota(node: QuotaNode, quota: list) -> None:

@@ -3,7 +3,9 @@
 With admission fair sharing configured, LocalQueues, ClusterQueues and Cohorts carry
 ``admissionFairSharing`` (consumed, penalty, score, lastUpdate; a ClusterQueue sums its
 LocalQueues, a Cohort the ClusterQueues below it), each cluster carries ``config`` and the top
-level carries ``config`` when every cluster has the same one.
+level carries ``config`` when every cluster has the same one.  Each cluster carries ``nodes``
+(its ``v1`` Nodes by name, ``statemodel.placement.nodes.NodeLedger.view``) and ``capacity`` (the
+allocatable summed over the schedulable ones, per resource).
 
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
 ``potentialAvailable`` ignores usage.  Positions are 0-based, in the queue's own order over every
@@ -238,6 +240,8 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
         "clusterQueues": cluster_queues,
         "localQueues": local_queues,
         "workloads": workloads,
+        "nodes": cluster.nodes.view(),
+        "capacity": cluster.nodes.totals(),
     }
 
 
