@@ -14,9 +14,9 @@ from the driver's step results and writes (shared with the Kafka ingest worker):
   the end, a ``snapshots`` row: the restorable engine snapshot of that cluster
   (``statemodel.snapshot``), its position, clock, last decision seq and hash-chain value (hex) as
   ``state_hash`` — what ``verify`` checks against and ``replay.store.restore`` restores from;
-- at the end, in one transaction: the projections (``cohorts``, ``cluster_queues``,
-  ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) of each replayed cluster replaced
-  from ``engine.state()``.
+- at the end, in one transaction: the projections (``replay.store.projections``: ``cohorts``,
+  ``cluster_queues``, ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``, ``nodes``) of
+  each replayed cluster replaced from its state in the engine.
 
 The batches are written on a writer thread: while one batch's transaction runs (sqlite3 and
 psycopg release the GIL inside the database calls), the main thread applies the next batch; a
@@ -45,15 +45,8 @@ import sqlalchemy as sa
 from replay.ndjson import Watch
 from replay.runner import ReplayResult, StepCallback
 from replay.sources import open_records
-from replay.store.archive import (
-    CLUSTER_TABLES,
-    DEFAULT_SNAPSHOT_EVERY,
-    STATE_ENCODING,
-    ArchiveBatch,
-    ProjectionWriter,
-    Writes,
-    run_writes,
-)
+from replay.store.archive import DEFAULT_SNAPSHOT_EVERY, STATE_ENCODING, ArchiveBatch, Writes, run_writes
+from replay.store.projections import CLUSTER_TABLES, ProjectionWriter
 from replay.store.db import SinkError, create_db_engine, redacted, salvage, upgrade_schema
 from statemodel import sql_schema as s
 from statemodel.driver import Driver, gc_paused

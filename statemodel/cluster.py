@@ -33,6 +33,7 @@ from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
     Admission, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, Workload,
 )
+from statemodel.placement.nodes import NodeLedger
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
@@ -55,7 +56,8 @@ class ClusterState:
         model: the quota model (``EngineConfig.spec.quotaModel``, default ``kueue``), the only holder
             of quota numbers; the admission cycle reaches it only through ``QuotaModel``.
         hierarchy: Cohorts and ClusterQueues (edges, implicit cohorts, cycles).
-        flavors / local_queues / nodes: applied objects by name (LocalQueues by ``ns/name``).
+        flavors / local_queues: applied objects by name (LocalQueues by ``ns/name``).
+        nodes: the ``v1`` Nodes and the cluster's capacity over the schedulable ones.
         config: the last ``EngineConfig``.
         workloads: every workload by ``ns/name`` (finished ones stay for audit until deleted).
         queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
@@ -72,7 +74,7 @@ class ClusterState:
         self.hierarchy = Hierarchy(self.model)
         self.flavors: dict[str, ResourceFlavor] = {}
         self.local_queues: dict[str, LocalQueue] = {}
-        self.nodes: dict[str, Node] = {}
+        self.nodes = NodeLedger()
         self.config = EngineConfig()
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
@@ -166,7 +168,7 @@ class ClusterState:
         elif isinstance(obj, ResourceFlavor):
             self.flavors[obj.name] = obj
         elif isinstance(obj, Node):
-            self.nodes[obj.name] = obj
+            self.nodes.apply(obj)
         elif isinstance(obj, EngineConfig):
             self._set_engine_config(obj)
         self._configuration_changed()
@@ -191,7 +193,7 @@ class ClusterState:
         elif kind == "ResourceFlavor":
             self.flavors.pop(name, None)
         elif kind == "Node":
-            self.nodes.pop(name, None)
+            self.nodes.delete(name)
         elif kind == "EngineConfig":
             self._set_engine_config(EngineConfig())
         self._configuration_changed()

@@ -8,6 +8,7 @@ replaying everything (property-tested).
 
 Components of a cluster, each ``{"version": n, ...}`` written and read by its own pair of
 functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration objects),
+``nodes`` (the node ledger's own document, ``statemodel.placement.nodes``),
 ``quotaModel`` (the model's name, its ``QuotaModel.version`` and its own ``dump`` document),
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
 ``workloads``, ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
@@ -37,6 +38,7 @@ from statemodel.engine import Engine
 from statemodel.queues.afs import DecayParams, UsageLedger
 from statemodel.admission.cycle import Waiter
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
+from statemodel.placement.nodes import NodeLedger, node_document
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota import registry
 from statemodel.version import ENGINE_VERSION
@@ -105,8 +107,7 @@ def _unfrs(rows: list) -> dict:
 def _dump_objects(c: ClusterState) -> dict:
     return {"clock": c.clock_ms, "seq": c.seq, "config": _enc(c.config),
             "flavors": [_enc(o) for o in c.flavors.values()],
-            "localQueues": [_enc(o) for o in c.local_queues.values()],
-            "nodes": [_enc(o) for o in c.nodes.values()]}
+            "localQueues": [_enc(o) for o in c.local_queues.values()]}
 
 
 def _load_objects(c: ClusterState, d: dict) -> None:
@@ -114,7 +115,14 @@ def _load_objects(c: ClusterState, d: dict) -> None:
     c.config = _dec(d["config"])
     c.flavors = {o.name: o for o in map(_dec, d["flavors"])}
     c.local_queues = {o.key: o for o in map(_dec, d["localQueues"])}
-    c.nodes = {o.name: o for o in map(_dec, d["nodes"])}
+
+
+def _dump_nodes(c: ClusterState) -> dict:
+    return {"nodes": c.nodes.document()}
+
+
+def _load_nodes(c: ClusterState, d: dict) -> None:
+    c.nodes = NodeLedger.from_document(d["nodes"])
 
 
 def _dump_model(c: ClusterState) -> dict:
@@ -283,6 +291,7 @@ def _load_scopes(c: ClusterState, d: dict) -> None:
 
 COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "objects": (1, _dump_objects, _load_objects),
+    "nodes": (1, _dump_nodes, _load_nodes),
     "quotaModel": (1, _dump_model, _load_model),
     "hierarchy": (1, _dump_hierarchy, _load_hierarchy),
     "workloads": (1, _dump_workloads, _load_workloads),
@@ -312,7 +321,8 @@ def _upgrade_format_1(doc: dict) -> dict:
         linked = {row["name"]: row["parent"] if row["linked"] else None for row in d["cohorts"]}
         components = {
             "objects": {"version": 1, "clock": d["clock"], "seq": d["seq"], "config": d["config"],
-                        "flavors": d["flavors"], "localQueues": d["localQueues"], "nodes": d["nodes"]},
+                        "flavors": d["flavors"], "localQueues": d["localQueues"]},
+            "nodes": {"version": 1, "nodes": [node_document(_dec(row)) for row in d["nodes"]]},
             "quotaModel": {"version": 1, "name": "kueue", "modelVersion": 1, "doc": {
                 "cohorts": [[row["name"], linked[row["name"]], row["quota"]] for row in d["cohorts"]],
                 "clusterQueues": [[row["name"], row["cohort"], row["quota"], row["usage"]]

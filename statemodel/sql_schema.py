@@ -11,13 +11,16 @@ Alembic and a test checks that migrations and these definitions agree.  Conventi
 - Quantities are integers in base units: millicores for ``cpu``, bytes for ``memory`` and other
   byte-sized resources, counts otherwise (devices, pods) — the unit of each ``(resource, amount)``
   pair follows from ``resource`` and is noted in the column comment.
-- Admission fair-sharing numbers are exact decimals (``Numeric(40, 12)``) in Kueue's score units
-  (cores for cpu, base units otherwise), as in the state JSON.  SQLite has no decimal type; there
-  they are stored with SQLite NUMERIC affinity, PostgreSQL keeps them exact.
+- Admission fair-sharing numbers are the engine's exact decimals (``EXACT_DECIMAL``) in Kueue's
+  score units (cores for cpu, base units otherwise): unconstrained ``NUMERIC`` on PostgreSQL; on
+  SQLite, which has no decimal type (NUMERIC affinity would turn them into doubles), their exact
+  text in a ``VARCHAR`` column.  Both read back as the same ``Decimal``.
 - JSON columns are ``JSON`` (``JSONB`` on PostgreSQL, so they can be indexed and compared).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 from sqlalchemy import (
     JSON,
@@ -34,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    TypeDecorator,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -58,7 +62,29 @@ UTC_TIME = DateTime(timezone=True)
 
 BASE_UNITS = "base units of `resource`: millicores for cpu, bytes for memory, counts otherwise"
 SCORE_UNITS = "Kueue score units: cores for cpu, base units otherwise"
-FAIR_SHARING = Numeric(40, 12)
+
+
+class DecimalText(TypeDecorator):
+    """A ``Decimal`` stored as its exact text (fixed-point notation, as ``format(value, "f")``)
+    and read back as a ``Decimal``: ``EXACT_DECIMAL`` on SQLite."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):  # type: ignore[no-untyped-def]
+        """``value`` (a ``Decimal`` or an ``int``; ``None`` stays NULL) as its exact text."""
+        return None if value is None else format(Decimal(value), "f")
+
+    def process_result_value(self, value, dialect):  # type: ignore[no-untyped-def]
+        """The stored text as a ``Decimal`` (``None`` for NULL)."""
+        return None if value is None else Decimal(value)
+
+
+EXACT_DECIMAL = Numeric(asdecimal=True).with_variant(DecimalText(), "sqlite")
+"""An exact decimal of any size and scale: unconstrained ``NUMERIC`` on PostgreSQL, ``DecimalText``
+on SQLite; ``Decimal`` in and out on both."""
+
+FAIR_SHARING = EXACT_DECIMAL
 
 EVENT_STATUSES = ("applied", "rejected", "duplicate")
 NODE_KINDS = ("cohort", "cluster_queue")

@@ -3,7 +3,9 @@
 With admission fair sharing configured, LocalQueues, ClusterQueues and Cohorts carry
 ``admissionFairSharing`` (consumed, penalty, score, lastUpdate; a ClusterQueue sums its
 LocalQueues, a Cohort the ClusterQueues below it), each cluster carries ``config`` and the top
-level carries ``config`` when every cluster has the same one.
+level carries ``config`` when every cluster has the same one.  Each cluster carries ``nodes``
+(its ``v1`` Nodes by name, ``statemodel.placement.nodes.NodeLedger.view``) and ``capacity`` (the
+allocatable summed over the schedulable ones, per resource).
 
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
 ``potentialAvailable`` ignores usage.  Positions are 0-based, in the queue's own order over every
@@ -76,7 +78,7 @@ def _afs_config(cluster: "ClusterState") -> dict | None:
     }
 
 
-def _subtree_cluster_queues(hierarchy: Hierarchy, cohort: str) -> list[str]:
+def subtree_cluster_queues(hierarchy: Hierarchy, cohort: str) -> list[str]:
     """ClusterQueues below ``cohort`` along structural edges (each cohort visited once)."""
     out: list[str] = []
     seen: set[str] = set()
@@ -105,7 +107,7 @@ def _cohorts(cluster: "ClusterState") -> dict:
             "resources": _by_flavor(cluster.model, COHORT, name),
         }
         if afs_on:
-            lqs = [lq for cq in _subtree_cluster_queues(hierarchy, name) for lq in cluster.local_queues_of(cq)]
+            lqs = [lq for cq in subtree_cluster_queues(hierarchy, name) for lq in cluster.local_queues_of(cq)]
             weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000
             view["admissionFairSharing"] = _afs_view(cluster.afs, lqs, weight, cluster.clock_ms)
         out[name] = view
@@ -119,10 +121,10 @@ WorkloadRecord = tuple
 ``position_in_local_queue`` (0-based, pending only, else ``None``), ``podSetAssignments`` (JSON
 value or ``None``), ``borrowing`` (admitted only), ``admitted_ms`` (admitted only),
 ``observed`` (admitted only).  The state JSON (``workloads``) and the ``workloads`` projection
-table (``replay.store.archive.projection_rows``) are both renderings of it."""
+table (``replay.store.projections``) are both renderings of it."""
 
 
-def _positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+def queue_positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
     """``(key -> (position in ClusterQueue, position in LocalQueue), ClusterQueue -> pending count)``
     over every pending workload, in each queue's own order."""
     positions: dict[str, tuple[int, int]] = {}
@@ -138,8 +140,8 @@ def _positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dic
     return positions, pending_by_cq
 
 
-def _workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, int]],
-                      only: "Collection[str] | None", pending_keys: list[str]) -> list[tuple[str, WorkloadRecord]]:
+def workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, int]],
+                     only: "Collection[str] | None", pending_keys: list[str]) -> list[tuple[str, WorkloadRecord]]:
     """``(key, record)`` of every workload, or of the keys in ``only`` that exist and every pending
     workload (``pending_keys``); sorted by key."""
     workloads = cluster.workloads
@@ -183,10 +185,24 @@ def _workload_json(record: WorkloadRecord) -> dict:
     }
 
 
-def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
-             records: "list[tuple[str, WorkloadRecord]] | None" = None) -> dict:
+def workload_counts(cluster: "ClusterState") -> tuple[dict[str, list[int]], list[str]]:
+    """``(LocalQueue key -> [pending, admitted] workload counts, keys of the pending workloads)``,
+    in one pass over the workloads."""
+    lq_counts: dict[str, list[int]] = {}
+    pending = []
+    for key, info in cluster.workloads.items():
+        counts = lq_counts.setdefault(info.local_queue, [0, 0])
+        if info.status == ADMITTED:
+            counts[1] += 1
+        elif info.status == PENDING:
+            counts[0] += 1
+            pending.append(key)
+    return lq_counts, pending
+
+
+def _cluster(cluster: "ClusterState") -> dict:
     hierarchy = cluster.hierarchy
-    positions, pending_by_cq = _positions(cluster)
+    positions, pending_by_cq = queue_positions(cluster)
 
     afs_on = cluster.afs.params is not None
     cluster_queues = {}
@@ -204,21 +220,8 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
             cluster_queues[name]["admissionFairSharing"] = _afs_view(
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
-    lq_counts: dict[str, list[int]] = {}
-    pending = []
-    for key, info in cluster.workloads.items():
-        counts = lq_counts.setdefault(info.local_queue, [0, 0])
-        if info.status == ADMITTED:
-            counts[1] += 1
-        elif info.status == PENDING:
-            counts[0] += 1
-            pending.append(key)
-    workloads = {}
-    if records is None:
-        workloads = {key: _workload_json(record)
-                     for key, record in _workload_records(cluster, positions, only, pending)}
-    else:
-        records += _workload_records(cluster, positions, only, pending)
+    lq_counts, pending = workload_counts(cluster)
+    workloads = {key: _workload_json(record) for key, record in workload_records(cluster, positions, None, pending)}
 
     local_queues = {}
     for key in sorted(cluster.local_queues):
@@ -237,24 +240,18 @@ def _cluster(cluster: "ClusterState", only: "Collection[str] | None" = None,
         "clusterQueues": cluster_queues,
         "localQueues": local_queues,
         "workloads": workloads,
+        "nodes": cluster.nodes.view(),
+        "capacity": cluster.nodes.totals(),
     }
 
 
-def render_cluster(engine: "Engine", name: str, workloads: "Collection[str] | None" = None, *,
-                   records: "list[tuple[str, WorkloadRecord]] | None" = None) -> dict:
+def render_cluster(engine: "Engine", name: str) -> dict:
     """One cluster's section of the state JSON (with its ``hash``).
-
-    With ``workloads``, the ``workloads`` map holds only those keys and every pending workload (whose
-    queue position and wait move with any event): the workloads whose view can have changed since the
-    rest was rendered, when ``workloads`` names every workload an event or decision touched since.
-    With ``records`` (a list), the ``workloads`` map stays empty and the same workloads are appended
-    to ``records`` as ``(key, WorkloadRecord)`` pairs, sorted by key, for the ``workloads``
-    projection (``replay.store.archive.projection_rows``).
 
     Raises:
         KeyError: ``name`` is not a cluster of ``engine``.
     """
-    view = _cluster(engine.clusters[name], workloads, records)
+    view = _cluster(engine.clusters[name])
     view["hash"] = engine.chains[name].hex()
     return view
 

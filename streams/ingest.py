@@ -35,7 +35,7 @@ so a worker that gets them back restores what another worker added meanwhile.
 Projections: after each batch the projection rows of the clusters it touched are recomputed from
 their state (the queue tables whole; of the workloads, those the batch's events and decisions named
 and the pending ones) and only the rows that differ from the ones last written are deleted /
-inserted (``replay.store.archive.ProjectionWriter``); the first write after a cluster is (re)loaded
+inserted (``replay.store.projections.ProjectionWriter``); the first write after a cluster is (re)loaded
 replaces all its rows.  So the projections always equal ``quotaledger replay --db`` of the events
 committed so far.
 

@@ -18,8 +18,9 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from replay.store.restore import restore
-from replay.store.archive import ArchiveBatch, ProjectionWriter, Writes, run_writes
+from replay.store.archive import ArchiveBatch, Writes, run_writes
 from replay.store.db import salvage
+from replay.store.projections import ProjectionWriter
 from statemodel import sql_schema as s
 from statemodel.driver import Driver
 from statemodel.engine import Engine

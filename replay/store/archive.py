@@ -12,13 +12,9 @@ records.
   of it) and, optionally, whenever the cluster's event clock crosses a multiple of
   ``snapshot_every_ms`` — both are functions of the event stream only, so an interrupted and an
   uninterrupted run take the same snapshots.
-- ``ProjectionWriter`` keeps the projection tables (``cohorts``, ``cluster_queues``,
-  ``local_queues``, ``quotas``, ``workloads``, ``fair_sharing``) equal to a cluster's section of
-  ``Engine.state()``.  The first write of a cluster replaces all its rows; later writes compare
-  the new rows with the ones it wrote last (by primary key) and delete / insert only the rows that
-  changed, so a worker that refreshes the projections of every batch writes only what moved.  A
-  later write may also be given only some workloads (the ones touched since, plus the pending
-  ones), so a long history of finished workloads is neither rendered nor compared again.
+
+The projection tables' rows are built in ``replay.store.projections`` and written with the
+functions here (``run_writes``).
 
 ``events`` and ``decisions`` rows are built as ``TupleRows`` (tuples, times as epoch ms only),
 the other tables' as dicts.  On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); on
@@ -31,23 +27,20 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import orjson
 import sqlalchemy as sa
 
-from replay.store.db import RawJSON, ms_to_datetime, time_ms
+from replay.store.db import RawJSON, ms_to_datetime
 from statemodel import sql_schema as s
 from statemodel.driver import APPLIED, DUPLICATE, StepResult, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.snapshot import dump as dump_snapshot
-from statemodel.state_view import WorkloadRecord, render_cluster
 from statemodel.version import ENGINE_VERSION
-from statemodel.workload import ADMITTED, PENDING
 
 STATE_ENCODING = "engine-snapshot-v1"
 """``snapshots.state_encoding`` of the blobs written here: ``statemodel.snapshot.dump`` of the one
@@ -55,23 +48,6 @@ cluster (zlib-compressed canonical JSON an engine is restored from)."""
 
 DEFAULT_SNAPSHOT_EVERY = 50_000
 """Events of one cluster between two periodic snapshots."""
-
-PROJECTIONS = (s.cohorts, s.cluster_queues, s.local_queues, s.quotas, s.workloads, s.fair_sharing)
-
-WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", "priority", "reason", "message",
-                    "position_in_cluster_queue", "position_in_local_queue", "queued_at_ms", "admitted_at_ms",
-                    "borrowing", "admission", "wait_ms")
-"""The columns of the ``workloads`` projection tuples (``queued_at`` / ``admitted_at`` follow from the ``_ms``)."""
-
-_PRIMARY_KEY = {t: operator.itemgetter(*(c.name for c in t.primary_key.columns)) for t in PROJECTIONS}
-_PRIMARY_KEY[s.workloads] = operator.itemgetter(0, 1)
-"""A projection row's primary key as a tuple (every projection key has at least two columns; the
-``workloads`` rows are ``WORKLOAD_COLUMNS`` tuples, the others dicts)."""
-
-_JSON_NULL = "null"
-
-CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
-"""Every table with per-cluster rows that a replay writes or ``--replace`` clears."""
 
 _COPY_MIN_ROWS = 50
 
@@ -125,85 +101,6 @@ def _derived_times(table: sa.Table, columns: tuple[str, ...]) -> list[tuple[str,
     """``(DateTime column, index of its *_ms companion in columns)`` for ``table``'s DateTime columns."""
     return [(c.name, columns.index(f"{c.name}_ms")) for c in table.columns
             if isinstance(c.type, sa.DateTime) and c.name not in columns]
-
-
-def _dec(v: float | None) -> Decimal | None:
-    return None if v is None else Decimal(repr(v))
-
-
-def projection_rows(engine: Engine, cluster: str, workloads: Collection[str] | None = None
-                    ) -> dict[sa.Table, list]:
-    """Rows of the projection tables for ``cluster`` of ``engine`` (none when it has no state): the
-    queue tables as dicts, from its section of the state JSON (``render_cluster``); ``workloads``
-    as ``WORKLOAD_COLUMNS`` tuples straight from the state's ``WorkloadRecord``s (rendered in the
-    same pass) — all of them, or with ``workloads``, those keys and every pending workload."""
-    rows: dict[sa.Table, list] = {t: [] for t in PROJECTIONS}
-    if cluster not in engine.clusters:
-        return rows
-    records: list[tuple[str, WorkloadRecord]] = []
-    cs = render_cluster(engine, cluster, workloads, records=records)
-    fair: list[dict] = []
-
-    def afs(kind: str, name: str, view: dict | None) -> None:
-        if not view:
-            return
-        last = time_ms(view.get("lastUpdate"))
-        consumed, penalty = view.get("consumed") or {}, view.get("penalty") or {}
-        for res in sorted(set(consumed) | set(penalty)):
-            fair.append({"cluster": cluster, "kind": kind, "name": name, "resource": res,
-                         "consumed": _dec(consumed.get(res, 0.0)), "penalty": _dec(penalty.get(res, 0.0)),
-                         "score": _dec(view.get("score")), "last_update": ms_to_datetime(last),
-                         "last_update_ms": last})
-
-    def quotas(kind: str, name: str, resources: dict) -> None:
-        for flavor, per_res in resources.items():
-            for res, q in per_res.items():
-                rows[s.quotas].append({
-                    "cluster": cluster, "node_kind": kind, "node_name": name, "flavor": flavor, "resource": res,
-                    "nominal": q.get("nominal", 0), "borrowing_limit": q.get("borrowingLimit"),
-                    "lending_limit": q.get("lendingLimit"), "subtree_quota": q.get("subtreeQuota"),
-                    "usage": q.get("usage", 0), "available": q.get("available"),
-                    "potential_available": q.get("potentialAvailable")})
-
-    for name, co in cs.get("cohorts", {}).items():
-        rows[s.cohorts].append({"cluster": cluster, "name": name, "parent": co.get("parent"),
-                                "explicit": bool(co.get("explicit")), "active": bool(co.get("active"))})
-        quotas("cohort", name, co.get("resources", {}))
-        afs("cohort", name, co.get("admissionFairSharing"))
-    for name, cq in cs.get("clusterQueues", {}).items():
-        rows[s.cluster_queues].append({"cluster": cluster, "name": name, "cohort": cq.get("cohort"),
-                                       "active": bool(cq.get("active")), "pending_workloads": cq.get("pending", 0),
-                                       "admitted_workloads": cq.get("admitted", 0)})
-        quotas("cluster_queue", name, cq.get("resources", {}))
-        afs("cluster_queue", name, cq.get("admissionFairSharing"))
-    for key, lq in cs.get("localQueues", {}).items():
-        rows[s.local_queues].append({"cluster": cluster, "key": key, "cluster_queue": lq.get("clusterQueue"),
-                                     "pending_workloads": lq.get("pending", 0),
-                                     "admitted_workloads": lq.get("admitted", 0)})
-        afs("local_queue", key, lq.get("admissionFairSharing"))
-    now_ms = engine.clusters[cluster].clock_ms
-    rows[s.workloads] = [workload_row(cluster, key, record, now_ms) for key, record in records]
-    rows[s.fair_sharing] = fair
-    return rows
-
-
-def workload_row(cluster: str, key: str, record: WorkloadRecord, now_ms: int) -> tuple:
-    """The ``workloads`` projection row (``WORKLOAD_COLUMNS``) of one ``WorkloadRecord``: reason
-    and message of pending workloads only, the assignments as JSON text (JSON ``null`` when not
-    admitted, as a Core insert of ``None`` stores it), ``wait_ms`` = admitted - queued (admitted) or
-    ``now_ms`` - queued (pending)."""
-    (status, cluster_queue, local_queue, priority, queued, reason, message, in_cq, in_lq, assignments,
-     borrowing, admitted, _) = record
-    if status == ADMITTED and admitted is not None:
-        wait: int | None = admitted - queued
-    elif status == PENDING:
-        wait = now_ms - queued
-    else:
-        wait = None
-    pending = status == PENDING
-    return (cluster, key, status, cluster_queue, local_queue, priority, reason, message if pending else None,
-            in_cq, in_lq, queued, admitted, borrowing,
-            _JSON_NULL if assignments is None else orjson.dumps(assignments).decode(), wait)
 
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict] | TupleRows) -> None:
@@ -570,83 +467,3 @@ def run_writes(conn: sa.Connection, writes: Writes) -> None:
             delete_keys(conn, table, items)
         else:
             conn.execute(table.delete().where(table.c.cluster == items[0]))
-
-
-class ProjectionWriter:
-    """Keeps the projection tables equal to the state of the clusters it is given (module docstring)."""
-
-    def __init__(self) -> None:
-        self._written: dict[str, dict[sa.Table, dict[tuple, dict | tuple]]] = {}
-        self._pending: dict[str, set[str]] = {}
-        """cluster -> keys of the workloads last written as pending"""
-
-    def forget(self, clusters: Iterable[str]) -> None:
-        """Drop what is known about these clusters' rows (their next write replaces them all)."""
-        for cluster in clusters:
-            self._written.pop(cluster, None)
-            self._pending.pop(cluster, None)
-
-    def write(self, conn: sa.Connection, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> None:
-        """Make ``cluster``'s projection rows those of its state in ``engine``, in ``conn``'s
-        transaction; see ``changes``."""
-        run_writes(conn, self.changes(engine, cluster, touched))
-
-    def changes(self, engine: Engine, cluster: str, touched: Collection[str] | None = None) -> Writes:
-        """The writes that make ``cluster``'s projection rows those of its state in ``engine`` (no
-        rows when it has none); from then on they are taken as written.
-
-        The first write of a cluster (or the first after ``forget``) deletes its rows and inserts
-        them all.  Later ones compare the new rows with the ones written last, by primary key, and
-        delete / insert only those that differ.  ``touched``: keys of the workloads an event or a
-        decision named since the last write; then only those and the workloads last written as
-        pending (whose position and wait move with any event) are rendered and compared, the others
-        keep their rows.  Ignored on a first write.
-        """
-        written = self._written.get(cluster)
-        only = None if written is None or touched is None else self._pending[cluster].union(touched)
-        rows = projection_rows(engine, cluster, only)
-        new = {t: {_PRIMARY_KEY[t](r): r for r in rows[t]} for t in PROJECTIONS}
-        writes: Writes = []
-        if written is None:
-            for table in PROJECTIONS:
-                writes.append(("delete_cluster", table, [cluster]))
-                writes.append(("insert", table, _insertable(table, list(new[table].values()))))
-            self._written[cluster] = new
-            self._pending[cluster] = {row[1] for row in rows[s.workloads] if row[2] == PENDING}
-            return writes
-        now_pending = self._pending[cluster]
-        for table in PROJECTIONS:
-            cached, after = written[table], new[table]
-            if table is s.workloads and only is not None:
-                keys = {(cluster, k) for k in only}
-                keys.update(after)
-            else:
-                keys = set(cached)
-                keys.update(after)
-            gone, fresh = [], []
-            for k in keys:
-                before, row = cached.get(k), after.get(k)
-                if row == before:
-                    continue
-                if before is not None:
-                    gone.append(k)
-                if row is None:
-                    del cached[k]
-                else:
-                    fresh.append(row)
-                    cached[k] = row
-                if table is s.workloads:
-                    if row is not None and row[2] == PENDING:  # type: ignore[index]
-                        now_pending.add(k[1])
-                    else:
-                        now_pending.discard(k[1])
-            if gone:
-                writes.append(("delete_keys", table, gone))
-            if fresh:
-                writes.append(("insert", table, _insertable(table, fresh)))
-        return writes
-
-
-def _insertable(table: sa.Table, rows: list) -> list | TupleRows:
-    """Projection rows as ``run_writes`` inserts them: the ``workloads`` tuples as ``TupleRows``."""
-    return TupleRows(WORKLOAD_COLUMNS, rows) if table is s.workloads else rows

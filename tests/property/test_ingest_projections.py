@@ -22,7 +22,8 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.store.archive import PROJECTIONS, ArchiveBatch, ProjectionWriter
+from replay.store.archive import ArchiveBatch
+from replay.store.projections import PROJECTIONS, ProjectionWriter
 from replay.store.db import create_db_engine
 from statemodel import sql_schema as s
 from streams.ingest_store import IngestStats, IngestStore

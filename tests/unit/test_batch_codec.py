@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tests.ingesthelpers import trace_events
 
-from replay.store.archive import ArchiveBatch, ProjectionWriter, TupleRows
+from replay.store.archive import ArchiveBatch, TupleRows
+from replay.store.projections import ProjectionWriter
 from replay.store.db import RawJSON, salvage
 from statemodel.driver import Driver
 from statemodel.errors import EventError

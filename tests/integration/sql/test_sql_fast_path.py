@@ -24,13 +24,11 @@ from replay.store.archive import (
     DECISION_COLUMNS,
     EVENT_COLUMNS,
     EVENT_COLUMNS_NO_PAYLOAD,
-    PROJECTIONS,
-    WORKLOAD_COLUMNS,
     ArchiveBatch,
     TupleRows,
     insert_rows,
-    projection_rows,
 )
+from replay.store.projections import PROJECTIONS, WORKLOAD_COLUMNS, projection_rows
 from replay.store.db import RawJSON, SinkError, create_db_engine, upgrade_schema
 from replay.sql_sink import replay_to_db
 from statemodel import sql_schema as s
