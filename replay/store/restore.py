@@ -67,28 +67,37 @@ def stored_cluster(conn: sa.Connection, cluster: str | None) -> str:
 
 def restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
     """The engine of ``cluster`` after its first ``end`` archived events: the last snapshot at or
-    before ``end`` plus the archived events in between.  Returns ``(engine, snapshot position)``.
+    before ``end`` that this engine can restore, plus the archived events after it.  Returns
+    ``(engine, snapshot position)`` (0 when rebuilt from the first event).
 
-    Raises:
-        SinkError: a stored snapshot this engine cannot restore.
+    A snapshot this engine cannot read — written by another ``engine_version``, or of a format or
+    component version it has no upgrade for (``statemodel.snapshot.SnapshotError``) — is passed
+    over, never misread: the next older one is tried, and without any the state is rebuilt from the
+    archived events alone (slower, same result).
     """
     with gc_paused():  # restoring allocates millions of objects and frees none (see statemodel.driver)
         return _restore(conn, cluster, end)
 
 
-def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
-    snap = conn.execute(sa.select(s.snapshots.c.position, s.snapshots.c.state).where(
+def usable_snapshot(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int] | None:
+    """The restored engine and position of the last snapshot of ``cluster`` at or before ``end`` that
+    this engine can read, or ``None`` (snapshots are read newest first, one at a time)."""
+    rows = conn.execute(sa.select(s.snapshots.c.id, s.snapshots.c.position).where(
         s.snapshots.c.cluster == cluster, s.snapshots.c.position <= end,
         s.snapshots.c.state_encoding == STATE_ENCODING,
-    ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc()).limit(1)).first()
-    start = 0
-    engine = Engine()
-    if snap is not None:
+    ).order_by(s.snapshots.c.position.desc(), s.snapshots.c.id.desc())).all()
+    for snapshot_id, position in rows:
+        blob = conn.execute(sa.select(s.snapshots.c.state).where(s.snapshots.c.id == snapshot_id)).scalar_one()
         try:
-            engine = load_snapshot(snap.state)
-        except SnapshotError as exc:
-            raise SinkError(f"snapshot at position {snap.position} of {cluster!r}: {exc}") from None
-        start = snap.position
+            return load_snapshot(blob), position
+        except SnapshotError:
+            continue
+    return None
+
+
+def _restore(conn: sa.Connection, cluster: str, end: int) -> tuple[Engine, int]:
+    found = usable_snapshot(conn, cluster, end)
+    engine, start = found if found is not None else (Engine(), 0)
     driver = Driver(engine)
     for position, (event, error, _) in enumerate(archived_events(conn, cluster, start, end), start):
         driver.step(position, error if event is None else event, cluster=cluster)  # type: ignore[arg-type]
@@ -117,7 +126,7 @@ def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None 
     Returns ``(engine, end position, position of the snapshot used)`` (0 when replayed from scratch).
 
     Raises:
-        SinkError: unknown cluster or decision, or a stored snapshot this engine cannot restore.
+        SinkError: unknown cluster or decision.
     """
     db = create_db_engine(url)
     try:
