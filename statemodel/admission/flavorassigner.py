@@ -71,7 +71,7 @@ class NoFitMessage:
         order, each podSet's statuses in the order the message lists them (sorted by their text)."""
         rows: list[dict] = []
         for ps, statuses in self.failures:
-            for st in sorted(statuses, key=str):
+            for st in statuses if len(statuses) < 2 else sorted(statuses, key=str):
                 sf = st.shortfall
                 rows.append({"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
                              "node": sf.node, "needed": sf.needed, "available": sf.available,
