@@ -1,8 +1,8 @@
 """Explanations: why a workload is where it is, as data (STYLE.md: one source, rendered by the CLI).
 
-``explain(cluster, key)`` gives a workload's status, Kueue reason and message, queue positions, its
-request, and — for every level of its cohort tree, from its ClusterQueue up to the root — the
-numbers the admission condition looks at (reference/kueue.md §1.3–1.4): nominal quota, borrowing
+``explain(cluster, key)`` gives a workload's status, Kueue reason and message, what it is short of
+(``shortfalls``, the rows of the state JSON), queue positions, its request, and — for every level of
+its cohort tree, from its ClusterQueue up to the root — the numbers the admission condition looks at (reference/kueue.md §1.3–1.4): nominal quota, borrowing
 and lending limits, subtree quota, local (non-lendable) quota, usage, ``available`` and
 ``potentialAvailable``, per flavor and resource the workload asks for.  For an admitted workload
 the same numbers include its own charge, and the admission (flavors, borrowing height, time) is
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from statemodel.admission.flavorassigner import pending_shortfalls
 from statemodel.decisions import assignments_json
 from statemodel.quota.protocol import QuotaModel
 from statemodel.timefmt import format_time
@@ -70,6 +71,7 @@ def explain(cluster: "ClusterState", key: str) -> dict:
         "queuedAt": format_time(info.queued_ms),
         "reason": info.reason if info.status == PENDING else None,
         "message": str(info.message) if info.status == PENDING else "",
+        "shortfalls": pending_shortfalls(info.message) if info.status == PENDING else [],
         "positionInClusterQueue": position_cq,
         "positionInLocalQueue": position_lq,
         "request": [{"podSet": name, "count": count, "total": dict(totals)} for name, count, totals in info.totals],

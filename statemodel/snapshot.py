@@ -11,7 +11,7 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``nodes`` (the node ledger's own document, ``statemodel.placement.nodes``),
 ``quotaModel`` (the model's name, its ``QuotaModel.version`` and its own ``dump`` document),
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
-``workloads``, ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
+``workloads`` (each with its pending message's failures as data, version 2), ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
 (admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
@@ -37,10 +37,13 @@ from statemodel.cluster import ClusterState
 from statemodel.engine import Engine
 from statemodel.queues.afs import DecayParams, UsageLedger
 from statemodel.admission.cycle import Waiter
+from statemodel.admission.flavorassigner import NoFitMessage, PodSetStatus
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
 from statemodel.placement.nodes import NodeLedger, node_document
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota import registry
+from statemodel.quota.protocol import Shortfall
+from statemodel.reasons import PendingReason
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import PodSetAssignment, WorkloadInfo, WorkloadStatus
 
@@ -172,11 +175,31 @@ def _load_hierarchy(c: ClusterState, d: dict) -> None:
     h._unlinked = set(d["unlinked"])
 
 
+def _failures(message: object) -> list | None:
+    """A ``NoFitMessage``'s failures as ``[[podSet, [[reason, flavor, resource, node, needed,
+    available, request], ...]], ...]``; ``None`` for a plain-text message."""
+    if not isinstance(message, NoFitMessage):
+        return None
+    return [[ps, [[str(st.shortfall.reason), st.shortfall.flavor, st.shortfall.resource, st.shortfall.node,
+                   st.shortfall.needed, st.shortfall.available, st.request] for st in statuses]]
+            for ps, statuses in message.failures]
+
+
+def _message(text: str, failures: list | None) -> object:
+    if failures is None:
+        return text
+    return NoFitMessage([(ps, [PodSetStatus(Shortfall(PendingReason(reason), flavor, res, node, needed, available),
+                                            request)
+                               for reason, flavor, res, node, needed, available, request in statuses])
+                         for ps, statuses in failures])
+
+
 def _dump_workloads(c: ClusterState) -> dict:
     return {"workloads": [{
         "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
         "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage] for p in w.assignment],
         "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason, "message": str(w.message),
+        "failures": _failures(w.message),
         "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
     } for w in c.workloads.values()]}
 
@@ -187,9 +210,17 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         w.status, w.cluster_queue, w.borrowing = WorkloadStatus(row["status"]), row["cq"], row["borrowing"]
         w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
-        w.reason, w.message, w.park = row["reason"], row["message"], row["park"]
+        w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"]), row["park"]
         w.admitted_ms, w.observed = row["admitted"], row["observed"]
         c.workloads[w.key] = w
+
+
+def _upgrade_workloads_1(doc: dict) -> dict:
+    """``workloads`` version 1 → 2.  Version 1 kept only the text of a pending workload's message;
+    version 2 also keeps what it is short of (``failures``, the flavor assigner's ``NoFitMessage``
+    as data).  A version-1 workload gets ``failures: null``: it restores with its message text and no
+    structured shortfalls until the engine evaluates it again.  Pure."""
+    return {**doc, "version": 2, "workloads": [{**row, "failures": None} for row in doc["workloads"]]}
 
 
 def _dump_queues(c: ClusterState) -> dict:
@@ -294,7 +325,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "nodes": (1, _dump_nodes, _load_nodes),
     "quotaModel": (1, _dump_model, _load_model),
     "hierarchy": (1, _dump_hierarchy, _load_hierarchy),
-    "workloads": (1, _dump_workloads, _load_workloads),
+    "workloads": (2, _dump_workloads, _load_workloads),
     "queues": (1, _dump_queues, _load_queues),
     "wakeIndex": (1, _dump_wake_index, _load_wake_index),
     "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
@@ -302,7 +333,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
 }
 """Component name → (current version, dump, load), in load order."""
 
-COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {}
+COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {("workloads", 1): _upgrade_workloads_1}
 """``(component, version) -> pure function`` turning that version's document into the next version's."""
 
 

@@ -248,6 +248,9 @@ workloads = Table(
     Column("priority", BigInteger, nullable=False),
     Column("reason", String, nullable=True, comment="Kueue pending reason (pending workloads)"),
     Column("message", Text, nullable=True, comment="Kueue pending message (pending workloads)"),
+    Column("shortfalls", JSONType, nullable=True,
+           comment="pending workloads that do not fit: what they are short of, a JSON array of {podSet, reason, "
+                   "flavor, resource, node, needed, available, request} (base units); JSON null otherwise"),
     Column("position_in_cluster_queue", BigInteger, nullable=True, comment="0-based; pending only"),
     Column("position_in_local_queue", BigInteger, nullable=True, comment="0-based; pending only"),
     Column("queued_at", UTC_TIME, nullable=True),
@@ -263,7 +266,7 @@ workloads = Table(
     comment="Projection: workloads of the current state.",
 )
 """Projection of the current state: one row per workload (state JSON ``workloads``) with status,
-Kueue reason and message, queue positions, admission and wait time."""
+Kueue reason and message, what it is short of, queue positions, admission and wait time."""
 Index(None, workloads.c.cluster, workloads.c.cluster_queue, workloads.c.status)
 Index(None, workloads.c.cluster, workloads.c.local_queue, workloads.c.status)
 Index(None, workloads.c.cluster, workloads.c.status)

@@ -1,4 +1,4 @@
-"""The state JSON (issue 2 "Public CLI contract"): a read-only view of the engine, built on demand.
+"""The state JSON (the public CLI contract, docs/events.md): a read-only view of the engine, built on demand.
 
 With admission fair sharing configured, LocalQueues, ClusterQueues and Cohorts carry
 ``admissionFairSharing`` (consumed, penalty, score, lastUpdate; a ClusterQueue sums its
@@ -9,13 +9,16 @@ allocatable summed over the schedulable ones, per resource).
 
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
 ``potentialAvailable`` ignores usage.  Positions are 0-based, in the queue's own order over every
-pending workload (active and set aside), as Kueue's visibility API reports them.
+pending workload (active and set aside), as Kueue's visibility API reports them.  A pending
+workload that does not fit lists what it is short of in ``shortfalls`` (one row per flavor tried
+and resource short, ``WorkloadRecord.shortfalls``); every other workload has ``shortfalls: []``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from statemodel.admission.flavorassigner import pending_shortfalls
 from statemodel.decisions import assignments_json
 from statemodel.queues.afs import CONTEXT, INFINITY, FairSharingLedgers, score, unit_divisor
 from statemodel.hierarchy import Hierarchy
@@ -114,14 +117,38 @@ def _cohorts(cluster: "ClusterState") -> dict:
     return out
 
 
-WorkloadRecord = tuple
-"""What the state says of one workload, in this order: ``status``, ``cluster_queue``,
-``local_queue``, ``priority``, ``queued_ms``, ``reason`` (pending only, else ``None``),
-``message`` (pending only, else ``""``), ``position_in_cluster_queue``,
-``position_in_local_queue`` (0-based, pending only, else ``None``), ``podSetAssignments`` (JSON
-value or ``None``), ``borrowing`` (admitted only), ``admitted_ms`` (admitted only),
-``observed`` (admitted only).  The state JSON (``workloads``) and the ``workloads`` projection
-table (``replay.store.projections``) are both renderings of it."""
+class WorkloadRecord(NamedTuple):
+    """What the state says of one workload.  The state JSON (``workloads``) and the ``workloads``
+    projection table (``replay.store.projections``) are both renderings of it.
+
+    Attributes:
+        status: a ``statemodel.workload.WorkloadStatus``.
+        cluster_queue / local_queue: where it is queued or admitted (``None`` / ``namespace/name``).
+        priority: the Workload's priority.
+        queued_ms: event time it (last) entered the queue, epoch milliseconds.
+        reason / message: Kueue ``QuotaReserved=False`` reason and message (pending only, else
+            ``None`` / ``""``).
+        shortfalls: what a pending workload that does not fit is short of, JSON-ready rows
+            (``flavorassigner.NoFitMessage.shortfalls``); ``[]`` otherwise.
+        position_in_cluster_queue / position_in_local_queue: 0-based, pending only, else ``None``.
+        assignments: ``podSetAssignments`` JSON value, or ``None`` when not admitted.
+        borrowing / admitted_ms / observed: admitted only, else ``None``.
+    """
+
+    status: str
+    cluster_queue: str | None
+    local_queue: str
+    priority: int
+    queued_ms: int
+    reason: str | None
+    message: str
+    shortfalls: list[dict]
+    position_in_cluster_queue: int | None
+    position_in_local_queue: int | None
+    assignments: list[dict] | None
+    borrowing: int | None
+    admitted_ms: int | None
+    observed: bool | None
 
 
 def queue_positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
@@ -154,9 +181,10 @@ def workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, in
         info = workloads[key]
         pending, admitted = info.status == PENDING, info.status == ADMITTED
         position = positions.get(key)
-        out.append((key, (
+        out.append((key, WorkloadRecord(
             info.status, info.cluster_queue, info.local_queue, info.obj.priority, info.queued_ms,
             info.reason if pending else None, str(info.message) if pending else "",
+            pending_shortfalls(info.message) if pending else [],
             position[0] if position else None, position[1] if position else None,
             assignments_json(info.assignment) if info.assignment is not None else None,
             info.borrowing if admitted else None,
@@ -166,22 +194,21 @@ def workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, in
 
 
 def _workload_json(record: WorkloadRecord) -> dict:
-    (status, cluster_queue, local_queue, priority, queued_ms, reason, message, in_cq, in_lq, assignments,
-     borrowing, admitted_ms, observed) = record
     return {
-        "status": status,
-        "clusterQueue": cluster_queue,
-        "localQueue": local_queue,
-        "priority": priority,
-        "queuedAt": format_time(queued_ms),
-        "reason": reason,
-        "message": message,
-        "positionInClusterQueue": in_cq,
-        "positionInLocalQueue": in_lq,
-        "podSetAssignments": assignments,
-        "borrowing": borrowing,
-        "admittedAt": format_time(admitted_ms) if admitted_ms is not None else None,
-        "observedAdmissionAgreed": observed,
+        "status": record.status,
+        "clusterQueue": record.cluster_queue,
+        "localQueue": record.local_queue,
+        "priority": record.priority,
+        "queuedAt": format_time(record.queued_ms),
+        "reason": record.reason,
+        "message": record.message,
+        "shortfalls": record.shortfalls,
+        "positionInClusterQueue": record.position_in_cluster_queue,
+        "positionInLocalQueue": record.position_in_local_queue,
+        "podSetAssignments": record.assignments,
+        "borrowing": record.borrowing,
+        "admittedAt": format_time(record.admitted_ms) if record.admitted_ms is not None else None,
+        "observedAdmissionAgreed": record.observed,
     }
 
 

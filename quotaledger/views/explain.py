@@ -19,6 +19,8 @@ def print_explanation(console: Console, out: dict) -> None:
         if out["positionInClusterQueue"] is not None:
             console.print(f"  position {out['positionInClusterQueue']} in its ClusterQueue, "
                           f"{out['positionInLocalQueue']} in its LocalQueue")
+        if out["shortfalls"]:
+            console.print(_shortfalls_table(out["shortfalls"]))
     for ps in out["request"]:
         total = ", ".join(f"{res} {qty(res, amount)}" for res, amount in ps["total"].items())
         console.print(f"  podSet {ps['podSet']} × {ps['count']}: {total}")
@@ -37,6 +39,22 @@ def print_explanation(console: Console, out: dict) -> None:
                       f"{decision['cause']}), borrowing height {decision['borrowing']}")
         console.print(_levels_table("right after that admission (its own charge included: it fitted under every "
                                     "limit below)", decision["levels"]))
+
+
+def _shortfalls_table(shortfalls: list[dict]) -> Table:
+    """What a pending workload is short of, one row per flavor tried and resource: ``level`` is the
+    node whose limit binds, ``short by`` = needed - available."""
+    table = Table(title="what it is short of (needed includes earlier podSets of the workload)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("podSet", "flavor", "resource", "level", "reason"):
+        table.add_column(header)
+    for header in ("needed", "available", "short by"):
+        table.add_column(header, justify="right")
+    for row in shortfalls:
+        res = row["resource"]
+        table.add_row(row["podSet"], row["flavor"] or "-", res, row["node"], row["reason"], qty(res, row["needed"]),
+                      qty(res, row["available"]), qty(res, row["needed"] - row["available"]))
+    return table
 
 
 def _levels_table(title: str, levels: list[dict]) -> Table:

@@ -64,12 +64,33 @@ class NoFitMessage:
         self.failures = failures
         self._text: str | None = None
 
+    def shortfalls(self) -> list[dict]:
+        """The failures as JSON-ready rows, one per status: ``podSet``, ``reason``, ``flavor``,
+        ``resource``, ``node`` (the level whose limit binds), ``needed``, ``available``, ``request``
+        (integers in base units, as ``PodSetStatus`` and ``Shortfall`` define them).  PodSets in
+        order, each podSet's statuses in the order the message lists them (sorted by their text)."""
+        rows: list[dict] = []
+        for ps, statuses in self.failures:
+            for st in statuses if len(statuses) < 2 else sorted(statuses, key=str):
+                sf = st.shortfall
+                rows.append({"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
+                             "node": sf.node, "needed": sf.needed, "available": sf.available,
+                             "request": st.request})
+        return rows
+
     def __str__(self) -> str:
         if self._text is None:
             self._text = "; ".join(
                 f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(str(st) for st in statuses))}"
                 for ps, statuses in self.failures)
         return self._text
+
+
+def pending_shortfalls(message: object) -> list[dict]:
+    """``NoFitMessage.shortfalls`` of a pending workload's message; ``[]`` for any other message
+    (plain text: the workload waits for something other than quota, or was restored from a snapshot
+    that kept only the text)."""
+    return message.shortfalls() if isinstance(message, NoFitMessage) else []
 
 
 class Assignment:

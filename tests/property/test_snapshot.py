@@ -120,10 +120,42 @@ def test_format1_snapshot_is_upgraded_and_continues_as_a_full_replay(cut):
 
     restored = load((FORMAT1 / f"after-{cut}.snapshot").read_bytes())
     assert restored.hash == head.hash
-    assert orjson.dumps(restored.state()) == orjson.dumps(head.state())
-    assert dump(restored) == dump(head)
+    # format 1 kept only the text of a pending message: the workloads restore without shortfalls
+    restored_state, head_state = restored.state(), head.state()
+    assert _shortfalls(restored_state) == {}
+    assert orjson.dumps(_without_shortfalls(restored_state)) == orjson.dumps(_without_shortfalls(head_state))
+    assert _snapshot_doc(dump(restored)) == _snapshot_doc(dump(head), failures_dropped=True)
     assert [[d.to_json() for d in restored.apply(e)] for e in events[cut:]] == full_decisions[cut:]
     assert restored.hash == full.hash
+
+
+def _shortfalls(state: dict) -> dict:
+    return {key: w["shortfalls"] for c in state["clusters"].values() for key, w in c["workloads"].items()
+            if w["shortfalls"]}
+
+
+def _without_shortfalls(state: dict) -> dict:
+    for cluster in state["clusters"].values():
+        for workload in cluster["workloads"].values():
+            del workload["shortfalls"]
+    return state
+
+
+def _snapshot_doc(blob: bytes, failures_dropped: bool = False) -> dict:
+    doc = orjson.loads(zlib.decompress(blob))
+    if failures_dropped:
+        for cluster in doc["clusters"]:
+            for row in cluster["components"]["workloads"]["workloads"]:
+                row["failures"] = None
+    return doc
+
+
+def test_format1_fixtures_have_pending_workloads_short_of_quota():
+    """The format-1 cases above do lose data: the replayed head has shortfalls the upgrade cannot rebuild."""
+    head = Engine()
+    for e in _fixture_events()[:30]:
+        head.apply(e)
+    assert _shortfalls(head.state())
 
 
 def _rewrite(blob: bytes, change) -> bytes:

@@ -13,8 +13,8 @@ from statemodel.state_view import WorkloadRecord, workload_records
 from statemodel.workload import ADMITTED, PENDING
 
 WORKLOAD_COLUMNS = ("cluster", "key", "status", "cluster_queue", "local_queue", "priority", "reason", "message",
-                    "position_in_cluster_queue", "position_in_local_queue", "queued_at_ms", "admitted_at_ms",
-                    "borrowing", "admission", "wait_ms")
+                    "shortfalls", "position_in_cluster_queue", "position_in_local_queue", "queued_at_ms",
+                    "admitted_at_ms", "borrowing", "admission", "wait_ms")
 """The columns of the ``workloads`` projection tuples (``queued_at`` / ``admitted_at`` follow from the ``_ms``)."""
 
 STATUS = WORKLOAD_COLUMNS.index("status")
@@ -25,20 +25,21 @@ _JSON_NULL = "null"
 
 def workload_row(cluster: str, key: str, record: WorkloadRecord, now_ms: int) -> tuple:
     """The ``workloads`` projection row (``WORKLOAD_COLUMNS``) of one ``WorkloadRecord``: reason
-    and message of pending workloads only, the assignments as JSON text (JSON ``null`` when not
-    admitted, as a Core insert of ``None`` stores it), ``wait_ms`` = admitted - queued (admitted) or
-    ``now_ms`` - queued (pending)."""
-    (status, cluster_queue, local_queue, priority, queued, reason, message, in_cq, in_lq, assignments,
-     borrowing, admitted, _) = record
+    and message of pending workloads only; the assignments and the shortfalls as JSON text (JSON
+    ``null`` when not admitted / when there are no shortfalls, as a Core insert of ``None`` stores
+    it); ``wait_ms`` = admitted - queued (admitted) or ``now_ms`` - queued (pending)."""
+    status, queued, admitted = record.status, record.queued_ms, record.admitted_ms
     if status == ADMITTED and admitted is not None:
         wait: int | None = admitted - queued
     elif status == PENDING:
         wait = now_ms - queued
     else:
         wait = None
-    pending = status == PENDING
-    return (cluster, key, status, cluster_queue, local_queue, priority, reason, message if pending else None,
-            in_cq, in_lq, queued, admitted, borrowing,
+    assignments, shortfalls = record.assignments, record.shortfalls
+    return (cluster, key, status, record.cluster_queue, record.local_queue, record.priority, record.reason,
+            record.message if status == PENDING else None,
+            orjson.dumps(shortfalls).decode() if shortfalls else _JSON_NULL,
+            record.position_in_cluster_queue, record.position_in_local_queue, queued, admitted, record.borrowing,
             _JSON_NULL if assignments is None else orjson.dumps(assignments).decode(), wait)
 
 

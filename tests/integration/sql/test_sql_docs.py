@@ -126,6 +126,10 @@ EXPECTED: dict[int, list[tuple]] = {
     # (p1 + p2): 4.5, 4.75; 3 h sees 1 (p1 gone): 2.875; 4 h sees 1: 1.9375; then 0: 0.96875, 0.484375.
     # Score = cpu cores + GPUs (weights 1).
     10: [("lab", "research/train", 11.5, 5.75, 5.75), ("lab", "prod/serve", 0.96875, 0.484375, 0.484375)],
+    # at 6 h research holds r2 + r3 = 6 GPUs of the cohort's 8: r4 needs 4 GPUs, 2 are free (short by 2);
+    # huge needs 16, research could at most ever get the cohort's 8 (short by 8); p2 is Suspended (none)
+    11: [("lab", "research/huge", "main", "default", GPU, "research", "ExceedsMaxQuota", 16, 8, 8),
+         ("lab", "research/r4", "main", "default", GPU, "research", "WaitingForQuota", 4, 2, 2)],
 }
 
 
@@ -133,11 +137,11 @@ def test_the_checked_in_history_is_the_documented_story() -> None:
     assert DATA.read_bytes() == history().events_ndjson()
 
 
-def test_docs_hold_ten_queries_and_describe_every_column() -> None:
-    assert sorted(queries()) == list(range(1, 11))
+def test_docs_hold_eleven_queries_and_describe_every_column() -> None:
+    assert sorted(queries()) == list(range(1, 12))
     from statemodel.sql_schema import metadata
 
-    schema = DOC.read_text().split("## Ten queries")[0]
+    schema = DOC.read_text().split("## Eleven queries")[0]
     missing = [f"{t.name}.{c.name}" for t in metadata.sorted_tables for c in t.columns
                if f"`{c.name}`" not in schema or f"`{t.name}`" not in schema]
     assert missing == []

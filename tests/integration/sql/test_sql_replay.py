@@ -261,7 +261,7 @@ def _documented_workload_row(key: str, w: dict, now_ms: int) -> dict:
     pending = w["status"] == "Pending"
     return {"key": key, "status": w["status"], "cluster_queue": w["clusterQueue"], "local_queue": w["localQueue"],
             "priority": w["priority"], "reason": w["reason"] if pending else None,
-            "message": w["message"] if pending else None,
+            "message": w["message"] if pending else None, "shortfalls": w["shortfalls"] or None,
             "position_in_cluster_queue": w["positionInClusterQueue"],
             "position_in_local_queue": w["positionInLocalQueue"],
             "queued_at": epoch + timedelta(milliseconds=queued), "queued_at_ms": queued,
