@@ -53,9 +53,14 @@ def _lines() -> list[bytes]:
 
 def _cluster_state(engine: Engine, cluster: str) -> dict:
     """The snapshot document of ``cluster`` alone, without the engine-wide event counters (a store's
-    snapshot counts the events of every cluster it had seen)."""
+    snapshot counts the events of every cluster it had seen) and without the pending workloads'
+    structured shortfalls (a format-1 snapshot kept only the message text; the data returns when
+    the workload is evaluated again — tests/property/test_snapshot.py shows that loss)."""
     doc = orjson.loads(zlib.decompress(dump(engine, [cluster])))
     del doc["counts"]
+    for part in doc["clusters"]:
+        for workload in part["components"]["workloads"]["workloads"]:
+            del workload["failures"]
     return doc
 
 
@@ -97,6 +102,10 @@ def test_upgraded_old_store_verifies_and_restores_every_moment(old_store: str) -
                 expected = _replayed([lines[i] for i in line_nos[:end]]).engine
                 assert _cluster_state(engine, cluster) == _cluster_state(expected, cluster), (cluster, end)
                 assert start == max((p for c, p in snapshots if c == cluster and p <= end), default=0)
+                driver = Driver(engine)  # and it goes on to decide exactly as the full replay did
+                for position in range(end, len(line_nos)):
+                    driver.feed(position, lines[line_nos[position]])
+                assert engine.chains[cluster] == full.chains[cluster], (cluster, end)
     db.dispose()
     engine, end, _ = engine_at(old_store, "lab")
     assert end == len(by_cluster["lab"]) and _cluster_state(engine, "lab") == _cluster_state(full, "lab")
