@@ -1,4 +1,4 @@
-"""Ingest throughput next to its two bounds, in one run on the same events (issue 5 "Must show").
+"""Ingest throughput next to its two bounds, in one run on the same events.
 
 1. takes ``--events FILE`` or simulates ``--trace`` (default: the closed-loop DLRM simulation,
    ``quotaledger simulate --trace dlrm``) and produces it to a fresh topic (``--partitions``);

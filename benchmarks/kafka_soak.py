@@ -1,4 +1,4 @@
-"""Crash soak of ``quotaledger ingest`` (issue 5 "Must show": a script does 20 kill -9).
+"""Crash soak of ``quotaledger ingest`` (20 kill -9 by default).
 
 The same events are produced to two fresh topic prefixes.  One worker ingests the first into a
 scratch PostgreSQL database without interruption.  For the second, ``--kills`` times (default 20), a

@@ -1,5 +1,5 @@
 """SQL store benchmark: snapshot write / restore at 100,000 workloads, and replay throughput with the
-SQL sink next to the engine alone (issue 4 minimums: snapshot ≤ 2 s, restore ≤ 2 s, SQLite sink
+SQL sink next to the engine alone (the targets: snapshot ≤ 2 s, restore ≤ 2 s, SQLite sink
 ≥ 40 % of the engine-only rate).
 
 (a) Snapshot: an engine holding ``--workloads`` workloads (Kueue's large-scale shape of

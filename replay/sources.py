@@ -5,7 +5,7 @@ number and the line (blank lines skipped), for a Kafka range the record's offset
 unchanged.  ``replay.runner``, ``replay.sql_sink`` and ``replay.verify`` read through
 ``open_records`` and so accept either wherever they accept a file.
 
-Kafka range URL (issue 4 "Replay commands", issue 5)::
+Kafka range URL (docs/ingest.md)::
 
     kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?from=X][&to=Y][&partition=N]
 

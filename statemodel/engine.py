@@ -90,5 +90,5 @@ class Engine:
         return digest.hexdigest()
 
     def state(self) -> dict:
-        """The state JSON of issue 2 (see ``statemodel.state_view``), JSON-ready."""
+        """The state JSON (``statemodel.state_view``; docs/events.md "State"), JSON-ready."""
         return render_state(self)

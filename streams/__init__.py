@@ -1,1 +1,1 @@
-"""Kafka side of quotaledger: topics, codec, ingest loop, dead letters, outbox (arrives with the Kafka issue)."""
+"""Kafka side of quotaledger: topics, codec, ingest loop, committer, dead letters, outbox relay, producer, dev broker."""

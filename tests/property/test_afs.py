@@ -1,4 +1,4 @@
-"""Property tests for admission fair sharing (issue 3 "Must show"):
+"""Property tests for admission fair sharing (KEP-4136):
 
 (1) decayed usage does not depend on ``Tick`` events: the same history (random AFS configuration,
     persisted statuses, LocalQueue weights, submissions, engine admissions, observed admissions,

@@ -1,4 +1,4 @@
-"""The archive's fast write paths store exactly what plain SQLAlchemy Core inserts store (issue 4).
+"""The archive's fast write paths store exactly what plain SQLAlchemy Core inserts store.
 
 ``replay.store.archive.insert_rows`` skips Core's per-row parameter machinery: on SQLite the hot
 tables go in as one ``INSERT ... SELECT FROM json_each`` per batch and other rows as one driver

@@ -1,4 +1,4 @@
-"""Scenario tests for admission fair sharing (KEP-4136, seed 001; issue 3): events in → decisions / state out.
+"""Scenario tests for admission fair sharing (KEP-4136, seed 001): events in → decisions / state out.
 
 Every expected value below is worked out by hand (arithmetic in the comments) from
 
@@ -7,7 +7,7 @@ Every expected value below is worked out by hand (arithmetic in the comments) fr
   is a grid instant for every interval used here; an event *at* a grid instant is applied after
   that instant's sample);
 * the seed's entry penalty ``A(samplingInterval) × requests``, which stands in for the usage until the
-  next sample (``statemodel/fairsharing.py`` module docstring, issue 3);
+  next sample (``statemodel/queues/afs.py`` module docstring);
 * the LocalQueue score ``Σ_r weight(r) × (consumed_r + penalty_r) / lqWeight`` in Kueue's units
   (CPU in cores, memory in bytes; reference/kueue.md §5.5), lower first, then priority, creation time;
 * the seed's cohort admission scope: workloads within their ClusterQueue's nominal quota go directly;
@@ -18,7 +18,7 @@ Two configurations give exact numbers by hand:
 
 * ``halfLife = interval = 5m``: ``A = 0.5`` per sample, so a queue holding ``c`` for ``n`` samples has
   ``c × (1 - 0.5^n)``;
-* the issue's ``halfLife = 168h, interval = 5m``: ``A = 1 - 0.5^(5/10080) = 1 - 0.5^(1/2016)
+* a week-long ``halfLife = 168h`` with ``interval = 5m``: ``A = 1 - 0.5^(5/10080) = 1 - 0.5^(1/2016)
   = 3.437639058738731…e-4`` per sample, 2016 samples per half-life.
 
 The state JSON shows AFS numbers in cores (cpu) and bytes; a 2-CPU penalty at 168h/5m is
@@ -35,7 +35,7 @@ from tests.scenario.builder import NO_AFS, USAGE_BASED, Scenario, admitted
 
 HOUR = 3600
 DAY = 24 * HOUR
-WEEK = 7 * DAY  # 168h: one half-life of the issue's configuration
+WEEK = 7 * DAY  # 168h: one half-life of the week-long configuration
 INTERVAL = 300  # 5m
 
 _CTX = Context(prec=50)
@@ -761,7 +761,7 @@ def strict_fifo_flip(with_tick: bool) -> Scenario:
 
 
 def test_strict_fifo_reorder_at_a_sampling_instant_does_not_depend_on_tick_events():
-    """Issue 3: sampling is on the event-time axis "so results do not depend on when events happen to
+    """Sampling is on the event-time axis "so results do not depend on when events happen to
     arrive"; the property "decayed usage is the same whether the same admissions are delivered with or
     without extra Tick events".  Here a Tick at the sampling instant makes the engine admit a-small at
     300 instead of 400, and a's decayed usage differs afterwards.
