@@ -185,29 +185,40 @@ def _failures(message: object) -> list | None:
             for ps, statuses in message.failures]
 
 
-def _message(text: str, failures: list | None) -> object:
+_PENDING_REASONS = {str(r): r for r in PendingReason}
+_STATUSES = {str(st): st for st in WorkloadStatus}
+
+
+def _message(text: str | None, failures: list | None) -> object:
+    """The workload's message: the text as stored, or — when its failures were stored instead — the
+    ``NoFitMessage`` they render (the text is derived, so it is not stored twice)."""
     if failures is None:
         return text
-    return NoFitMessage([(ps, [PodSetStatus(Shortfall(PendingReason(reason), flavor, res, node, needed, available),
-                                            request)
+    return NoFitMessage([(ps, [PodSetStatus(Shortfall(_PENDING_REASONS[reason], flavor, res, node, needed,
+                                                      available), request)
                                for reason, flavor, res, node, needed, available, request in statuses])
                          for ps, statuses in failures])
 
 
 def _dump_workloads(c: ClusterState) -> dict:
-    return {"workloads": [{
-        "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
-        "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage] for p in w.assignment],
-        "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason, "message": str(w.message),
-        "failures": _failures(w.message),
-        "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
-    } for w in c.workloads.values()]}
+    rows = []
+    for w in c.workloads.values():
+        failures = _failures(w.message)
+        rows.append({
+            "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
+            "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage]
+                                                             for p in w.assignment],
+            "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason,
+            "message": None if failures is not None else str(w.message), "failures": failures,
+            "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
+        })
+    return {"workloads": rows}
 
 
 def _load_workloads(c: ClusterState, d: dict) -> None:
     for row in d["workloads"]:
         w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
-        w.status, w.cluster_queue, w.borrowing = WorkloadStatus(row["status"]), row["cq"], row["borrowing"]
+        w.status, w.cluster_queue, w.borrowing = _STATUSES[row["status"]], row["cq"], row["borrowing"]
         w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
         w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"]), row["park"]
@@ -217,8 +228,8 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
 
 def _upgrade_workloads_1(doc: dict) -> dict:
     """``workloads`` version 1 → 2.  Version 1 kept only the text of a pending workload's message;
-    version 2 also keeps what it is short of (``failures``, the flavor assigner's ``NoFitMessage``
-    as data).  A version-1 workload gets ``failures: null``: it restores with its message text and no
+    version 2 keeps what it is short of instead (``failures``, the flavor assigner's ``NoFitMessage``
+    as data, from which the text is rendered; ``message`` is ``null`` then).  A version-1 workload gets ``failures: null``: it restores with its message text and no
     structured shortfalls until the engine evaluates it again.  Pure."""
     return {**doc, "version": 2, "workloads": [{**row, "failures": None} for row in doc["workloads"]]}
 
