@@ -53,13 +53,16 @@ def _lines() -> list[bytes]:
 
 def _cluster_state(engine: Engine, cluster: str) -> dict:
     """The snapshot document of ``cluster`` alone, without the engine-wide event counters (a store's
-    snapshot counts the events of every cluster it had seen) and without the pending workloads'
-    structured shortfalls (a format-1 snapshot kept only the message text; the data returns when
-    the workload is evaluated again — tests/property/test_snapshot.py shows that loss)."""
+    snapshot counts the events of every cluster it had seen), with each workload's pending message
+    as its text and without its structured shortfalls (a format-1 snapshot kept only the text; the
+    data returns when the workload is evaluated again — tests/property/test_snapshot.py shows that
+    loss)."""
     doc = orjson.loads(zlib.decompress(dump(engine, [cluster])))
     del doc["counts"]
+    messages = [str(info.message) for info in engine.clusters[cluster].workloads.values()]
     for part in doc["clusters"]:
-        for workload in part["components"]["workloads"]["workloads"]:
+        for workload, message in zip(part["components"]["workloads"]["workloads"], messages, strict=True):
+            workload["message"] = message
             del workload["failures"]
     return doc
 
