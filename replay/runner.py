@@ -31,8 +31,7 @@ class ReplayResult:
     """Counters of one replay run.
 
     Attributes:
-        applied: events applied by the engine during this run (engine's own count,
-            ``state()["events"]["applied"]`` delta).
+        applied: events applied by the engine during this run (the delta of ``Engine.applied``).
         rejected: events rejected by validation during this run.
         duplicates: events ignored as duplicates (repeated ``id``) during this run.
         decisions: decisions emitted during this run.
@@ -55,12 +54,8 @@ class ReplayResult:
 
 
 def _event_counts(engine: Engine) -> tuple[int, int, int]:
-    """``(applied, rejected, duplicates)`` so far: the engine's counters, else its state JSON."""
-    try:
-        return engine.applied, engine.rejected, engine.duplicates  # type: ignore[attr-defined]
-    except AttributeError:
-        ev = engine.state()["events"]
-        return ev["applied"], ev["rejected"], ev["duplicates"]
+    """``(applied, rejected, duplicates)`` so far: the engine's counters."""
+    return engine.applied, engine.rejected, engine.duplicates
 
 
 StepCallback = Callable[[StepResult], None]

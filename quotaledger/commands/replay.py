@@ -77,10 +77,9 @@ def replay(
                 engine, result = replay_to_db(events, url, batch_size=batch_size, snapshot_every=snapshot_every,
                                               snapshot_every_ms=every_ms, replace=replace, on_decision=on_decision,
                                               on_reject=reject_printer(events), watch=watch)
-    final = engine.state()
     with binary_out(state_out) as out:
-        if out is not None:
-            out.write(dump_json(final))
+        if out is not None:  # the state JSON is rendered only when asked for
+            out.write(dump_json(engine.state()))
     sys.stderr.write(
         f"applied {result.applied}, rejected {result.rejected}, duplicates {result.duplicates}, "
         f"decisions {result.decisions}, {result.events_per_second:.0f} events/s "
