@@ -82,9 +82,8 @@ class IngestStore:
         self.max_record_bytes = max_record_bytes
         self.stats = stats
         self.projections = ProjectionWriter()
-        self.engines: dict[str, Engine] = {}
         self.drivers: dict[str, Driver] = {}
-        """cluster -> the driver of its engine (``engines``)"""
+        """cluster -> the driver of its engine (``Driver.engine``)"""
         self.positions: dict[str, int] = {}
         self.partition_of: dict[str, int] = {}
         self.next_offsets: dict[int, int] = {}
@@ -111,7 +110,6 @@ class IngestStore:
             engine, start = restore(conn, cluster, end) if end else (Engine(), 0)
             if start:
                 self.batch.last_snapshot[cluster] = start
-        self.engines[cluster] = engine
         driver = self.drivers[cluster] = Driver(engine)
         self.positions[cluster] = end
         self.partition_of[cluster] = partition
@@ -120,7 +118,7 @@ class IngestStore:
     def drop_partitions(self, partitions: set[int]) -> None:
         """Forget everything held for these partitions and their clusters (they were revoked)."""
         for cluster in [c for c, p in self.partition_of.items() if p in partitions]:
-            for held in (self.engines, self.drivers, self.positions, self.partition_of, self.batch.last_snapshot):
+            for held in (self.drivers, self.positions, self.partition_of, self.batch.last_snapshot):
                 held.pop(cluster, None)
             self.projections.forget([cluster])
             self.dirty.pop(cluster, None)
@@ -165,7 +163,7 @@ class IngestStore:
                     pos = positions[cluster]
                     positions[cluster] = pos + 1
                     if batch.add_step(step, pos):
-                        batch.add_snapshot(self.engines[cluster], cluster, pos + 1, rec.offset)
+                        batch.add_snapshot(self.drivers[cluster].engine, cluster, pos + 1, rec.offset)
                     if step.duplicate:
                         stats.duplicates += 1
                     else:
@@ -198,7 +196,7 @@ class IngestStore:
         writes = self.take_part()
         dirty, self.dirty = self.dirty, {}
         for cluster in sorted(dirty):
-            writes += self.projections.changes(self.engines[cluster], cluster, dirty[cluster])
+            writes += self.projections.changes(self.drivers[cluster].engine, cluster, dirty[cluster])
         offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
                     "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
                    for p in sorted(partitions)]
@@ -210,8 +208,8 @@ class IngestStore:
 
     def shutdown_commit(self) -> Commit:
         """The last transaction of a run: a snapshot of every cluster that moved since its newest one."""
-        for cluster in sorted(self.engines):
-            engine, position = self.engines[cluster], self.positions[cluster]
+        for cluster in sorted(self.drivers):
+            engine, position = self.drivers[cluster].engine, self.positions[cluster]
             if cluster in engine.clusters and self.batch.last_snapshot.get(cluster) != position:
                 offset = self.next_offsets.get(self.partition_of[cluster])
                 self.batch.add_snapshot(engine, cluster, position, None if offset is None else offset - 1)

@@ -65,7 +65,8 @@ def test_per_batch_projections_equal_a_full_rewrite(ops, cuts):
             offset += len(batch)
             store.apply({TP: batch})
             store.write(store.prepare({TP.partition}))
-            for cluster, engine in store.engines.items():
+            for cluster, driver in store.drivers.items():
+                engine = driver.engine
                 if cluster not in engine.clusters:
                     continue
                 with full_db.begin() as conn:
