@@ -23,6 +23,7 @@ Lifecycle semantics (reference/kueue.md §6, EVENTS.md "Types"):
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Final
 
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
 from statemodel.decisions import EVICTED, Decision, DecisionType
@@ -31,7 +32,8 @@ from statemodel.queues.afs import FairSharingLedgers, flatten
 from statemodel.admission.flavorassigner import Assignment
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
-    Admission, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, Workload,
+    Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, StopPolicy,
+    Workload,
 )
 from statemodel.placement.nodes import NodeLedger
 from statemodel.queues.cluster_queue import ClusterQueueQueue
@@ -43,8 +45,11 @@ from statemodel.quota.protocol import QuotaModel
 from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PendingCondition, PodSetAssignment, WorkloadInfo, WorkloadStatus
 
-NOT_STOPPED = "None"
-USAGE_BASED = "UsageBasedAdmissionFairSharing"
+# Policy values the hot paths compare against, as module constants (mypyc loads a ``Final`` global
+# directly, where ``StopPolicy.NONE`` would be an attribute lookup on the enum class every time).
+NOT_STOPPED: Final = StopPolicy.NONE
+HOLD_AND_DRAIN: Final = StopPolicy.HOLD_AND_DRAIN
+USAGE_BASED: Final = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
 
 
 class ClusterState:
@@ -149,7 +154,7 @@ class ClusterState:
                     self.model.charge(obj.name, info.charge)
             self._queue(obj.name).strategy = obj.queueing_strategy
             self._refresh_order(obj.name)
-            if obj.stop_policy == "HoldAndDrain":
+            if obj.stop_policy == HOLD_AND_DRAIN:
                 self._drain(list(self.admitted.get(obj.name, {}).values()), CLUSTER_QUEUE_STOPPED,
                             "The ClusterQueue is stopped")
         elif isinstance(obj, Cohort):
@@ -161,7 +166,7 @@ class ClusterState:
             if self.afs.params is not None:
                 self.afs.ledger(obj.key, self.clock_ms)
             members = list(self.by_local_queue.get(obj.key, {}).values())
-            if obj.stop_policy == "HoldAndDrain":
+            if obj.stop_policy == HOLD_AND_DRAIN:
                 self._drain([m for m in members if m.status == ADMITTED], LOCAL_QUEUE_STOPPED,
                             "The LocalQueue is stopped")
             self._reroute(obj.key)

@@ -17,8 +17,10 @@ missing ResourceFlavor makes the whole ClusterQueue inactive before assignment i
 
 from __future__ import annotations
 
+from typing import Final
+
 from statemodel.hierarchy import ClusterQueueEntry
-from statemodel.objects import FlavorResource
+from statemodel.objects import FlavorFungibilityPolicy, FlavorResource
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR, SEVERITY, WAITING_FOR_QUOTA
@@ -27,6 +29,7 @@ from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 _REASON_BY_SEVERITY = {sev: reason for reason, sev in SEVERITY.items()}
 _WAITING = SEVERITY[WAITING_FOR_QUOTA]
+_TRY_NEXT_FLAVOR: Final = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
 
 
 class PodSetStatus:
@@ -133,7 +136,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
     assert spec is not None, "flavors are only assigned in active ClusterQueues"
     leaf = cq.name
     rg_by_resource = cq.rg_by_resource
-    try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == "TryNextFlavor"
+    try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == _TRY_NEXT_FLAVOR
     result = Assignment()
     assumed = result.usage
     failures: list[tuple[str, list[PodSetStatus]]] = []

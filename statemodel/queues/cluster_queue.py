@@ -25,11 +25,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Final
 
+from statemodel.objects import QueueingStrategy
 from statemodel.workload import WorkloadInfo
 
-STRICT_FIFO = "StrictFIFO"
-BEST_EFFORT_FIFO = "BestEffortFIFO"
+STRICT_FIFO: Final = QueueingStrategy.STRICT_FIFO
+BEST_EFFORT_FIFO: Final = QueueingStrategy.BEST_EFFORT_FIFO
 
 Entry = tuple[tuple[int, int, str], int, WorkloadInfo]
 Scorer = Callable[[str], Decimal]
@@ -49,7 +51,7 @@ class ClusterQueueQueue:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.strategy = BEST_EFFORT_FIFO
+        self.strategy: str = BEST_EFFORT_FIFO
         self.by_usage = False
         self._heaps: dict[str, list[Entry]] = {}
         self.parked: dict[str, WorkloadInfo] = {}
