@@ -23,7 +23,7 @@ trace's own row order for submissions):
 5. Nothing later than ``until_ms`` (default: the trace end) is written.
 
 Every event is written as the exact bytes the engine decoded, so replaying the file with a fresh
-``Engine`` gives the same decisions and hash (``tests/test_simulator.py``).  Event ids are unique
+``Engine`` gives the same decisions and hash (``tests/unit/test_simulator.py``).  Event ids are unique
 and say what they are: ``config/<Kind>/<name>``, ``node/<name>``, ``submit/<ns>/<name>``,
 ``finish/<ns>/<name>[/<n>]``, ``withdraw/<ns>/<name>``, ``tick/<n>``; times are epoch ms.
 """

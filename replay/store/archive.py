@@ -19,7 +19,7 @@ functions here (``run_writes``).
 ``events`` and ``decisions`` rows are built as ``TupleRows`` (tuples, times as epoch ms only),
 the other tables' as dicts.  On PostgreSQL rows are inserted with ``COPY`` (from 50 rows on); on
 SQLite with one statement per table and transaction on the driver connection, storing exactly
-what SQLAlchemy Core would (``tests/test_sql_fast_path.py`` compares the two); elsewhere, and for
+what SQLAlchemy Core would (``tests/integration/sql/test_sql_fast_path.py`` compares the two); elsewhere, and for
 fewer rows on PostgreSQL, with SQLAlchemy Core ``executemany`` inserts.
 """
 
@@ -197,7 +197,7 @@ def _sqlite_time_sql(ms: str) -> str:
     """SQL for the text SQLAlchemy's SQLite ``DateTime`` stores (``YYYY-MM-DD HH:MM:SS.ffffff``, UTC)
     of the epoch-milliseconds integer ``ms`` (NULL stays NULL): whole seconds rounded down, so
     instants before 1970 keep a fraction in 0..999 ms.  Computed by SQLite itself, so the writer
-    thread spends no GIL-holding time on it; ``tests/test_sql_fast_path.py`` compares the result
+    thread spends no GIL-holding time on it; ``tests/integration/sql/test_sql_fast_path.py`` compares the result
     with SQLAlchemy's own text over the engine's whole time range."""
     frac = f"((({ms}) % 1000) + 1000) % 1000"
     return (f"strftime('%Y-%m-%d %H:%M:%S', (({ms}) - {frac}) / 1000, 'unixepoch') "

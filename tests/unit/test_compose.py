@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
-from pathlib import Path
 from typing import Any
 
 import pytest

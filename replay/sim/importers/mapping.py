@@ -3,7 +3,7 @@
 A mapping says which column holds what; :func:`import_csv` applies it to a CSV file and returns
 the same :class:`~replay.sim.importers.jobs.ImportResult` as the dedicated importers.  Shipped
 examples: ``replay/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same jobs as
-``replay.sim.importers.dlrm`` / ``openb``; ``tests/test_importers.py`` checks it).  The schema::
+``replay.sim.importers.dlrm`` / ``openb``; ``tests/unit/test_importers.py`` checks it).  The schema::
 
     version: 1
     name: mytrace                      # cluster name and root cohort of the generated quota tree

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from decimal import Decimal
-from pathlib import Path
 
 import sqlalchemy as sa
 

@@ -219,7 +219,7 @@ def test_env_var_selects_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 # --------------------------------------------------------------------------- verify
 
 
-# The golden log and its tampered copies: tests/test_verify_golden.py.
+# The golden log and its tampered copies: tests/integration/sql/test_verify_golden.py.
 
 
 def test_verify_rejects_altered_event_without_decision_change_by_hash(db: str) -> None:

@@ -3,7 +3,6 @@ on SQLite and PostgreSQL: accepted, or rejected at the exact place with both sid
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import orjson
 import sqlalchemy as sa
