@@ -496,7 +496,7 @@ class ClusterState:
             victim.preempted_by = preemptor.key
             victim.preemption_reason = t.reason
             self._decide(PREEMPTED, victim.key, t.cluster_queue, preemptor=preemptor.key, reason=t.reason,
-                         message=message)
+                         message=message, preemptor_cluster_queue=preemptor_cq)
             if release_now:
                 self._release(victim)
                 self._requeue_after_eviction(victim, message)
@@ -607,8 +607,9 @@ class ClusterState:
 
     def _decide(self, kind: DecisionType, workload: str, cluster_queue: str | None,
                 pod_sets: list[PodSetAssignment] | None = None, borrowing: int = 0,
-                reason: str | None = None, message: str | None = None, preemptor: str | None = None) -> None:
+                reason: str | None = None, message: str | None = None, preemptor: str | None = None,
+                preemptor_cluster_queue: str | None = None) -> None:
         """Record a decision of the current event, numbered next in this cluster, at the current clock."""
         self.seq += 1
         self.decisions.append(Decision(self.seq, self._cause, self.clock_ms, self.name, kind, workload, cluster_queue,
-                                       pod_sets, borrowing, preemptor, reason, message))
+                                       pod_sets, borrowing, preemptor, reason, message, preemptor_cluster_queue))
