@@ -33,7 +33,10 @@
      branches' final clocks), with both integrals exact integers (base units × ms) and one
      division at the end; ``meanUsage`` / ``meanNominal`` are the integrals over the window
      length (integer floor).  The integrals are sampled whenever the clock advances: cost per
-     clock step is O(ClusterQueues × flavor-resources).
+     clock step is O(ClusterQueues × flavor-resources);
+   - preemptions: ``Preempted`` decisions of each branch, in total and per ClusterQueue of the
+     victim (docs/preemption.md: raising a ClusterQueue's quota makes preemptions disappear,
+     lowering it adds some).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from replay.store.restore import archived_events, end_position, restore, stored_
 from replay.reports.tables import percentile
 from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel.cluster import ClusterState
-from statemodel.decisions import ADMITTED, Decision
+from statemodel.decisions import ADMITTED, PREEMPTED, Decision
 from statemodel.driver import Driver, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
@@ -313,6 +316,21 @@ def utilization(base: Branch, whatif: Branch, window_ms: int) -> list[dict]:
     return rows
 
 
+def preemption_counts(base: list[Decision], whatif: list[Decision]) -> dict:
+    """``Preempted`` decisions of both branches: ``{base, whatif, delta, clusterQueues: [{name, base,
+    whatif, delta}]}``, per ClusterQueue of the victim (sorted by name; ``-`` when it had none)."""
+    per: dict[str, list[int]] = {}
+    for side, decisions in ((0, base), (1, whatif)):
+        for d in decisions:
+            if d.kind == PREEMPTED:
+                per.setdefault(d.cluster_queue or "-", [0, 0])[side] += 1
+    total_b = sum(b for b, _ in per.values())
+    total_w = sum(w for _, w in per.values())
+    return {"base": total_b, "whatif": total_w, "delta": total_w - total_b,
+            "clusterQueues": [{"name": name, "base": per[name][0], "whatif": per[name][1],
+                               "delta": per[name][1] - per[name][0]} for name in sorted(per)]}
+
+
 @dataclass
 class WhatIfReport:
     """Everything ``quotaledger whatif`` prints; ``to_json()`` is the ``--json`` output."""
@@ -327,13 +345,14 @@ class WhatIfReport:
     wait_cluster_queues: list[dict] = field(default_factory=list)
     wait_local_queues: list[dict] = field(default_factory=list)
     utilization: list[dict] = field(default_factory=list)
+    preemptions: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "fork": self.fork, "patchEvents": self.patch_events,
                 "archivedEvents": self.archived_events, "window": self.window, "branches": self.branches,
                 "decisionChanges": self.decision_changes,
                 "waitTimes": {"clusterQueues": self.wait_cluster_queues, "localQueues": self.wait_local_queues},
-                "utilization": self.utilization}
+                "utilization": self.utilization, "preemptions": self.preemptions}
 
 
 # --------------------------------------------------------------------------- entry point
@@ -395,4 +414,5 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         wait_cluster_queues=_wait_table(base.waits, other.waits, "cluster_queue"),
         wait_local_queues=_wait_table(base.waits, other.waits, "local_queue"),
         utilization=utilization(base, other, window_ms),
+        preemptions=preemption_counts(base.decisions, other.decisions),
     )

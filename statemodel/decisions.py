@@ -48,16 +48,18 @@ class Decision:
     ``time_ms`` is the engine clock (ms since the Unix epoch) when it was made, ``cluster`` the cluster
     that made it.  ``kind`` is a :class:`DecisionType`; the other fields are filled per kind as in
     EVENTS.md (``pod_sets`` and ``borrowing`` for ``Admitted``; ``reason``/``message`` otherwise,
-    ``preemptor`` for ``Preempted``).
+    ``preemptor`` and ``preemptor_cluster_queue`` — the ClusterQueue the preemptor is queued in —
+    for ``Preempted``).
     """
 
     __slots__ = ("seq", "cause", "time_ms", "cluster", "kind", "workload", "cluster_queue",
-                 "pod_sets", "borrowing", "preemptor", "reason", "message", "_json")
+                 "pod_sets", "borrowing", "preemptor", "reason", "message", "preemptor_cluster_queue",
+                 "_json")
 
     def __init__(self, seq: int, cause: str, time_ms: int, cluster: str, kind: DecisionType, workload: str,
                  cluster_queue: str | None, pod_sets: list[PodSetAssignment] | None = None,
                  borrowing: int = 0, preemptor: str | None = None, reason: str | None = None,
-                 message: str | None = None) -> None:
+                 message: str | None = None, preemptor_cluster_queue: str | None = None) -> None:
         self.seq: Final = seq
         self.cause: Final = cause
         self.time_ms: Final = time_ms
@@ -70,6 +72,7 @@ class Decision:
         self.preemptor: Final = preemptor
         self.reason: Final = reason
         self.message: Final = message
+        self.preemptor_cluster_queue: Final = preemptor_cluster_queue
         out = {"seq": seq, "cause": cause, "time": format_time(time_ms), "cluster": cluster,
                "type": kind, "workload": workload, "clusterQueue": cluster_queue}
         if kind == ADMITTED:
@@ -78,6 +81,7 @@ class Decision:
         else:
             if kind == PREEMPTED:
                 out["preemptor"] = preemptor
+                out["preemptorClusterQueue"] = preemptor_cluster_queue
             out["reason"] = reason
             out["message"] = message
         self._json: Final = out

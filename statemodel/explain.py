@@ -7,20 +7,31 @@ and lending limits, subtree quota, local (non-lendable) quota, usage, ``availabl
 ``potentialAvailable``, per flavor and resource the workload asks for.  For an admitted workload
 the same numbers include its own charge, and the admission (flavors, borrowing height, time) is
 listed.  Quantities are integers in base units.
+
+``preemption`` says who preempted the workload and why (the ``Preempted`` decision's preemptor,
+reason and message, with its time when the caller passes the cluster's decisions), which workloads
+it preempted itself, and — for a pending workload — what it is waiting for: the eviction of its
+victims (``releaseOn: Eviction``, Kueue's ``WaitingForPreemptedWorkloads``), the next admission
+cycle (``releaseOn: Decision``), or the ``spec.preemption`` policy of its ClusterQueue that forbids
+preempting the workloads holding the quota it needs (reference/kueue.md §4.1; docs/preemption.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from statemodel.admission.flavorassigner import pending_shortfalls
-from statemodel.decisions import assignments_json
-from statemodel.quota.protocol import QuotaModel
+from statemodel.decisions import PREEMPTED, assignments_json
+from statemodel.objects import BorrowWithinCohortPolicy, PreemptionPolicy
+from statemodel.quota.protocol import CLUSTER_QUEUE, QuotaModel
 from statemodel.timefmt import format_time
-from statemodel.workload import ADMITTED, PENDING
+from statemodel.reasons import WAITING_FOR_PREEMPTED_WORKLOADS
+from statemodel.workload import ADMITTED, PENDING, WorkloadInfo
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState
+    from statemodel.objects import ClusterQueue
 
 
 class UnknownWorkload(KeyError):
@@ -43,8 +54,12 @@ def _level(model: QuotaModel, kind: str, name: str, frs: list[tuple[str, str]]) 
     return {"kind": kind, "name": name, "resources": resources}
 
 
-def explain(cluster: "ClusterState", key: str) -> dict:
+def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -> dict:
     """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready.
+
+    ``decisions``: the cluster's decisions so far as EVENTS.md JSON objects, in order (optional);
+    its ``Preempted`` decisions naming ``key`` as victim or preemptor fill ``preemption.history``
+    (times, reasons and messages), see :func:`preemption`.
 
     Raises:
         UnknownWorkload: no such workload in the cluster.
@@ -76,6 +91,7 @@ def explain(cluster: "ClusterState", key: str) -> dict:
         "positionInLocalQueue": position_lq,
         "request": [{"podSet": name, "count": count, "total": dict(totals)} for name, count, totals in info.totals],
         "admission": None,
+        "preemption": preemption(cluster, info, decisions),
         "levels": [],
     }
     if info.status == ADMITTED:
@@ -100,3 +116,105 @@ def explain(cluster: "ClusterState", key: str) -> dict:
     model = cluster.model
     out["levels"] = [_level(model, kind, name, frs) for kind, name in model.path(entry.name)]
     return out
+
+
+NEVER = PreemptionPolicy.NEVER
+BORROW_NEVER = BorrowWithinCohortPolicy.NEVER
+
+
+def _policy(spec: "ClusterQueue | None") -> dict | None:
+    """``spec.preemption`` of a ClusterQueue as Kueue spells it (``None`` for an unknown ClusterQueue)."""
+    if spec is None:
+        return None
+    p = spec.preemption
+    return {"withinClusterQueue": str(p.within_cluster_queue), "reclaimWithinCohort": str(p.reclaim_within_cohort),
+            "borrowWithinCohort": {"policy": str(p.borrow_within_cohort_policy),
+                                   "maxPriorityThreshold": p.borrow_within_cohort_max_priority_threshold}}
+
+
+def _history(key: str, decisions: Iterable[dict]) -> list[dict]:
+    """The ``Preempted`` decisions naming ``key`` as victim (``role: victim``) or preemptor
+    (``role: preemptor``), in decision order."""
+    out = []
+    for d in decisions:
+        if d.get("type") != PREEMPTED:
+            continue
+        if d.get("workload") == key:
+            role = "victim"
+        elif d.get("preemptor") == key:
+            role = "preemptor"
+        else:
+            continue
+        out.append({"role": role, "seq": d.get("seq"), "time": d.get("time"), "victim": d.get("workload"),
+                    "victimClusterQueue": d.get("clusterQueue"), "preemptor": d.get("preemptor"),
+                    "preemptorClusterQueue": d.get("preemptorClusterQueue"), "reason": d.get("reason"),
+                    "message": d.get("message")})
+    return out
+
+
+def _blocked_by_policy(cluster: "ClusterState", info: WorkloadInfo, spec: "ClusterQueue") -> list[str]:
+    """Why the ClusterQueue's policy keeps a pending ``info`` from preempting what holds quota now:
+    one sentence per policy that forbids preempting admitted workloads that exist (in its own
+    ClusterQueue: those of lower priority; in the rest of its cohort tree: any)."""
+    own_cq = info.cluster_queue or ""
+    priority = info.obj.priority
+    p = spec.preemption
+    lower_here = sum(1 for other in cluster.admitted.get(own_cq, {}).values() if other.obj.priority < priority)
+    root = cluster.model.path(own_cq)[-1] if own_cq in cluster.hierarchy.cluster_queues else None
+    elsewhere = 0
+    if root is not None and root[0] != CLUSTER_QUEUE:
+        for name, held in cluster.admitted.items():
+            if name != own_cq and held and name in cluster.hierarchy.cluster_queues \
+                    and cluster.model.path(name)[-1] == root:
+                elsewhere += len(held)
+    out = []
+    if lower_here and p.within_cluster_queue == NEVER:
+        out.append(f"withinClusterQueue: Never forbids preempting the {lower_here} lower-priority workload(s) "
+                   f"admitted in ClusterQueue {own_cq}")
+    if elsewhere and p.reclaim_within_cohort == NEVER:
+        out.append(f"reclaimWithinCohort: Never forbids reclaiming quota from the {elsewhere} workload(s) admitted "
+                   f"in other ClusterQueues of cohort {root[1] if root else ''}")
+    return out
+
+
+def _waiting_for(cluster: "ClusterState", info: WorkloadInfo, spec: "ClusterQueue | None") -> list[str]:
+    """What a pending workload that could preempt is waiting for (module docstring), as sentences."""
+    if info.status != PENDING:
+        return []
+    if info.reason == WAITING_FOR_PREEMPTED_WORKLOADS:
+        holding = [v for v in info.victims if (w := cluster.workloads.get(v)) is not None and w.evicting]
+        if holding:
+            return [f"the eviction of {len(holding)} preempted workload(s) still holding their quota "
+                    f"(releaseOn: Eviction; freed at their WorkloadEvicted or WorkloadFinished): "
+                    + ", ".join(holding)]
+        return [f"the next admission cycle: the quota of its {len(info.victims)} victim(s) was released "
+                "(releaseOn: Decision) and it is tried first"]
+    if spec is None:
+        return []
+    return _blocked_by_policy(cluster, info, spec)
+
+
+def preemption(cluster: "ClusterState", info: WorkloadInfo, decisions: Iterable[dict] = ()) -> dict:
+    """The ``preemption`` part of an explanation (reference/kueue.md §4; docs/preemption.md):
+
+    - ``preemptedBy`` / ``reason``: the workload that preempted it and Kueue's reason
+      (``InClusterQueue``, ``InCohortReclamation``, ...), while it waits again or awaits its
+      eviction; ``evicting``: admitted but already chosen as a victim (``releaseOn: Eviction``);
+    - ``victims``: the workloads it preempted for its current or awaited admission, each with its
+      ``status``, ClusterQueue and whether it still holds its quota (``evicting``);
+    - ``policy``: its ClusterQueue's ``spec.preemption``;
+    - ``waitingFor``: for a pending workload, sentences saying what it waits for (see
+      :func:`_waiting_for`), ``[]`` when there is nothing preemption-related to wait for;
+    - ``history``: the ``Preempted`` decisions of ``decisions`` that name it (victim or preemptor).
+    """
+    entry = cluster.hierarchy.cluster_queues.get(info.cluster_queue) if info.cluster_queue else None
+    spec = entry.spec if entry is not None else None
+    victims = []
+    for key in info.victims:
+        victim = cluster.workloads.get(key)
+        victims.append({"workload": key, "status": victim.status if victim is not None else None,
+                        "clusterQueue": victim.cluster_queue if victim is not None else None,
+                        "evicting": victim.evicting if victim is not None else False})
+    return {"preemptedBy": info.preempted_by, "reason": info.preemption_reason, "evicting": info.evicting,
+            "victims": victims, "policy": _policy(spec), "waitingFor": _waiting_for(cluster, info, spec),
+            "history": _history(info.key, decisions)}

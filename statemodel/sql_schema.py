@@ -158,6 +158,30 @@ Index(None, decisions.c.cluster, decisions.c.workload)
 Index(None, decisions.c.cluster, decisions.c.decision_time_ms)
 Index(None, decisions.c.cluster, decisions.c.cluster_queue, decisions.c.decision_time_ms)
 
+preemptions = Table(
+    "preemptions",
+    metadata,
+    Column("cluster", String, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False, comment="decisions.seq of the Preempted decision"),
+    Column("cause_position", BigInteger, nullable=True, comment="events.position of the cause event"),
+    Column("preempted_at", UTC_TIME, nullable=False, comment="decision `time` (UTC)"),
+    Column("preempted_at_ms", BigInteger, nullable=False, comment="decision `time`, epoch milliseconds"),
+    Column("victim", String, nullable=False, comment="the preempted workload, namespace/name"),
+    Column("victim_cluster_queue", String, nullable=True, comment="the ClusterQueue the victim held quota in"),
+    Column("preemptor", String, nullable=False, comment="the workload it was preempted for, namespace/name"),
+    Column("preemptor_cluster_queue", String, nullable=True, comment="the ClusterQueue the preemptor is queued in"),
+    Column("reason", String, nullable=False,
+           comment="InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | InCohortFairSharing"),
+    Column("message", Text, nullable=True, comment="the decision message, with the numbers that made it necessary"),
+    comment="Append-only: one row per Preempted decision (who preempted whom, when, why).",
+)
+"""Append-only: one row per ``Preempted`` decision, written with it (``replay.store.archive``), so
+"who preempted whom, when, why" is a plain query (docs/sql.md "Preemptions").  ``seq`` is the
+decision's ``decisions.seq``; the other columns are the decision's own fields."""
+Index(None, preemptions.c.cluster, preemptions.c.victim)
+Index(None, preemptions.c.cluster, preemptions.c.preemptor)
+Index(None, preemptions.c.cluster, preemptions.c.preempted_at_ms)
+
 snapshots = Table(
     "snapshots",
     metadata,

@@ -83,7 +83,7 @@ def explain(
 ) -> None:
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
     every level of its cohort tree (available, limits, usage); for an admitted workload, when and
-    how it was admitted."""
+    how it was admitted; who preempted it, when and why, and what a preemptor waits for."""
     until = time_option(at, "--at")
     if events is None and db is None:
         raise CommandError("give an EVENTS file or --db", 2)
@@ -92,9 +92,16 @@ def explain(
     else:
         from replay.runner import run_file
 
+        name = cluster or "default"
+        history: list[dict] = []
+
+        def keep(d) -> None:  # the Preempted decisions naming the workload, for preemption.history
+            if d.kind == "Preempted" and d.cluster == name and workload in (d.workload, d.preemptor):
+                history.append(d.to_json())
+
         with reading(events):
-            engine, _ = run_file(events, until_ms=until)
-        out = _explain(engine, cluster or "default", workload)
+            engine, _ = run_file(events, until_ms=until, on_decision=keep)
+        out = _explain(engine, name, workload, history)
     if as_json:
         print_json(out)
         return
@@ -103,16 +110,17 @@ def explain(
     print_explanation(console(), out)
 
 
-def _explain(engine: Engine, cluster: str, workload: str) -> dict:
-    """``statemodel.explain.explain`` of ``workload`` in ``cluster`` of ``engine``; ``CommandError``
-    when the cluster or the workload is unknown."""
+def _explain(engine: Engine, cluster: str, workload: str, decisions: list[dict] | None = None) -> dict:
+    """``statemodel.explain.explain`` of ``workload`` in ``cluster`` of ``engine`` (``decisions``: the
+    cluster's decisions naming it, for ``preemption.history``); ``CommandError`` when the cluster or
+    the workload is unknown."""
     from statemodel.explain import UnknownWorkload, explain as explain_workload
 
     state = engine.clusters.get(cluster)
     try:
         if state is None:
             raise UnknownWorkload(workload)
-        return explain_workload(state, workload)
+        return explain_workload(state, workload, decisions or ())
     except UnknownWorkload:
         raise CommandError(f"no workload {workload} in cluster {cluster}") from None
 
@@ -139,10 +147,32 @@ def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | N
 
     cluster = resolve_cluster(url, cluster)
     engine, end, _ = engine_at(url, cluster, at_ms=at_ms)
-    out = _explain(engine, cluster, workload)
+    out = _explain(engine, cluster, workload, _preemption_decisions(url, cluster, workload, end))
     if out["status"] == "Admitted":
         out["admittedBy"] = _admitting_decision(url, cluster, workload, end)
     return out
+
+
+def _preemption_decisions(url: str, cluster: str, workload: str, end: int) -> list[dict]:
+    """The stored ``Preempted`` decisions caused by the first ``end`` events that name ``workload``
+    as victim or preemptor, in order (their JSON payloads)."""
+    import sqlalchemy as sa
+
+    from replay.store.db import create_db_engine
+    from statemodel import sql_schema as s
+
+    p = s.preemptions.c
+    d = s.decisions.c
+    db = create_db_engine(url)
+    try:
+        with db.connect() as conn:
+            rows = conn.execute(sa.select(d.payload).join(s.preemptions, sa.and_(
+                p.cluster == d.cluster, p.seq == d.seq)).where(
+                d.cluster == cluster, d.cause_position < end,
+                sa.or_(p.victim == workload, p.preemptor == workload)).order_by(d.seq)).scalars().all()
+    finally:
+        db.dispose()
+    return list(rows)
 
 
 def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict | None:

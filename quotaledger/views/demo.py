@@ -37,13 +37,13 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 
 def print_demo(console: Console, result: DemoResult) -> None:
     """The report table, the output folder, the SQL URL, three example queries and the timing."""
-    from replay.reports.page import HEADERS, example_queries, table_rows
+    from replay.reports.page import example_queries, headers, table_rows
     from replay.store.db import redacted
 
     report = result.report
     table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (docs/demo.md: The demo report)",
                   title_justify="left", box=box.SIMPLE_HEAD)
-    for i, header in enumerate(HEADERS):
+    for i, header in enumerate(headers(report)):
         table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
     for node, row in zip(report.nodes, table_rows(report)):
         table.add_row(*row, style="bold" if node.kind == "Cohort" else None)

@@ -30,6 +30,7 @@ def print_explanation(console: Console, out: dict) -> None:
                             for ps in admission["podSetAssignments"])
         how = "observed" if admission["observed"] else "by the engine"
         console.print(f"  admitted {how} at {admission['admittedAt']}, borrowing height {admission['borrowing']}: {flavors}")
+    _print_preemption(console, out.get("preemption"))
     if out["levels"]:
         console.print(_levels_table("the numbers at every level (available = what this node could still take now)",
                                     out["levels"]))
@@ -39,6 +40,26 @@ def print_explanation(console: Console, out: dict) -> None:
                       f"{decision['cause']}), borrowing height {decision['borrowing']}")
         console.print(_levels_table("right after that admission (its own charge included: it fitted under every "
                                     "limit below)", decision["levels"]))
+
+
+def _print_preemption(console: Console, p: dict | None) -> None:
+    """Who preempted the workload and why, whom it preempted, what it waits for, and every
+    ``Preempted`` decision naming it (time, reason, message)."""
+    if not p:
+        return
+    if p["preemptedBy"]:
+        state = " (admitted, awaiting its eviction)" if p["evicting"] else ""
+        console.print(f"  preempted by [bold]{p['preemptedBy']}[/bold] ({p['reason']}){state}")
+    if p["victims"]:
+        console.print("  preempted for its admission: " + ", ".join(
+            f"{v['workload']} ({v['status']}{', still holding its quota' if v['evicting'] else ''})"
+            for v in p["victims"]))
+    for line in p["waitingFor"]:
+        console.print(f"  waiting for {line}" if line.startswith("the ") else f"  {line}")
+    for h in p["history"]:
+        who = (f"preempted by {h['preemptor']} ({h['preemptorClusterQueue'] or '-'})" if h["role"] == "victim"
+               else f"preempted {h['victim']} ({h['victimClusterQueue'] or '-'})")
+        console.print(f"  decision seq {h['seq']} at {h['time']}: {who}, {h['reason']}: {h['message']}")
 
 
 def _shortfalls_table(shortfalls: list[dict]) -> Table:

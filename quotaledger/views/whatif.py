@@ -1,5 +1,5 @@
 """Rich rendering of a what-if report (``replay.whatif.WhatIfReport.to_json()``) for
-``quotaledger whatif``: the decisions that changed, wait times, utilization."""
+``quotaledger whatif``: the decisions that changed, wait times, utilization, preemptions."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def _mean(resource: str, value: int) -> str:
 
 
 def print_whatif(console: Console, report: dict) -> None:
-    """Rich rendering of ``WhatIfReport.to_json()``: changed decisions, wait times, utilization."""
+    """Rich rendering of ``WhatIfReport.to_json()``: changed decisions, wait times, utilization and,
+    when either branch preempted, the preemptions per ClusterQueue."""
     from replay.reports.page import percent
 
     fork = report["fork"]
@@ -80,6 +81,16 @@ def print_whatif(console: Console, report: dict) -> None:
                       f"{_mean(res, b['meanNominal'])} → {_mean(res, w['meanNominal'])}",
                       percent(b["utilization"]), percent(w["utilization"]), delta)
     console.print(table)
+    pre = report.get("preemptions") or {}
+    if pre.get("base") or pre.get("whatif"):
+        table = Table(title=f"preemptions per ClusterQueue of the victim: {pre['base']} → {pre['whatif']} "
+                            f"({pre['delta']:+d})", title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column("ClusterQueue")
+        for header in ("base", "what-if", "Δ"):
+            table.add_column(header, justify="right")
+        for row in pre["clusterQueues"]:
+            table.add_row(row["name"], str(row["base"]), str(row["whatif"]), f"{row['delta']:+d}")
+        console.print(table)
     for label, branch in report["branches"].items():
         console.print(f"{label}: {branch['decisions']} decisions after the fork, ends {branch['end']}, "
                       f"hash {branch['hash']}")

@@ -18,7 +18,8 @@ from replay.store.db import redacted
 if TYPE_CHECKING:
     from replay.demo import DemoResult
 
-__all__ = ["COLUMNS", "HEADERS", "duration", "percent", "table_rows", "example_queries", "write_index"]
+__all__ = ["COLUMNS", "HEADERS", "PREEMPTION_COLUMNS", "duration", "gpu_hours", "has_preemptions", "headers", "percent",
+           "table_rows", "example_queries", "write_index"]
 
 COLUMNS = {
     "node": "Cohort or ClusterQueue, indented under its parent; a Cohort's numbers cover its whole subtree",
@@ -36,6 +37,28 @@ COLUMNS = {
 }
 """Columns of :func:`table_rows` with a one-line meaning each (docs/demo.md "The demo report" has the details)."""
 HEADERS = tuple(COLUMNS)
+
+PREEMPTION_COLUMNS = {
+    "preempted": "Preempted decisions of its workloads (counted at the victim's ClusterQueue)",
+    "lost GPU-h": "GPU-hours of the runs those preemptions ended (run time before the preemption x GPUs held)",
+}
+"""Columns :func:`headers` adds when the report has any preemption (docs/preemption.md)."""
+
+
+def has_preemptions(report: Report) -> bool:
+    """Whether any workload of the report was preempted."""
+    return any(n.preempted for n in report.nodes)
+
+
+def headers(report: Report) -> tuple[str, ...]:
+    """The columns of :func:`table_rows` for ``report``: :data:`HEADERS`, plus
+    :data:`PREEMPTION_COLUMNS` when it has preemptions."""
+    return HEADERS + tuple(PREEMPTION_COLUMNS) if has_preemptions(report) else HEADERS
+
+
+def gpu_hours(gpu_ms: int) -> str:
+    """GPU × ms as GPU-hours with one decimal (``12.5``)."""
+    return f"{float(Fraction(gpu_ms, 3_600_000)):,.1f}"
 
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
 
@@ -76,7 +99,9 @@ def _row(n: NodeStats) -> tuple[str, ...]:
 
 def table_rows(report: Report) -> list[tuple[str, ...]]:
     """One row per Cohort and ClusterQueue, depth-first from the root (names indented by depth),
-    columns :data:`HEADERS`."""
+    columns :func:`headers`."""
+    if has_preemptions(report):
+        return [_row(n) + (f"{n.preempted:,}", gpu_hours(n.lost_gpu_ms)) for n in report.nodes]
     return [_row(n) for n in report.nodes]
 
 
@@ -122,10 +147,12 @@ def write_index(result: DemoResult) -> Path:
     r = result.report
     e = html.escape
     sim = result.simulation
-    head = "".join(f'<th title="{e(COLUMNS[h])}">{e(h)}</th>' for h in HEADERS)
-    legend = "".join(f"<dt>{e(h)}</dt><dd>{e(text)}</dd>" for h, text in COLUMNS.items())
+    meanings = {**COLUMNS, **PREEMPTION_COLUMNS}
+    head = "".join(f'<th title="{e(meanings[h])}">{e(h)}</th>' for h in headers(r))
+    legend = "".join(f"<dt>{e(h)}</dt><dd>{e(meanings[h])}</dd>" for h in headers(r))
     body = "".join(
-        f'<tr class="{e(n.kind)}">' + "".join(f"<td>{e(c)}</td>" for c in _row(n)) + "</tr>\n" for n in r.nodes)
+        f'<tr class="{e(n.kind)}">' + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>\n"
+        for n, row in zip(r.nodes, table_rows(r)))
     plots = "".join(f'<h3>{e(p.stem.replace("_", " "))}</h3>\n<img src="{e(p.name)}" alt="{e(p.stem)}">\n'
                     for p in result.pngs)
     queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(sql)}</pre>\n" for what, sql in example_queries(r.cluster))
@@ -136,7 +163,7 @@ def write_index(result: DemoResult) -> Path:
 <h1>quotaledger demo: {e(r.cluster)}</h1>
 <p>{len(result.trace.jobs):,} jobs of the trace; {sim.events:,} events simulated
 ({sim.preadmitted:,} running at the start, {sim.submitted:,} submitted, {sim.admitted:,} admitted,
-{sim.finished:,} finished, {sim.withdrawn:,} withdrawn; at the end {sim.running_at_end:,} running,
+{sim.finished:,} finished, {sim.withdrawn:,} withdrawn, {sim.preempted:,} preempted; at the end {sim.running_at_end:,} running,
 {sim.pending_at_end:,} pending) over {e(duration(r.end_ms - r.start_ms))} of trace time.
 Engine hash <code>{e(result.hash)}</code>.</p>
 <ul>{notes}</ul>

@@ -16,7 +16,8 @@ after it, by ``seq``):
   then on instead, and is counted as *running at start*, not as admitted;
 - an ``Admitted`` decision moves it from pending to holding ``podSetAssignments[].resourceUsage``
   in the decision's ClusterQueue (per flavor and resource); its wait is decision time − the time
-  it last became pending; an ``Evicted`` / ``Preempted`` decision puts it back to pending;
+  it last became pending; an ``Evicted`` / ``Preempted`` decision, or an observed
+  ``WorkloadEvicted`` of a workload still holding quota, puts it back to pending;
 - ``WorkloadFinished`` or a ``Deleted`` Workload ends it (releasing quota or leaving the queue).
 
 Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
@@ -37,6 +38,12 @@ Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
   siblings under the same parent together used more than their own nominal plus the parent's own
   quota — so they were running on quota lent by their siblings, of which this node's spare was
   part (Kueue pools lendable quota and does not record which lender a borrower used).
+- ``preempted``: ``Preempted`` decisions of the workloads of the node's ClusterQueues (the
+  victim's ClusterQueue); ``lost_gpu_ms``: the work those preemptions threw away, in GPU × ms —
+  for each, the run time between the victim's admission and the preemption times the GPUs
+  (``nvidia.com/gpu``, all flavors) it held.  A preempted job restarts from scratch when admitted
+  again (the simulator's rule), so that run is lost.  With ``releaseOn: Eviction`` the run is
+  counted up to the decision (docs/preemption.md).
 - ``pending_peak``: the most workloads pending at once (counted after all events of an instant,
   so a workload admitted by the event that submitted it never counts); ``pending_at_end``.
 """
@@ -83,6 +90,7 @@ class NodeStats:
         nominal: resource → nominal quota of the subtree (base units), all flavors.
         borrowing_ms / lent_ms / span_ms: ms.
         pending_peak: workloads pending at once, at most.
+        preempted: ``Preempted`` decisions of its workloads; lost_gpu_ms: GPU × ms of the runs they ended.
     """
 
     kind: str
@@ -100,6 +108,8 @@ class NodeStats:
     lent_ms: int = 0
     span_ms: int = 0
     pending_peak: int = 0
+    preempted: int = 0
+    lost_gpu_ms: int = 0
 
     def utilization(self, resource: str) -> Fraction | None:
         """Time-weighted usage / (nominal × span) of ``resource``; ``None`` without nominal quota."""
@@ -170,6 +180,8 @@ class _History:
     running_at_start: dict[str, int]
     waits: dict[str, list[int]]
     observed: dict[str, list[int]]
+    preempted: dict[str, int]
+    lost_gpu_ms: dict[str, int]
     first_ms: int | None
     last_ms: int | None
 
@@ -208,9 +220,10 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
     for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
                                     d.payload).where(d.cluster == cluster).order_by(d.seq)):
         by_cause.setdefault(r.cause_position, []).append(r)
-    h = _History({}, {}, {}, {}, {}, None, None)
+    h = _History({}, {}, {}, {}, {}, {}, {}, None, None)
     queued: dict[str, tuple[str, int]] = {}        # pending workload → (ClusterQueue, since)
     holding: dict[str, tuple[str, dict[Key, int]]] = {}  # admitted workload → (ClusterQueue, usage)
+    held_since: dict[str, int] = {}                # admitted workload → when it got its quota
 
     def change(cq: str, t: int, key: Key, delta: int) -> None:
         h.changes.setdefault(cq, []).append((t, key, delta))
@@ -242,6 +255,7 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                 cq = admission.get("clusterQueue", "")
                 usage = _usage(admission.get("podSetAssignments"))
                 holding[key] = (cq, usage)
+                held_since[key] = t
                 for k, v in usage.items():
                     change(cq, t, k, v)
                 h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
@@ -254,6 +268,13 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                         h.observed.setdefault(cq, []).append(observed[key])
         elif r.type == "WorkloadFinished":
             release(payload.get("workload", ""), t)
+        elif r.type == "WorkloadEvicted" and payload.get("workload") in holding:  # observed: back to its queue
+            key = payload["workload"]
+            cq, usage = holding.pop(key)
+            for k, v in usage.items():
+                change(cq, t, k, -v)
+            queued[key] = (cq, t)
+            change(cq, t, PENDING, 1)
         elif r.type == "Deleted" and obj.get("kind") == "Workload":
             meta = obj.get("metadata") or {}
             release(f"{meta.get('namespace', 'default')}/{meta.get('name')}", t)
@@ -267,11 +288,16 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                     h.waits.setdefault(cq, []).append(dt - since)
                 usage = _usage(dec.payload.get("podSetAssignments"))
                 holding[wl] = (cq, usage)
+                held_since[wl] = dt
                 for k, v in usage.items():
                     change(cq, dt, k, v)
                 h.admitted[cq] = h.admitted.get(cq, 0) + 1
             elif wl in holding:  # Evicted / Preempted: back to its queue
                 cq, usage = holding.pop(wl)
+                if dec.type == "Preempted":
+                    h.preempted[cq] = h.preempted.get(cq, 0) + 1
+                    gpus = sum(v for (_, res), v in usage.items() if res == GPU)
+                    h.lost_gpu_ms[cq] = h.lost_gpu_ms.get(cq, 0) + gpus * (dt - held_since.get(wl, dt))
                 for k, v in usage.items():
                     change(cq, dt, k, -v)
                 queued[wl] = (cq, dt)
@@ -429,6 +455,8 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
             node.running_at_start += hist.running_at_start.get(cq, 0)
             node.waits_ms += hist.waits.get(cq, [])
             node.observed_waits_ms += hist.observed.get(cq, [])
+            node.preempted += hist.preempted.get(cq, 0)
+            node.lost_gpu_ms += hist.lost_gpu_ms.get(cq, 0)
         node.waits_ms.sort()
         node.observed_waits_ms.sort()
 

@@ -17,7 +17,11 @@ trace's own row order for submissions):
    job that never started in the real cluster has a deletion time instead: then it is withdrawn
    (``Deleted``) if still pending, or finished if the simulated cluster admitted it.  An
    ``Evicted``/``Preempted`` decision cancels the scheduled finish; the next admission schedules
-   a new one with the full run time.
+   a new one with the full run time (a preempted run is lost work: the job restarts, as a batch
+   job without checkpoints does).  With ``EngineConfig`` ``spec.preemption.releaseOn: Eviction``
+   the simulator is also the job controller that stops a preempted job: a ``WorkloadEvicted``
+   (reason ``Preempted``) of the victim follows at the decision's time, which releases its quota
+   (docs/preemption.md "releaseOn").
 4. A ``Tick`` at every multiple of ``tick_ms`` (epoch-aligned, the AFS sampling grid) up to the
    horizon, applied before other events at the same instant.
 5. Nothing later than ``until_ms`` (default: the trace end) is written.
@@ -25,7 +29,8 @@ trace's own row order for submissions):
 Every event is written as the exact bytes the engine decoded, so replaying the file with a fresh
 ``Engine`` gives the same decisions and hash (``tests/unit/test_simulator.py``).  Event ids are unique
 and say what they are: ``config/<Kind>/<name>``, ``node/<name>``, ``submit/<ns>/<name>``,
-``finish/<ns>/<name>[/<n>]``, ``withdraw/<ns>/<name>``, ``tick/<n>``; times are epoch ms.
+``finish/<ns>/<name>[/<n>]``, ``withdraw/<ns>/<name>``, ``evict/<ns>/<name>/<n>``, ``tick/<n>``; times
+are epoch ms.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ API = "kueue.x-k8s.io/v1beta2"
 DEFAULT_TICK_MS = 300_000
 """Tick interval: 5 minutes, Kueue's default ``usageSamplingInterval``."""
 
-_SUBMIT, _FINISH, _WITHDRAW = 0, 1, 2
+_SUBMIT, _FINISH, _WITHDRAW, _EVICT = 0, 1, 2, 3
 
 
 @dataclass
@@ -64,7 +69,9 @@ class SimulationResult:
             as observed admissions.
         admitted: ``Admitted`` decisions; finished: ``WorkloadFinished`` events; withdrawn:
             never-started jobs deleted while still pending; ticks: ``Tick`` events.
-        evicted: ``Evicted`` + ``Preempted`` decisions; decisions: all decisions.
+        evicted: ``Evicted`` + ``Preempted`` decisions; preempted: ``Preempted`` decisions alone;
+            evictions: ``WorkloadEvicted`` events the simulator wrote for preempted jobs
+            (``releaseOn: Eviction``); decisions: all decisions.
         pending_at_end / running_at_end: workloads still pending / admitted at the horizon.
         unroutable: jobs whose LocalQueue the configuration does not define (they stay pending).
         hash: the engine's state hash after the last event.
@@ -84,6 +91,8 @@ class SimulationResult:
     withdrawn: int = 0
     ticks: int = 0
     evicted: int = 0
+    preempted: int = 0
+    evictions: int = 0
     decisions: int = 0
     pending_at_end: int = 0
     running_at_end: int = 0
@@ -99,16 +108,19 @@ class SimulationResult:
         """One line of counts and the hash."""
         return (f"{self.events} events ({self.config_events} config, {self.nodes} nodes, {self.preadmitted} preadmitted, "
                 f"{self.submitted} submitted, {self.finished} finished, {self.withdrawn} withdrawn, {self.ticks} ticks); "
-                f"{self.admitted} admitted, {self.evicted} evicted; at the end {self.running_at_end} running, "
+                f"{self.admitted} admitted, {self.evicted} evicted ({self.preempted} preempted); at the end {self.running_at_end} running, "
                 f"{self.pending_at_end} pending; hash {self.hash}")
 
 
 def workload_object(job: Job, namespace: str, queue: str, admission: dict | None = None) -> dict:
     """The Kueue ``Workload`` of a job: one podSet ``main`` with ``count`` pods and per-pod ``requests``
-    (quantity strings); with ``admission``, ``status.admission`` (an observed admission)."""
+    (quantity strings), ``spec.priority`` when the job has one; with ``admission``,
+    ``status.admission`` (an observed admission)."""
     obj = {"apiVersion": API, "kind": "Workload", "metadata": {"name": slug(job.id), "namespace": namespace},
            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": job.count,
                                                      "requests": {r: quantity_string(r, a) for r, a in job.requests}}]}}
+    if job.priority is not None:
+        obj["spec"]["priority"] = job.priority
     if admission is not None:
         obj["status"] = {"admission": admission}
     return obj
@@ -184,6 +196,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     state: dict[str, str] = {}        # key → "pending" | "admitted" | "done"
     generation: dict[str, int] = {}
     finishes: dict[str, int] = {}
+    evictions: dict[str, int] = {}
 
     def schedule(at: int, kind: int, i: int, gen: int = 0) -> None:
         nonlocal seq
@@ -210,6 +223,10 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 res.evicted += 1
                 state[key] = "pending"
                 generation[key] = generation.get(key, 0) + 1
+                if d.kind == "Preempted":
+                    res.preempted += 1
+                    if not engine.clusters[cluster].releases_on_decision():
+                        schedule(now, _EVICT, i, generation[key])  # the job stops: its eviction is observed
 
     started = time.perf_counter()
     with gc_paused():
@@ -283,6 +300,12 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                     decisions = emit({"id": f"finish/{key}" + (f"/{n}" if n > 1 else ""), "time": at, "cluster": cluster,
                                       "type": "WorkloadFinished", "workload": key})
                     res.finished += 1
+                    on_decisions(decisions, at)
+                elif kind == _EVICT:
+                    n = evictions[key] = evictions.get(key, 0) + 1
+                    decisions = emit({"id": f"evict/{key}/{n}", "time": at, "cluster": cluster,
+                                      "type": "WorkloadEvicted", "workload": key, "reason": "Preempted"})
+                    res.evictions += 1
                     on_decisions(decisions, at)
                 else:  # withdraw: deleted in the trace; finished if running, removed if pending
                     if state.get(key) == "admitted":

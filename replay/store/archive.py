@@ -6,7 +6,8 @@ records.
 - ``ArchiveBatch`` collects the rows of one transaction: ``events`` (applied / duplicate /
   rejected, ``payload`` the received JSON text, ``position`` 0-based per cluster,
   ``source_position`` the NDJSON line or Kafka offset), ``dead_letters``, ``decisions`` (the
-  worker's committer adds their ranges as ``outbox`` rows, ``streams.outbox``), and restorable ``snapshots``
+  worker's committer adds their ranges as ``outbox`` rows, ``streams.outbox``), ``preemptions`` (one
+  row per ``Preempted`` decision, its fields as columns), and restorable ``snapshots``
   (``statemodel.snapshot`` of one cluster, hash-chain value as ``state_hash``).  It decides when a
   periodic snapshot is due: every ``snapshot_every`` events of a cluster (``position`` a multiple
   of it) and, optionally, whenever the cluster's event clock crosses a multiple of
@@ -37,6 +38,7 @@ import sqlalchemy as sa
 from replay.store.db import RawJSON, ms_to_datetime
 from replay.store.sanitize import key_text, message_text
 from statemodel import sql_schema as s
+from statemodel.decisions import PREEMPTED
 from statemodel.driver import APPLIED, DUPLICATE, StepResult, gc_paused
 from statemodel.engine import Engine
 from statemodel.errors import EventError
@@ -61,6 +63,10 @@ EVENT_COLUMNS_NO_PAYLOAD = tuple(c for c in EVENT_COLUMNS if c != "payload")
 DECISION_COLUMNS = ("cluster", "seq", "cause_event_id", "cause_position", "decision_time_ms", "type", "workload",
                     "cluster_queue", "payload")
 """The columns of ``ArchiveBatch``'s ``decisions`` tuples (``decision_time`` follows from ``decision_time_ms``)."""
+
+PREEMPTION_COLUMNS = ("cluster", "seq", "cause_position", "preempted_at_ms", "victim", "victim_cluster_queue",
+                      "preemptor", "preemptor_cluster_queue", "reason", "message")
+"""The columns of ``ArchiveBatch``'s ``preemptions`` tuples (``preempted_at`` follows from ``preempted_at_ms``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,13 +365,15 @@ class ArchiveBatch:
         """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object, or whose text is not stored: ``replay.store.sanitize.payload_text``)"""
         self.decisions: list[tuple] = []
         """``DECISION_COLUMNS`` tuples"""
+        self.preemptions: list[tuple] = []
+        """``PREEMPTION_COLUMNS`` tuples"""
         self.dead: list[dict] = []
         self.snapshots: list[dict] = []
         self.last_snapshot: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return (len(self.events) + len(self.events_no_payload) + len(self.decisions) + len(self.dead)
-                + len(self.snapshots))
+        return (len(self.events) + len(self.events_no_payload) + len(self.decisions) + len(self.preemptions)
+                + len(self.dead) + len(self.snapshots))
 
     def add_rejected(self, position: int | None, line: bytes, err: EventError,
                      salvaged: tuple[str | None, RawJSON | None, int | None, str | None], source: str,
@@ -398,7 +406,7 @@ class ArchiveBatch:
 
     def add_step(self, step: StepResult, position: int) -> bool:
         """Queue the ``events`` row of an applied or duplicate step (``statemodel.driver.StepResult``)
-        at ``position`` of its cluster and the ``decisions`` rows of its decisions.  Pure: the step
+        at ``position`` of its cluster and the ``decisions`` (and ``preemptions``) rows of its decisions.  Pure: the step
         already holds everything the rows need (``payload`` is ``step.record``, the event's
         canonical JSON when the step has no bytes).
 
@@ -418,6 +426,9 @@ class ArchiveBatch:
             for d in step.decisions:
                 decisions.append((cluster, d.seq, d.cause, position, d.time_ms, d.kind, d.workload, d.cluster_queue,
                                   orjson.dumps(d.to_json()).decode()))
+                if d.kind == PREEMPTED:
+                    self.preemptions.append((cluster, d.seq, position, d.time_ms, d.workload, d.cluster_queue,
+                                             d.preemptor, d.preemptor_cluster_queue, d.reason, d.message))
         every_ms = self.snapshot_every_ms
         before, after = step.clock_before_ms, step.clock_ms
         return (position + 1) % self.snapshot_every == 0 or (
@@ -442,8 +453,9 @@ class ArchiveBatch:
             (s.events, TupleRows(EVENT_COLUMNS, self.events)),
             (s.events, TupleRows(EVENT_COLUMNS_NO_PAYLOAD, self.events_no_payload)),
             (s.decisions, TupleRows(DECISION_COLUMNS, self.decisions)),
+            (s.preemptions, TupleRows(PREEMPTION_COLUMNS, self.preemptions)),
             (s.dead_letters, self.dead), (s.snapshots, self.snapshots)) if rows]
-        self.events, self.events_no_payload, self.decisions = [], [], []
+        self.events, self.events_no_payload, self.decisions, self.preemptions = [], [], [], []
         self.dead, self.snapshots = [], []
         return writes
 

@@ -181,3 +181,46 @@ def test_cli_simulate_writes_a_replayable_file_and_the_manifests(tmp_path: Path)
     res = runner.invoke(app, ["simulate", "--trace", str(DATA / "openb_nodes_excerpt.csv"), "--out", str(again)])
     assert res.exit_code == 1
     assert "give --mapping" in res.output
+
+
+def _preemption_config(release_on: str | None) -> QuotaConfig:
+    """``_config`` with ``withinClusterQueue: LowerPriority`` and, optionally, an EngineConfig
+    with ``spec.preemption.releaseOn``."""
+    objects = _config().objects
+    objects[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    if release_on is not None:
+        objects.insert(0, {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "c"},
+                           "spec": {"preemption": {"releaseOn": release_on}}})
+    return QuotaConfig(objects, root="r")
+
+
+@pytest.mark.parametrize("release_on", [None, "Eviction"])
+def test_a_preempted_job_loses_its_run_and_restarts_in_full(tmp_path: Path, release_on: str | None) -> None:
+    # low (4 cpu, priority 0) starts at 0 s for 10 s; high (4 cpu, priority 10) arrives at 2 s for 3 s
+    # and preempts it (withinClusterQueue LowerPriority).  low's finish at 10 s is void; it is
+    # admitted again when high finishes (5 s) and runs its whole 10 s: finished at 15 s.
+    jobs = [_job("low", 0, 10, 4000, priority=0), _job("high", 2, 3, 4000, priority=10)]
+    trace = ImportResult("sim", jobs, [], T0, T0 + 20_000)
+    path = tmp_path / "e.ndjson"
+    result, decisions, events = _run(trace, _preemption_config(release_on), path, tick_ms=0)
+    workload_events = [(e["id"], e["time"] - T0) for e in events if not e["id"].startswith("config/")]
+    if release_on is None:
+        # releaseOn Decision: the victim's quota is freed at the decision, high is admitted in the same step
+        assert workload_events == [("submit/t/low", 0), ("submit/t/high", 2000), ("finish/t/high", 5000),
+                                   ("finish/t/low", 15_000)]
+        assert [(d["type"], d["workload"], d["cause"]) for d in decisions] == [
+            ("Admitted", "t/low", "submit/t/low"), ("Preempted", "t/low", "submit/t/high"),
+            ("Admitted", "t/high", "submit/t/high"), ("Admitted", "t/low", "finish/t/high")]
+    else:
+        # releaseOn Eviction: the simulator stops the victim (WorkloadEvicted at the decision time),
+        # and that observed eviction admits high
+        assert workload_events == [("submit/t/low", 0), ("submit/t/high", 2000), ("evict/t/low/1", 2000),
+                                   ("finish/t/high", 5000), ("finish/t/low", 15_000)]
+        assert [(d["type"], d["workload"], d["cause"]) for d in decisions] == [
+            ("Admitted", "t/low", "submit/t/low"), ("Preempted", "t/low", "submit/t/high"),
+            ("Admitted", "t/high", "evict/t/low/1"), ("Admitted", "t/low", "finish/t/high")]
+        assert result.evictions == 1
+    assert decisions[1]["preemptor"] == "t/high" and decisions[1]["preemptorClusterQueue"] == "cq"
+    assert next(e for e in events if e["id"] == "submit/t/high")["object"]["spec"]["priority"] == 10
+    assert (result.admitted, result.preempted, result.finished, result.running_at_end) == (3, 1, 2, 0)
+    _assert_replayable(path, result, decisions)

@@ -66,6 +66,8 @@ class Job:
         delete_ms: for a job with ``run_ms is None``: when the trace deleted it (withdrawn if still
             pending then, finished if running); ``None`` = never deleted within the trace.
         line: source line of the row (1-based, header = 1), for messages.
+        priority: the Workload's ``spec.priority`` (Kueue: the priority class value), or ``None``
+            to leave it out (priority 0); what preemption compares (docs/preemption.md).
     """
 
     id: str
@@ -79,6 +81,7 @@ class Job:
     preexisting: bool = False
     delete_ms: int | None = None
     line: int = field(default=0, compare=False)
+    priority: int | None = None
 
     @property
     def observed_wait_ms(self) -> int | None:

@@ -21,7 +21,7 @@ REGISTRY: tuple[Projection, ...] = (kueue.PROJECTION, afs.PROJECTION, workloads.
 PROJECTIONS: tuple[sa.Table, ...] = tuple(table for projection in REGISTRY for table in projection.tables)
 """Every projection table, in writing order."""
 
-CLUSTER_TABLES = (s.events, s.decisions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
+CLUSTER_TABLES = (s.events, s.decisions, s.preemptions, s.snapshots, s.dead_letters, s.outbox, *PROJECTIONS)
 """Every table with per-cluster rows that a replay writes or ``--replace`` clears: the archive's
 and the projections'."""
 
