@@ -7,6 +7,8 @@ One cycle (reference/kueue.md §3.2):
    ``Misconfigured``; otherwise assign flavors against the state as it is at the start of the cycle;
 3. order the entries: lower borrowing height first, then higher priority, earlier creation time,
    and the ClusterQueue name as our documented final tie-break (Kueue leaves it to map order);
+   with fair sharing enabled, by the DRS tournament instead (``fair_sharing_iterator``), which
+   pops one entry at a time against the state as earlier entries left it;
 4. process in that order, mutating the state: a head that does not fit is set aside (parked in
    BestEffortFIFO, blocking in StrictFIFO); a head that fitted at nomination but no longer fits after
    an earlier admission of this cycle stays at the head ("Workload no longer fits after processing
@@ -25,6 +27,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
+from statemodel.admission.fair_sharing_iterator import FairSharingIterator
 from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
@@ -338,9 +341,15 @@ def run_cycles(cluster: "ClusterState") -> None:
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)
-        candidates.sort(key=Candidate.sort_key)
+        order: list[Candidate] | FairSharingIterator
+        if cluster.config.fair_sharing_enable:
+            hierarchy = cluster.hierarchy
+            order = FairSharingIterator(model, hierarchy.fair_weight, candidates)
+        else:
+            candidates.sort(key=Candidate.sort_key)
+            order = candidates
         admitted_any = False
-        for cand in candidates:
+        for cand in order:
             name, info, assignment, queue = cand.name, cand.info, cand.assignment, cand.queue
             if not assignment.fits:
                 info.reason = assignment.reason
