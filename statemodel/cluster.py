@@ -13,6 +13,12 @@ Lifecycle semantics (reference/kueue.md §6, EVENTS.md "Types"):
   or the assignment fitted when observed).
 * ``WorkloadEvicted``: quota is released and the workload goes back to its queue
   (``PendingEvaluation`` with the eviction reason as message).
+* Preemption (``statemodel.preemption``): a ``Preempted`` decision per victim.  With
+  ``EngineConfig.spec.preemption.releaseOn: Decision`` (default) the victim's quota is released at
+  the decision and it goes back to its queue at once; with ``Eviction`` it keeps its quota
+  (*evicting*) until its ``WorkloadEvicted`` / ``WorkloadFinished`` is observed.  Either way it
+  keeps its queue order (Kueue's default: creation time) and records ``preempted_by`` / the reason;
+  releasing a victim's quota wakes its preemptor.
 * ``WorkloadFinished``: quota is released and the workload leaves its queue (status ``Finished``).
 * ``stopPolicy``: ``Hold`` stops new admissions (pending reason ``Suspended``); ``HoldAndDrain``
   also evicts what is admitted (``Evicted`` decisions with ``ClusterQueueStopped`` /
@@ -26,16 +32,19 @@ from decimal import Decimal
 from typing import Final
 
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
-from statemodel.decisions import EVICTED, Decision, DecisionType
+from statemodel.decisions import EVICTED, PREEMPTED, Decision, DecisionType
 from statemodel.events.envelope import Event
 from statemodel.queues.afs import FairSharingLedgers, flatten
 from statemodel.admission.flavorassigner import Assignment
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
-    Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, ResourceFlavor, StopPolicy,
-    Workload,
+    Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, PreemptionReleaseOn,
+    ResourceFlavor, StopPolicy, Workload,
 )
 from statemodel.placement.nodes import NodeLedger
+from statemodel.preemption.classical import Target, find_targets
+from statemodel.preemption.context import PreemptionContext
+from statemodel.preemption.preemptor import preemption_message
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
@@ -50,6 +59,7 @@ from statemodel.workload import ADMITTED, FINISHED, PendingCondition, PodSetAssi
 NOT_STOPPED: Final = StopPolicy.NONE
 HOLD_AND_DRAIN: Final = StopPolicy.HOLD_AND_DRAIN
 USAGE_BASED: Final = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
+RELEASE_ON_DECISION: Final = PreemptionReleaseOn.DECISION
 
 
 class ClusterState:
@@ -139,7 +149,7 @@ class ClusterState:
             info = self.workloads.get(event.workload or "")
             if info is not None and info.status == ADMITTED:
                 self._release(info)
-                self._requeue_after_eviction(info, event.reason or "Evicted")
+                self._requeue_after_eviction(info, f"Evicted: {event.reason or 'Evicted'}")
         elif kind == "Deleted":
             self._delete(event.ref)
 
@@ -356,6 +366,7 @@ class ClusterState:
         info.status = ADMITTED
         info.admitted_ms = self.clock_ms
         info.reason, info.message = None, ""
+        info.preempted_by = info.preemption_reason = None  # Kueue resets Preempted on a new reservation
         self.admitted.setdefault(cq_name, {})[info.key] = info
         self.afs.charged(info.local_queue, info.key, flatten(charge), self.clock_ms,
                          penalize=self._penalized(cq_name))
@@ -363,11 +374,16 @@ class ClusterState:
             self.model.charge(cq_name, charge)
 
     def _release(self, info: WorkloadInfo) -> None:
-        """Give back the quota an admitted workload holds; wake whoever that may help."""
+        """Give back the quota an admitted workload holds; wake whoever that may help (a victim's
+        preemptor first)."""
         cq_name = info.cluster_queue
         charge = info.charge
         info.charge = {}
         info.assignment = None
+        if info.preempted_by is not None:
+            preemptor = self.workloads.get(info.preempted_by)
+            if preemptor is not None and preemptor.status != ADMITTED:
+                self.wake([preemptor])
         if cq_name is None:
             return
         self.afs.released(info.local_queue, info.key, flatten(charge), self.clock_ms)
@@ -435,12 +451,15 @@ class ClusterState:
         self._charge(info, admission.cluster_queue, charge)
         info.observed = agrees
 
-    def _requeue_after_eviction(self, info: WorkloadInfo, reason: str) -> None:
+    def _requeue_after_eviction(self, info: WorkloadInfo, message: str) -> None:
+        """Back to its queue after an eviction: ``PendingEvaluation`` with ``message``; its queue order
+        (creation time) is kept."""
         info.status = WorkloadStatus.PENDING
         info.observed = None
         info.admitted_ms = None
+        info.victims = []
         info.queued_ms = self.clock_ms
-        info.reason, info.message = PENDING_EVALUATION, f"Evicted: {reason}"
+        info.reason, info.message = PENDING_EVALUATION, message
         self._enqueue(info)
 
     def _drain(self, infos: list[WorkloadInfo], reason: str, message: str) -> None:
@@ -449,7 +468,38 @@ class ClusterState:
             cq_name = info.cluster_queue
             self._release(info)
             self._decide(EVICTED, info.key, cq_name, reason=reason, message=message)
-            self._requeue_after_eviction(info, reason)
+            self._requeue_after_eviction(info, f"Evicted: {reason}")
+
+    # -- preemption --------------------------------------------------------------------------
+
+    def releases_on_decision(self) -> bool:
+        """Whether a victim's quota is freed at its ``Preempted`` decision (``releaseOn: Decision``)."""
+        return self.config.preemption_release_on == RELEASE_ON_DECISION
+
+    def preemption_search(self, ctx: PreemptionContext) -> list[Target]:
+        """The victim search this cluster runs: classical preemption (Kueue ``classicalPreemptions``)."""
+        return find_targets(ctx)
+
+    def preempt(self, preemptor: WorkloadInfo, preemptor_cq: str, targets: list[Target], numbers: str) -> None:
+        """Issue the preemptions of ``preemptor`` (queued in ``preemptor_cq``): a ``Preempted`` decision
+        per victim not already evicting (a victim awaiting its eviction is never preempted twice),
+        in the search's order; with ``releaseOn: Decision`` each victim's quota is released and it
+        goes back to its queue at once.  ``numbers``: what made the preemption necessary
+        (``preemptor.shortage``), appended to each message."""
+        release_now = self.releases_on_decision()
+        preemptor.victims = [t.info.key for t in targets]
+        for t in targets:
+            victim = t.info
+            if victim.evicting:
+                continue
+            message = preemption_message(self.model, preemptor, preemptor_cq, t, numbers)
+            victim.preempted_by = preemptor.key
+            victim.preemption_reason = t.reason
+            self._decide(PREEMPTED, victim.key, t.cluster_queue, preemptor=preemptor.key, reason=t.reason,
+                         message=message)
+            if release_now:
+                self._release(victim)
+                self._requeue_after_eviction(victim, message)
 
     def _finish(self, key: str | None) -> None:
         info = self.workloads.get(key) if key is not None else None
@@ -557,8 +607,8 @@ class ClusterState:
 
     def _decide(self, kind: DecisionType, workload: str, cluster_queue: str | None,
                 pod_sets: list[PodSetAssignment] | None = None, borrowing: int = 0,
-                reason: str | None = None, message: str | None = None) -> None:
+                reason: str | None = None, message: str | None = None, preemptor: str | None = None) -> None:
         """Record a decision of the current event, numbered next in this cluster, at the current clock."""
         self.seq += 1
         self.decisions.append(Decision(self.seq, self._cause, self.clock_ms, self.name, kind, workload, cluster_queue,
-                                       pod_sets, borrowing, None, reason, message))
+                                       pod_sets, borrowing, preemptor, reason, message))

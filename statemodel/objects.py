@@ -90,6 +90,17 @@ class FairSharingPreemptionStrategy(StrEnum):
     LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
+class PreemptionReleaseOn(StrEnum):
+    """``EngineConfig.spec.preemption.releaseOn``: when a preempted workload's quota is freed.
+
+    ``Decision`` (default): at the ``Preempted`` decision (a simulation has no job controller);
+    ``Eviction``: as in Kueue, when the victim's ``WorkloadEvicted`` / ``WorkloadFinished`` is observed.
+    """
+
+    DECISION = "Decision"
+    EVICTION = "Eviction"
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceQuota:
     """Quota of one resource in one flavor; ``None`` limits mean "no limit" (Kueue ``ResourceQuota``)."""
@@ -272,14 +283,16 @@ class EngineConfig:
 
     ``admission_fair_sharing`` is ``None`` when the section is absent (AFS off, as Kueue's ``afs.Enabled``).
     ``quota_model`` is ``spec.quotaModel`` (default ``kueue``), the name of the cluster's quota model
-    in ``statemodel.quota.registry``; it is the last field, so a snapshot written before the field
-    existed (three positional values) restores with the default model.
+    in ``statemodel.quota.registry``.  ``preemption_release_on`` is ``spec.preemption.releaseOn``
+    (default ``Decision``).  New fields go last, so a snapshot written before a field existed (fewer
+    positional values) restores with its default.
     """
 
     admission_fair_sharing: "AdmissionFairSharingConfig | None" = None
     fair_sharing_enable: bool = False
     preemption_strategies: tuple[FairSharingPreemptionStrategy, ...] = ()
     quota_model: str = "kueue"
+    preemption_release_on: PreemptionReleaseOn = PreemptionReleaseOn.DECISION
 
 
 @dataclass(frozen=True, slots=True)

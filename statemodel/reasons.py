@@ -1,7 +1,7 @@
 """Kueue's user-visible reasons (reference/kueue.md §6), one place for all of them.
 
 ``QuotaReserved=False`` reasons describe why a workload is pending; eviction reasons describe
-why the engine took quota back.
+why the engine took quota back; preemption reasons say why a victim was chosen.
 """
 
 from __future__ import annotations
@@ -20,6 +20,30 @@ class PendingReason(StrEnum):
     NO_MATCHING_FLAVOR = "NoMatchingFlavor"
     MISCONFIGURED = "Misconfigured"
     SUSPENDED = "Suspended"
+    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+
+
+class PreemptionReason(StrEnum):
+    """Reason of a ``Preempted`` decision (Kueue's ``Preempted`` condition reasons,
+    ``apis/kueue/v1beta2/workload_types.go``); ``human`` is the phrase Kueue's eviction message uses."""
+
+    IN_CLUSTER_QUEUE = "InClusterQueue"
+    IN_COHORT_RECLAMATION = "InCohortReclamation"
+    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+
+    @property
+    def human(self) -> str:
+        """Kueue ``HumanReadablePreemptionReasons`` (``pkg/scheduler/preemption/preemption.go``)."""
+        return _HUMAN[self.value]
+
+
+_HUMAN = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+    "InCohortFairSharing": "Fair Sharing within the cohort",
+}
 
 
 class EvictionReason(StrEnum):
@@ -37,6 +61,12 @@ EXCEEDS_MAX_QUOTA: Final = PendingReason.EXCEEDS_MAX_QUOTA
 NO_MATCHING_FLAVOR: Final = PendingReason.NO_MATCHING_FLAVOR
 MISCONFIGURED: Final = PendingReason.MISCONFIGURED
 SUSPENDED: Final = PendingReason.SUSPENDED
+WAITING_FOR_PREEMPTED_WORKLOADS: Final = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+
+IN_CLUSTER_QUEUE: Final = PreemptionReason.IN_CLUSTER_QUEUE
+IN_COHORT_RECLAMATION: Final = PreemptionReason.IN_COHORT_RECLAMATION
+IN_COHORT_RECLAIM_WHILE_BORROWING: Final = PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING
+IN_COHORT_FAIR_SHARING: Final = PreemptionReason.IN_COHORT_FAIR_SHARING
 
 CLUSTER_QUEUE_STOPPED: Final = EvictionReason.CLUSTER_QUEUE_STOPPED
 LOCAL_QUEUE_STOPPED: Final = EvictionReason.LOCAL_QUEUE_STOPPED
@@ -45,3 +75,4 @@ SEVERITY = {WAITING_FOR_QUOTA: 1, EXCEEDS_MAX_QUOTA: 2, NO_MATCHING_FLAVOR: 3}
 """``NoFitReason`` ranking: per podSet the least severe flavor wins, across podSets the most severe."""
 
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"

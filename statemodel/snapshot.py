@@ -11,7 +11,7 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``nodes`` (the node ledger's own document, ``statemodel.placement.nodes``),
 ``quotaModel`` (the model's name, its ``QuotaModel.version`` and its own ``dump`` document),
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
-``workloads`` (each with its pending message's failures as data, version 2), ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
+``workloads`` (each with its pending message's failures as data and who preempted whom, version 3), ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
 (admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
@@ -43,7 +43,7 @@ from statemodel.placement.nodes import NodeLedger, node_document
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota import registry
 from statemodel.quota.protocol import Shortfall
-from statemodel.reasons import PendingReason
+from statemodel.reasons import PendingReason, PreemptionReason
 from statemodel.version import ENGINE_VERSION
 from statemodel.workload import PodSetAssignment, WorkloadInfo, WorkloadStatus
 
@@ -186,6 +186,7 @@ def _failures(message: object) -> list | None:
 
 
 _PENDING_REASONS = {str(r): r for r in PendingReason}
+_PREEMPTION_REASONS = {str(r): r for r in PreemptionReason}
 _STATUSES = {str(st): st for st in WorkloadStatus}
 
 
@@ -211,6 +212,8 @@ def _dump_workloads(c: ClusterState) -> dict:
             "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason,
             "message": None if failures is not None else str(w.message), "failures": failures,
             "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
+            "preemptedBy": w.preempted_by, "preemptionReason": w.preemption_reason, "victims": w.victims,
+            "preempting": w.preempting,
         })
     return {"workloads": rows}
 
@@ -223,6 +226,10 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         w.charge = _unfrs(row["charge"])
         w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"]), row["park"]
         w.admitted_ms, w.observed = row["admitted"], row["observed"]
+        w.preempted_by = row["preemptedBy"]
+        reason = row["preemptionReason"]
+        w.preemption_reason = None if reason is None else _PREEMPTION_REASONS[reason]
+        w.victims, w.preempting = list(row["victims"]), row["preempting"]
         c.workloads[w.key] = w
 
 
@@ -232,6 +239,16 @@ def _upgrade_workloads_1(doc: dict) -> dict:
     as data, from which the text is rendered; ``message`` is ``null`` then).  A version-1 workload gets ``failures: null``: it restores with its message text and no
     structured shortfalls until the engine evaluates it again.  Pure."""
     return {**doc, "version": 2, "workloads": [{**row, "failures": None} for row in doc["workloads"]]}
+
+
+def _upgrade_workloads_2(doc: dict) -> dict:
+    """``workloads`` version 2 → 3.  Version 3 records preemption on each workload: ``preemptedBy``
+    and ``preemptionReason`` (the victim's side), ``victims`` (the preemptor's side) and
+    ``preempting`` (a preemptor tried first in the next cycle).  Engines writing version 2 never
+    preempted, so every workload gets ``null`` / ``[]`` / ``false``.  Pure."""
+    return {**doc, "version": 3, "workloads": [
+        {**row, "preemptedBy": None, "preemptionReason": None, "victims": [], "preempting": False}
+        for row in doc["workloads"]]}
 
 
 def _dump_queues(c: ClusterState) -> dict:
@@ -336,7 +353,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "nodes": (1, _dump_nodes, _load_nodes),
     "quotaModel": (1, _dump_model, _load_model),
     "hierarchy": (1, _dump_hierarchy, _load_hierarchy),
-    "workloads": (2, _dump_workloads, _load_workloads),
+    "workloads": (3, _dump_workloads, _load_workloads),
     "queues": (1, _dump_queues, _load_queues),
     "wakeIndex": (1, _dump_wake_index, _load_wake_index),
     "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
@@ -344,7 +361,8 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
 }
 """Component name → (current version, dump, load), in load order."""
 
-COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {("workloads", 1): _upgrade_workloads_1}
+COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {("workloads", 1): _upgrade_workloads_1,
+                                                   ("workloads", 2): _upgrade_workloads_2}
 """``(component, version) -> pure function`` turning that version's document into the next version's."""
 
 

@@ -147,6 +147,9 @@ class WorkloadRecord(NamedTuple):
         position_in_cluster_queue / position_in_local_queue: 0-based, pending only, else ``None``.
         assignments: ``podSetAssignments`` JSON value, or ``None`` when not admitted.
         borrowing / admitted_ms / observed: admitted only, else ``None``.
+        preempted_by / preemption_reason: who preempted it and why (Kueue's ``Preempted``
+            condition), while it waits again or awaits its eviction; else ``None``.
+        victims: the workloads it preempted for its admission (admitted or awaiting it), else ``[]``.
     """
 
     status: str
@@ -163,6 +166,9 @@ class WorkloadRecord(NamedTuple):
     borrowing: int | None
     admitted_ms: int | None
     observed: bool | None
+    preempted_by: str | None = None
+    preemption_reason: str | None = None
+    victims: tuple[str, ...] = ()
 
 
 def queue_positions(cluster: "ClusterState") -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
@@ -203,7 +209,8 @@ def workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, in
             assignments_json(info.assignment) if info.assignment is not None else None,
             info.borrowing if admitted else None,
             info.admitted_ms if admitted else None,
-            info.observed if admitted else None)))
+            info.observed if admitted else None,
+            info.preempted_by, info.preemption_reason, tuple(info.victims))))
     return out
 
 
@@ -223,6 +230,9 @@ def _workload_json(record: WorkloadRecord) -> dict:
         "borrowing": record.borrowing,
         "admittedAt": format_time(record.admitted_ms) if record.admitted_ms is not None else None,
         "observedAdmissionAgreed": record.observed,
+        "preemptedBy": record.preempted_by,
+        "preemptionReason": record.preemption_reason,
+        "preempted": list(record.victims),
     }
 
 

@@ -69,11 +69,21 @@ class WorkloadInfo:
             heap entries.  park: bumped whenever it is set aside or woken, to invalidate wake entries.
         queued_ms: event time it (last) entered the queue; admitted_ms: time of admission.
         observed: ``None``, or whether the engine agreed with an observed admission.
+        preempted_by / preemption_reason: the workload (``namespace/name``) that preempted this one
+            and the ``statemodel.reasons.PreemptionReason``; set by the ``Preempted`` decision, kept
+            while it waits again (and, with ``releaseOn: Eviction``, while it is admitted awaiting its
+            eviction: then it is *evicting*), cleared when it is admitted again (Kueue resets its
+            ``Preempted`` condition on a new quota reservation).
+        victims: keys of the workloads this one preempted for its current or awaited admission
+            (cleared when it goes back to a queue after an eviction).
+        preempting: it has just had its victims' quota released (``releaseOn: Decision``) and is tried
+            first in the next cycle (Kueue's preemptor that waits for its own preemptions).
     """
 
     __slots__ = (
         "obj", "key", "order", "totals", "status", "local_queue", "cluster_queue", "assignment",
         "charge", "borrowing", "reason", "message", "token", "park", "queued_ms", "admitted_ms", "observed",
+        "preempted_by", "preemption_reason", "victims", "preempting",
     )
 
     def __init__(self, obj: Workload, now_ms: int) -> None:
@@ -90,7 +100,17 @@ class WorkloadInfo:
         self.queued_ms = now_ms
         self.admitted_ms: int | None = None
         self.observed: bool | None = None
+        self.preempted_by: str | None = None
+        self.preemption_reason: str | None = None
+        self.victims: list[str] = []
+        self.preempting = False
         self.set_object(obj)
+
+    @property
+    def evicting(self) -> bool:
+        """Admitted but already chosen as a victim: it holds its quota until its eviction is
+        observed (``releaseOn: Eviction``)."""
+        return self.status == ADMITTED and self.preempted_by is not None
 
     def set_object(self, obj: Workload) -> None:
         """Adopt a (new version of the) Workload object and recompute derived request totals."""

@@ -25,15 +25,19 @@ requeue: it changes no outcome, only how often a doomed head is re-evaluated.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from statemodel.admission.fair_sharing_iterator import FairSharingIterator
 from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
+from statemodel.preemption.context import PreemptionContext
+from statemodel.preemption.preemptor import make_oracle, may_preempt, shortage
 from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
 from statemodel.quota.protocol import PoolKey, QuotaModel, Shortfall
-from statemodel.reasons import NO_LONGER_FITS, PENDING, WAITING_FOR_QUOTA
+from statemodel.reasons import (
+    NO_LONGER_FITS, OVERLAPPING_TARGETS, PENDING, WAITING_FOR_PREEMPTED_WORKLOADS, WAITING_FOR_QUOTA,
+)
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState
@@ -218,10 +222,12 @@ class Candidate:
         self.entry = entry
         self.queue = queue
 
-    def sort_key(self) -> tuple[int, int, int, str]:
-        """Cycle order: borrowing height, priority (higher first), creation time, ClusterQueue name."""
+    def sort_key(self) -> tuple[int, int, int, int, str]:
+        """Cycle order: a preemptor whose victims' quota was just released first (as Kueue's
+        ``PrioritizePreemptorWorkloads``), then borrowing height, priority (higher first), creation
+        time, ClusterQueue name."""
         order = self.order
-        return (self.borrowing, order[0], order[1], self.name)
+        return (0 if self.info.preempting else 1, self.borrowing, order[0], order[1], self.name)
 
 
 class ScopeGate:
@@ -337,7 +343,12 @@ def run_cycles(cluster: "ClusterState") -> None:
                 cluster.set_aside_all(queue, inactive)
                 continue
             entry = hierarchy_cqs[name]
-            candidates.append(Candidate(name, info, assign_flavors(model, entry, info), entry, queue))
+            spec = entry.spec
+            oracle = None
+            if spec is not None and may_preempt(spec):
+                oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
+                                     search=cluster.preemption_search)
+            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue))
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)
@@ -349,18 +360,27 @@ def run_cycles(cluster: "ClusterState") -> None:
             candidates.sort(key=Candidate.sort_key)
             order = candidates
         admitted_any = False
+        targeted: dict[str, bool] = {}
+        reserved: list[tuple[str, dict[FlavorResource, int]]] = []
         for cand in order:
             name, info, assignment, queue = cand.name, cand.info, cand.assignment, cand.queue
+            info.preempting = False
+            outcome = _NOT_TRIED
+            if assignment.preempting:
+                outcome = _preempt(cluster, cand, targeted)
+                if outcome == _ISSUED:
+                    model.charge(name, assignment.usage)  # reserved for the rest of the cycle (Kueue)
+                    reserved.append((name, assignment.usage))
+                    admitted_any = True
+                    if isinstance(order, FairSharingIterator):
+                        order.refresh()  # victims' usage changed anywhere in the tree
+                    if name in scopes:
+                        gate.outcome(cluster, scopes[name], info, False)
+                    continue
             if not assignment.fits:
                 info.reason = assignment.reason
-                info.message = assignment.message
-                queue.set_aside(info)
-                cluster.waiting.add(name)
-                wake_index.set_aside(info)
-                if assignment.wake:
-                    wake_index.register(model, name, info, assignment.wake)
-                if queue.strategy == BEST_EFFORT_FIFO:
-                    ready.add(name)
+                info.message = OVERLAPPING_TARGETS if outcome == _OVERLAP else assignment.message
+                _park(cluster, cand)
                 if name in scopes:
                     gate.outcome(cluster, scopes[name], info, False)
                 continue
@@ -374,3 +394,61 @@ def run_cycles(cluster: "ClusterState") -> None:
             ready.add(name)
             if name in scopes:
                 gate.outcome(cluster, scopes[name], info, True)
+        for name, usage in reserved:
+            model.release(name, usage)
+
+
+_NOT_TRIED: Final = 0
+_ISSUED: Final = 1
+_NO_TARGETS: Final = 2
+_OVERLAP: Final = 3
+
+
+def _park(cluster: "ClusterState", cand: Candidate) -> None:
+    """A head that cannot be admitted now waits (parked or blocking) until released quota or a
+    configuration change could help; a BestEffortFIFO queue offers its next head."""
+    name, info, queue = cand.name, cand.info, cand.queue
+    wake_index = cluster.wake_index
+    queue.set_aside(info)
+    cluster.waiting.add(name)
+    wake_index.set_aside(info)
+    if cand.assignment.wake:
+        wake_index.register(cluster.model, name, info, cand.assignment.wake)
+    if queue.strategy == BEST_EFFORT_FIFO:
+        cluster.ready.add(name)
+
+
+def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]) -> int:
+    """A head whose assignment needs preemption: find the victims against the state as it is now
+    (earlier heads of this cycle included) and issue the preemptions (Kueue ``processEntry``).
+
+    Returns ``_ISSUED`` when preemptions were issued (or are in flight): the head waits with
+    ``WaitingForPreemptedWorkloads`` — with ``releaseOn: Decision`` it is tried first in the next
+    cycle, with ``Eviction`` it is set aside until a victim's eviction is observed.  Returns
+    ``_NO_TARGETS`` when there is no victim set (Kueue ``PreemptionNoCandidates``) and ``_OVERLAP``
+    when the victims overlap with those of an earlier head of this cycle; the caller sets the head
+    aside (``WaitingForQuota``)."""
+    name, info, assignment, entry = cand.name, cand.info, cand.assignment, cand.entry
+    spec = entry.spec
+    assert spec is not None, "only active ClusterQueues nominate"
+    ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, info, name, spec.preemption,
+                            assignment.preempt_frs, assignment.usage)
+    targets = cluster.preemption_search(ctx)
+    if not targets:
+        return _NO_TARGETS
+    for t in targets:
+        if t.info.key in targeted:
+            return _OVERLAP
+    for t in targets:
+        targeted[t.info.key] = True
+    numbers = shortage(ctx)
+    message = f"{assignment.message}. Pending the preemption of {len(targets)} workload(s)"
+    cluster.preempt(info, name, targets, numbers)
+    info.reason = WAITING_FOR_PREEMPTED_WORKLOADS
+    info.message = message
+    if cluster.releases_on_decision():
+        info.preempting = True
+        cluster.ready.add(name)
+    else:
+        _park(cluster, cand)
+    return _ISSUED

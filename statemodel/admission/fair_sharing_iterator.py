@@ -21,7 +21,8 @@ random ClusterQueue's tree per pop); a ClusterQueue without a cohort is a pool o
 
 Cost: Kueue recomputes every head's share at every level on every pop.  Here a Cohort remembers its
 winner and each child's offer, and only the nodes on the path of a ClusterQueue whose head was
-popped or whose usage changed (``changed``) are recomputed: a pop costs O(depth × (fan-out + the
+popped are recomputed (after a preemption, whose victims may sit anywhere in the tree, everything
+is: ``refresh``): a pop costs O(depth × (fan-out + the
 model's cost of a simulated charge and a share)), not O(heads × depth).  The shares are the same
 numbers Kueue compares: a node's share depends only on its own usage and quota, which change only
 on that path.
@@ -73,14 +74,12 @@ class FairSharingIterator:
         self.model = model
         self.weight = weight
         self.trees: dict[PoolKey, _Tree] = {}
-        self.tree_of: dict[str, _Tree] = {}
         for cand in candidates:
             path = [(kind, name) for kind, name in model.path(cand.name)]
             pool = model.pool(cand.name)
             tree = self.trees.get(pool)
             if tree is None:
                 tree = self.trees[pool] = _Tree(path[-1])
-            self.tree_of[cand.name] = tree
             tree.entries[path[0]] = cand
             for child, parent in zip(path, path[1:]):
                 if child in tree.parent:
@@ -104,18 +103,12 @@ class FairSharingIterator:
                 self._mark(tree, leaf)
                 yield cand
 
-    def changed(self, cluster_queue: str) -> None:
-        """Usage of ``cluster_queue`` changed other than by admitting its own popped head (a victim's
-        quota released): the offers on its path are recomputed at the next pop."""
-        tree = self.tree_of.get(cluster_queue)
-        if tree is None:
-            pool = self.model.pool(cluster_queue)
-            tree = self.trees.get(pool)
-            if tree is None:
-                return
-        for node in self.model.path(cluster_queue):
-            if node in tree.parent or node == tree.root:
-                tree.dirty.add(node)
+    def refresh(self) -> None:
+        """Usage changed elsewhere than at the popped head's ClusterQueue (victims were preempted):
+        every offer is recomputed at the next pop."""
+        for tree in self.trees.values():
+            tree.dirty.update(tree.parent)
+            tree.dirty.add(tree.root)
 
     @staticmethod
     def _mark(tree: _Tree, node: Node | None) -> None:

@@ -10,17 +10,29 @@ the search continues when ``whenCanBorrow: TryNextFlavor``; otherwise the search
 Among candidates the lowest borrowing height wins (earliest flavor on ties).
 
 The fit of one flavor is asked of the cluster's quota model (``QuotaModel.fit``, one call per
-flavor tried).  Preemption is not simulated yet, so ``whenCanPreempt`` has no effect and a flavor
-that would need preemption (``FitIfPreempting``) counts as not fitting (``WaitingForQuota``).  Node-affinity checks against flavor labels are not done.  A
-missing ResourceFlavor makes the whole ClusterQueue inactive before assignment is tried (Kueue).
+flavor tried).  A flavor has three outcomes, as in Kueue: **fit**; **preempt** — the model answers
+``FitIfPreempting`` and the caller's preemption *oracle* (Kueue ``SimulatePreemption``, run only
+when the ClusterQueue has a preemption policy) finds victims for every resource short (mode
+``PREEMPT`` when one victim is in the ClusterQueue itself, ``RECLAIM`` when all are elsewhere,
+with the borrowing height after those preemptions); **no fit** — otherwise (``WaitingForQuota``,
+or the model's ``NoFit`` reason).  Fungibility (Kueue ``shouldTryNextFlavor``): the search goes on
+after a flavor that does not fit, after a preempt flavor when ``whenCanPreempt: TryNextFlavor``, and
+after a flavor that borrows when ``whenCanBorrow: TryNextFlavor``; otherwise it stops there.  The
+best flavor seen wins (Kueue ``isPreferred``): with ``preference: BorrowingOverPreemption`` (the
+default) the better mode (fit > reclaim > preempt), then the lower borrowing height; with
+``PreemptionOverBorrowing`` the lower borrowing height, then the better mode; the earliest flavor on
+ties.  Node-affinity checks against flavor labels are not done.  A missing ResourceFlavor makes the
+whole ClusterQueue inactive before assignment is tried (Kueue).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from statemodel.hierarchy import ClusterQueueEntry
-from statemodel.objects import FlavorFungibilityPolicy, FlavorResource
+from statemodel.objects import FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource
+from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR, SEVERITY, WAITING_FOR_QUOTA
@@ -30,6 +42,12 @@ from statemodel.workload import PodSetAssignment, WorkloadInfo
 _REASON_BY_SEVERITY = {sev: reason for reason, sev in SEVERITY.items()}
 _WAITING = SEVERITY[WAITING_FOR_QUOTA]
 _TRY_NEXT_FLAVOR: Final = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
+_PREEMPTION_OVER_BORROWING: Final = FlavorFungibilityPreference.PREEMPTION_OVER_BORROWING
+
+Oracle = Callable[[FlavorResource, int], tuple[int, int]]
+"""The preemption oracle of one head: ``(flavor-resource, amount needed including earlier podSets)``
+→ ``(mode, borrowing height after the preemptions)`` with the modes of
+``statemodel.preemption.classical`` (``NO_FIT`` when the ClusterQueue may not preempt for it)."""
 
 
 class PodSetStatus:
@@ -101,22 +119,30 @@ class Assignment:
 
     Attributes:
         fits: every podSet got a flavor that fits now.
-        borrowing: max borrowing height over the chosen flavors (0 = within nominal).
-        pod_sets: the assignment per podSet (when ``fits``).
+        preempting: every podSet got a flavor, and some only fit once victims are preempted (then
+            ``fits`` is ``False`` and ``preempt_frs`` lists the flavor-resources of those flavors).
+        borrowing: max borrowing height over the chosen flavors (0 = within nominal; for a preempt
+            flavor, the height after the oracle's preemptions).
+        pod_sets: the assignment per podSet (when ``fits`` or ``preempting``).
         usage: total quota to charge per ``(flavor, resource)``.
+        preempt_frs: Kueue ``flavorResourcesNeedPreemption``, sorted.
         reason / message: Kueue ``QuotaReserved=False`` reason and message (when not ``fits``; the
-            message is a ``NoFitMessage``, rendered by ``str``).
+            message is a ``NoFitMessage``, rendered by ``str``; when ``preempting`` it names what the
+            preempt flavors are short of).
         wake: for every flavor that could fit once enough quota is released, the ``WaitingForQuota``
             shortfalls it has, largest deficit first (empty ⇒ only a configuration change can help).
     """
 
-    __slots__ = ("fits", "borrowing", "pod_sets", "usage", "reason", "message", "wake")
+    __slots__ = ("fits", "preempting", "borrowing", "pod_sets", "usage", "preempt_frs", "reason", "message",
+                 "wake")
 
     def __init__(self) -> None:
         self.fits = True
+        self.preempting = False
         self.borrowing = 0
         self.pod_sets: list[PodSetAssignment] = []
         self.usage: dict[FlavorResource, int] = {}
+        self.preempt_frs: list[FlavorResource] = []
         self.reason: str | None = None
         self.message: str | NoFitMessage = ""
         self.wake: list[list[Shortfall]] = []
@@ -126,20 +152,39 @@ def _deficit(sf: Shortfall) -> int:
     return sf.available - sf.needed
 
 
-def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo) -> Assignment:
+def _preferred(mode: int, borrow: int, best_mode: int, best_borrow: int, preemption_first: bool) -> bool:
+    """Kueue ``isPreferred`` between two viable flavors (the earlier one wins ties)."""
+    if preemption_first:
+        if borrow != best_borrow:
+            return borrow < best_borrow
+        return mode > best_mode
+    if mode != best_mode:
+        return mode > best_mode
+    return borrow < best_borrow
+
+
+def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
+                   oracle: Oracle | None = None) -> Assignment:
     """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage.
 
-    Asks ``model.fit`` once per flavor tried.  Pure (the model is only read);
-    O(podSets × flavors × the model's cost of a fit).
+    Asks ``model.fit`` once per flavor tried, and ``oracle`` (when given: the ClusterQueue has a
+    preemption policy) once per resource short in a flavor the model answers ``FitIfPreempting``
+    for.  Pure apart from the oracle's undone what-ifs; O(podSets × flavors × the model's cost of a
+    fit), plus the oracle's searches.
     """
     spec = cq.spec
     assert spec is not None, "flavors are only assigned in active ClusterQueues"
     leaf = cq.name
     rg_by_resource = cq.rg_by_resource
-    try_next_on_borrow = spec.flavor_fungibility.when_can_borrow == _TRY_NEXT_FLAVOR
+    fungibility = spec.flavor_fungibility
+    try_next_on_borrow = fungibility.when_can_borrow == _TRY_NEXT_FLAVOR
+    try_next_on_preempt = fungibility.when_can_preempt == _TRY_NEXT_FLAVOR
+    preemption_first = fungibility.preference == _PREEMPTION_OVER_BORROWING
     result = Assignment()
     assumed = result.usage
     failures: list[tuple[str, list[PodSetStatus]]] = []
+    preempt_statuses: list[tuple[str, list[PodSetStatus]]] = []
+    preempt_frs: list[FlavorResource] = []
     worst = 0
     for ps_name, count, totals in info.totals:
         requests = list(totals)
@@ -150,6 +195,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
         handled: set[str] = set()
         ps_usage: dict[str, int] = {}
         ps_statuses: list[PodSetStatus] = []
+        ps_preempt: list[PodSetStatus] = []
         ps_severity = 0
         for res, amount in requests:
             if res in handled:
@@ -166,38 +212,57 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
                 if r in covered:
                     group_requests.append((r, a))
                     handled.add(r)
-            best: tuple[int, int, str] | None = None
+            best: tuple[int, int, str, list[PodSetStatus]] | None = None  # mode, borrow, flavor, statuses
             group_severity = None
-            for index, flavor in enumerate(group.flavors):
+            for flavor in group.flavors:
                 fname = flavor.name
                 request = [((fname, r), assumed.get((fname, r), 0) + a) for r, a in group_requests]
                 fit = model.fit(leaf, request)
+                flavor_statuses: list[PodSetStatus] = []
                 if isinstance(fit, Fit):
+                    mode = FIT
                     borrow = fit.borrowing
                 else:
-                    flavor_sev = 0
-                    shorts: list[Shortfall] = []
                     amounts = dict(group_requests)
                     for sf in fit.shortfalls:
-                        ps_statuses.append(PodSetStatus(sf, amounts[sf.resource]))
-                        sev = _WAITING if isinstance(fit, FitIfPreempting) else SEVERITY[sf.reason]
-                        if sev > flavor_sev:
-                            flavor_sev = sev
-                        if sev == _WAITING:
-                            shorts.append(sf)
-                    group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
-                    if flavor_sev == _WAITING and shorts:
-                        shorts.sort(key=_deficit)  # largest deficit first
-                        result.wake.append(shorts)
+                        flavor_statuses.append(PodSetStatus(sf, amounts[sf.resource]))
+                    mode = NO_FIT
+                    borrow = 0
+                    if oracle is not None and isinstance(fit, FitIfPreempting):
+                        mode = FIT
+                        borrow = fit.borrowing
+                        for sf in fit.shortfalls:
+                            sf_mode, sf_borrow = oracle((sf.flavor, sf.resource), sf.needed)
+                            if sf_mode < mode:
+                                mode = sf_mode
+                            if sf_borrow > borrow:
+                                borrow = sf_borrow
+                    if mode <= NO_CANDIDATES:
+                        ps_statuses.extend(flavor_statuses)
+                        flavor_sev = 0
+                        shorts: list[Shortfall] = []
+                        for sf in fit.shortfalls:
+                            sev = _WAITING if isinstance(fit, FitIfPreempting) else SEVERITY[sf.reason]
+                            if sev > flavor_sev:
+                                flavor_sev = sev
+                            if sev == _WAITING:
+                                shorts.append(sf)
+                        group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
+                        if flavor_sev == _WAITING and shorts:
+                            shorts.sort(key=_deficit)  # largest deficit first
+                            result.wake.append(shorts)
+                        continue
+                if best is None or _preferred(mode, borrow, best[0], best[1], preemption_first):
+                    best = (mode, borrow, fname, flavor_statuses)
+                if mode != FIT and try_next_on_preempt:
                     continue
-                if best is None or borrow < best[0]:
-                    best = (borrow, index, fname)
-                if borrow == 0 or not try_next_on_borrow:
-                    break
+                if borrow > 0 and try_next_on_borrow:
+                    continue
+                break
             if best is None:
                 ps_severity = max(ps_severity, group_severity or SEVERITY[NO_MATCHING_FLAVOR])
                 continue
-            borrow, _, fname = best
+            mode, borrow, fname, flavor_statuses = best
             if borrow > result.borrowing:
                 result.borrowing = borrow
             for r, a in group_requests:
@@ -205,16 +270,31 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
                 ps_usage[r] = a
                 fr = (fname, r)
                 assumed[fr] = assumed.get(fr, 0) + a
+                if mode != FIT:
+                    preempt_frs.append(fr)
+            if mode != FIT:
+                ps_preempt.extend(flavor_statuses)
+                shorts = [st.shortfall for st in flavor_statuses]
+                shorts.sort(key=_deficit)  # largest deficit first
+                result.wake.append(shorts)
         if ps_severity:
             result.fits = False
             worst = max(worst, ps_severity)
             failures.append((ps_name, ps_statuses))
         else:
             result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
+            if ps_preempt:
+                preempt_statuses.append((ps_name, ps_preempt))
     if not result.fits:
         if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = _REASON_BY_SEVERITY[worst]
         result.message = NoFitMessage(failures)
         result.pod_sets = []
+    elif preempt_frs:
+        result.fits = False
+        result.preempting = True
+        result.preempt_frs = sorted(set(preempt_frs))
+        result.reason = WAITING_FOR_QUOTA
+        result.message = NoFitMessage(preempt_statuses)
     return result

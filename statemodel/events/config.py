@@ -2,8 +2,8 @@
 
 ``EngineConfig`` carries the engine-wide settings of one cluster: the Kueue Configuration fields
 the engine implements (``admissionFairSharing``, ``fairSharing``; durations in ms, weights in exact
-thousandths) and ``spec.quotaModel``, the quota model the cluster runs (docs/events.md
-"Additions").  Pure.
+thousandths), ``spec.quotaModel``, the quota model the cluster runs, and
+``spec.preemption.releaseOn``, when a victim's quota is freed (docs/events.md "Additions").  Pure.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from statemodel.objects import (
     EngineConfig,
     FairSharingPreemptionStrategy,
     KubeObject,
+    PreemptionReleaseOn,
 )
 from statemodel.quantity import MAX_AMOUNT
 from statemodel.quota import registry
@@ -30,6 +31,7 @@ _INITIAL = FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE
 _STRATEGIES = members(_FINAL, _INITIAL)
 _ALLOWED_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
 _DEFAULT_STRATEGIES = (_FINAL, _INITIAL)
+_RELEASE_ON = members(PreemptionReleaseOn.DECISION, PreemptionReleaseOn.EVICTION)
 
 CONTRACT_QUOTA_MODELS = ("kueue", "koordinator", "volcano")
 """The ``spec.quotaModel`` names of the event contract (docs/events.md), implemented or not."""
@@ -74,7 +76,8 @@ def _quota_model(spec: dict, p: str) -> str:
 
 
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
-    """Kueue Configuration fields (admission fair sharing, fair sharing) and the cluster's quota model."""
+    """Kueue Configuration fields (admission fair sharing, fair sharing), the cluster's quota model and
+    when a preempted workload's quota is freed (``spec.preemption.releaseOn``)."""
     p = "object.spec"
     spec = opt_obj(o, "spec", "object") or {}
     afs = None
@@ -119,7 +122,11 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
                     "must be [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
                     "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
                 )
-    return EngineConfig(afs, enable, strategies, _quota_model(spec, p))
+    release_on = PreemptionReleaseOn.DECISION
+    pr = opt_obj(spec, "preemption", p)
+    if pr is not None:
+        release_on = choice(pr, "releaseOn", f"{p}.preemption", _RELEASE_ON, PreemptionReleaseOn.DECISION)
+    return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on)
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from statemodel.objects import FlavorResource, ResourceGroup
 from statemodel.quota.kueue_fair_sharing import dominant_resource_share
 from statemodel.quota.protocol import (
-    CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitResult, NoFit, PodSetTotals, PoolKey, Share, Shortfall, WakeRule,
+    CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitIfPreempting, FitResult, NoFit, PodSetTotals, PoolKey, Share,
+    Shortfall, WakeRule,
 )
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 
@@ -237,15 +238,25 @@ def borrowing_height(cq: QuotaNode, fr: FlavorResource, amount: int) -> int:
     """Kueue ``FindHeightOfLowestSubtreeThatFits``: 0 if ``amount`` more fits in the ClusterQueue's
     nominal quota (or it has no cohort); else the height of the lowest cohort whose subtree quota
     covers what has to be borrowed.  O(depth)."""
-    if cq.parent is None or cq.nominal.get(fr, 0) >= cq.usage.get(fr, 0) + amount:
-        return 0
+    return lowest_fitting_subtree(cq, fr, amount)[0]
+
+
+def lowest_fitting_subtree(cq: QuotaNode, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+    """Kueue ``FindHeightOfLowestSubtreeThatFits`` with its second result: ``(height, whether the
+    subtree that fits has a parent)`` — ``(0, has a cohort)`` when ``amount`` more fits in the
+    ClusterQueue's nominal quota; the root's height and ``False`` when only the root covers it.
+    O(depth)."""
+    if cq.parent is None:
+        return 0, False
+    if cq.nominal.get(fr, 0) >= cq.usage.get(fr, 0) + amount:
+        return 0, True
     remaining = amount - local_available(cq, fr)
     node = cq.parent
     while True:
         if node.subtree.get(fr, 0) >= node.usage.get(fr, 0) + remaining:
-            return node.height
+            return node.height, node.parent is not None
         if node.parent is None:
-            return node.height
+            return node.height, False
         remaining -= local_available(node, fr)
         node = node.parent
 
@@ -334,11 +345,12 @@ class KueueModel:
 
     ``fit`` asks, per resource of one flavor: above ``potentialAvailable`` ⇒ ``ExceedsMaxQuota``;
     above ``available`` (clamped at 0) ⇒ ``WaitingForQuota``; otherwise it fits with the largest
-    ``borrowing_height``.  Without preemption it never answers ``FitIfPreempting``.  Demand is
-    ignored.  ``potentialAvailable`` is memoized per (ClusterQueue, flavor-resource), and the
-    lendable capacity under each Cohort (the denominator of its children's Dominant Resource Share,
-    ``statemodel.quota.kueue_fair_sharing``), until a spec or an edge changes.  A pool is a cohort
-    tree, keyed by its root.
+    ``borrowing_height``.  When no resource exceeds the maximum capacity but some wait for quota the
+    answer is ``FitIfPreempting`` (taking usage back could make it fit; whether the ClusterQueue may
+    preempt is the caller's policy), otherwise ``NoFit``.  Demand is ignored.  ``potentialAvailable``
+    is memoized per (ClusterQueue, flavor-resource), and the lendable capacity under each Cohort (the
+    denominator of its children's Dominant Resource Share, ``statemodel.quota.kueue_fair_sharing``),
+    until a spec or an edge changes.  A pool is a cohort tree, keyed by its root.
     """
 
     name = "kueue"
@@ -393,12 +405,14 @@ class KueueModel:
         memo = self._max
         shortfalls: list[Shortfall] = []
         borrow = 0
+        exceeds = False
         for fr, val in request:
             cap = memo.get((leaf, fr))
             if cap is None:
                 cap = memo[(leaf, fr)] = potential_available(node, fr)
             if val > cap:
                 shortfalls.append(Shortfall(EXCEEDS_MAX_QUOTA, fr[0], fr[1], leaf, val, cap))
+                exceeds = True
                 continue
             free = available(node, fr)
             if free < 0:
@@ -410,7 +424,9 @@ class KueueModel:
             if height > borrow:
                 borrow = height
         if shortfalls:
-            return NoFit(tuple(shortfalls))
+            if exceeds:
+                return NoFit(tuple(shortfalls))
+            return FitIfPreempting(borrow, tuple(shortfalls))
         fit = self._fits.get(borrow)
         if fit is None:
             fit = self._fits[borrow] = Fit(borrow)
@@ -467,6 +483,17 @@ class KueueModel:
     def available(self, leaf: str, fr: FlavorResource) -> int:
         """Kueue ``available`` of the ClusterQueue."""
         return available(self._cqs[leaf], fr)
+
+    def quota_numbers(self, kind: str, name: str, fr: FlavorResource) -> tuple[int, int, int]:
+        """The node's ``subtree``, ``local`` and ``usage`` of ``fr``."""
+        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        if node is None:
+            return 0, 0, 0
+        return node.subtree.get(fr, 0), node.local.get(fr, 0), node.usage.get(fr, 0)
+
+    def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        """``lowest_fitting_subtree`` of the ClusterQueue."""
+        return lowest_fitting_subtree(self._cqs[leaf], fr, amount)
 
     def pool(self, leaf: str) -> PoolKey:
         """The root of the ClusterQueue's linked tree."""

@@ -98,7 +98,9 @@ class Fit(_Record):
 
 class FitIfPreempting(_Record):
     """The request fits once usage is taken back from admitted workloads; the caller chooses the
-    victims (with ``QuotaModel.simulate_release``).  ``shortfalls``: what is missing now."""
+    victims (with ``QuotaModel.simulate_release``).  ``shortfalls``: what is missing now (reason
+    ``WaitingForQuota``: every amount is within the maximum capacity, some above what is free).
+    ``borrowing``: the largest borrowing height of the amounts that fit now."""
 
     def __init__(self, borrowing: int, shortfalls: tuple[Shortfall, ...]) -> None:
         self.borrowing: Final = borrowing
@@ -310,6 +312,18 @@ class QuotaModel(Protocol):
 
     def available(self, leaf: str, fr: FlavorResource) -> int:
         """What ``leaf`` could take of ``fr`` now (may be negative)."""
+
+    def quota_numbers(self, kind: str, name: str, fr: FlavorResource) -> tuple[int, int, int]:
+        """``(subtree quota, local quota, usage)`` of node ``(kind, name)`` for ``fr`` (see
+        :class:`Entitlement`; a ClusterQueue's subtree quota is its nominal quota) — what the
+        preemption search (``statemodel.preemption``) reads while it simulates releases.  A node the
+        model does not hold answers ``(0, 0, 0)``."""
+
+    def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        """Kueue ``FindHeightOfLowestSubtreeThatFits``: ``(height, may reclaim in hierarchy)`` — the
+        borrowing height at which ``amount`` more of ``fr`` fits by quota (0 = within the leaf's
+        nominal quota), and whether that subtree is strictly below the root (the leaf then has
+        hierarchical advantage over workloads using that subtree's quota from outside)."""
 
     def pool(self, leaf: str) -> PoolKey:
         """The pool ``leaf`` belongs to now."""

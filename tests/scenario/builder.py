@@ -127,6 +127,11 @@ def admitted(decisions: list[dict]) -> list[str]:
     return [d["workload"] for d in decisions if d["type"] == "Admitted"]
 
 
+def preempted(decisions: list[dict]) -> list[tuple[str, str, str]]:
+    """``(victim, preemptor, reason)`` of the ``Preempted`` decisions, in decision order."""
+    return [(d["workload"], d["preemptor"], d["reason"]) for d in decisions if d["type"] == "Preempted"]
+
+
 def evicted(decisions: list[dict]) -> list[str]:
     """Workload names of the ``Evicted`` decisions, in decision order."""
     return [d["workload"] for d in decisions if d["type"] == "Evicted"]
@@ -217,7 +222,10 @@ class Scenario:
     def cq(self, name: str, cohort: str | None = None, quotas: dict | None = None, groups: list | None = None,
            flavor: str = "default", strategy: str | None = None, when_can_borrow: str | None = None,
            when_can_preempt: str | None = None, stop_policy: str | None = None, admission_mode: str | None = None,
-           weight: Any = None, at: float | None = None) -> dict:
+           weight: Any = None, preemption: dict | None = None, preference: str | None = None,
+           at: float | None = None) -> dict:
+        """A ClusterQueue; ``preemption`` is ``spec.preemption`` as given (e.g.
+        ``{"withinClusterQueue": "LowerPriority"}``), ``preference`` ``spec.flavorFungibility.preference``."""
         spec: dict[str, Any] = {}
         if cohort is not None:
             spec["cohortName"] = cohort
@@ -225,13 +233,17 @@ class Scenario:
         spec["resourceGroups"] = resource_groups(quotas, groups, flavor)
         if strategy is not None:
             spec["queueingStrategy"] = strategy
-        if when_can_borrow is not None or when_can_preempt is not None:
+        if when_can_borrow is not None or when_can_preempt is not None or preference is not None:
             ff = {}
             if when_can_borrow is not None:
                 ff["whenCanBorrow"] = when_can_borrow
             if when_can_preempt is not None:
                 ff["whenCanPreempt"] = when_can_preempt
+            if preference is not None:
+                ff["preference"] = preference
             spec["flavorFungibility"] = ff
+        if preemption is not None:
+            spec["preemption"] = preemption
         if stop_policy is not None:
             spec["stopPolicy"] = stop_policy
         return self._apply({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}, at)
@@ -257,10 +269,11 @@ class Scenario:
     def engine_config(self, halfLife: str | None = "168h", interval: str | None = "5m", weights: dict | None = None,
                       reset: str | None = None, afs: bool = True, quota_model: str | None = None,
                       fair_sharing: bool | None = None, strategies: list[str] | None = None,
-                      at: float | None = None) -> dict:
+                      release_on: str | None = None, at: float | None = None) -> dict:
         """The ``EngineConfig`` (``quotaledger.io/v1alpha1``); ``afs=False`` omits ``admissionFairSharing``;
-        ``quota_model`` sets ``spec.quotaModel``; ``fair_sharing`` sets ``spec.fairSharing.enable`` and
-        ``strategies`` its ``preemptionStrategies``.  ``None`` leaves a field out (engine default)."""
+        ``quota_model`` sets ``spec.quotaModel``, ``release_on`` ``spec.preemption.releaseOn``;
+        ``fair_sharing`` sets ``spec.fairSharing.enable`` and ``strategies`` its ``preemptionStrategies``.
+        ``None`` leaves a field out (engine default)."""
         spec: dict[str, Any] = {}
         if fair_sharing is not None or strategies is not None:
             fs: dict[str, Any] = {}
@@ -271,6 +284,8 @@ class Scenario:
             spec["fairSharing"] = fs
         if quota_model is not None:
             spec["quotaModel"] = quota_model
+        if release_on is not None:
+            spec["preemption"] = {"releaseOn": release_on}
         if afs:
             a: dict[str, Any] = {}
             if halfLife is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from statemodel.hierarchy import Hierarchy
 from statemodel.quota.kueue import KueueModel
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Fit, NoFit, Shortfall
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Fit, FitIfPreempting, NoFit, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 from tests.unit.quota_helpers import cohort, cq
 
@@ -58,7 +58,9 @@ def test_fit_on_an_empty_tree(leaf, amount, result):
 
 def test_fit_waits_for_quota_with_the_free_amount():
     model = tree(usage_b=6000)
-    assert model.fit("a", [(CPU, 5000)]) == NoFit((Shortfall(WAITING_FOR_QUOTA, "default", "cpu", "a", 5000, 4000),))
+    # within the maximum capacity but above what is free: taking usage back could make it fit
+    assert model.fit("a", [(CPU, 5000)]) == FitIfPreempting(
+        0, (Shortfall(WAITING_FOR_QUOTA, "default", "cpu", "a", 5000, 4000),))
     assert not model.fits("a", {CPU: 5000}) and model.fits("a", {CPU: 4000})
 
 

@@ -113,6 +113,14 @@ class HardLimitModel:
     def available(self, leaf: str, fr: FlavorResource) -> int:
         return self.limits[leaf].get(fr, 0) - self.usage[leaf].get(fr, 0)
 
+    def quota_numbers(self, kind: str, name: str, fr: FlavorResource) -> tuple[int, int, int]:
+        if kind != CLUSTER_QUEUE or name not in self.limits:
+            return 0, 0, 0
+        return self.limits[name].get(fr, 0), 0, self.usage[name].get(fr, 0)
+
+    def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        return 0, False
+
     def pool(self, leaf: str) -> PoolKey:
         return (True, leaf)
 

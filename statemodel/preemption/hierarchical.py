@@ -1,0 +1,45 @@
+"""Tree arithmetic the preemption search asks of the cohort tree (Kueue
+``pkg/cache/scheduler`` helpers used by ``classical/hierarchical_preemption.go``; reference/kueue.md
+§1.5-1.6, §4.2), through ``QuotaModel.quota_numbers`` so it sees every simulated release.
+
+Nodes are ``(kind, name)`` as in ``statemodel.quota.protocol``; quantities are integers in base units.
+"""
+
+from __future__ import annotations
+
+from statemodel.objects import FlavorResource
+from statemodel.quota.protocol import QuotaModel
+
+
+def within_nominal(model: QuotaModel, kind: str, name: str, frs: list[FlavorResource]) -> bool:
+    """Kueue ``IsWithinNominalInResources``: for every ``fr`` of ``frs``, usage ≤ subtree quota (a
+    ClusterQueue's subtree quota is its nominal quota)."""
+    for fr in frs:
+        subtree, _, usage = model.quota_numbers(kind, name, fr)
+        if usage > subtree:
+            return False
+    return True
+
+
+def borrowing_with(model: QuotaModel, kind: str, name: str, fr: FlavorResource, amount: int) -> bool:
+    """Kueue ``BorrowingWith``: whether ``amount`` more of ``fr`` would take the node past its
+    subtree quota (a ClusterQueue: past its nominal quota)."""
+    subtree, _, usage = model.quota_numbers(kind, name, fr)
+    return subtree < usage + amount
+
+
+def quantities_fit_in_quota(model: QuotaModel, kind: str, name: str,
+                            requests: dict[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+    """Kueue ``QuantitiesFitInQuota``: ``(fits, remaining)`` — whether every request fits in the
+    node's subtree quota on top of its usage, and per flavor-resource what is left once the node's
+    local available quota (``max(0, local quota - usage)``) is used, ``max(0, request - that)``;
+    the preemption walk climbs the tree with ``remaining``."""
+    fits = True
+    remaining: dict[FlavorResource, int] = {}
+    for fr, amount in requests.items():
+        subtree, local, usage = model.quota_numbers(kind, name, fr)
+        if subtree < usage + amount:
+            fits = False
+        free = local - usage if local > usage else 0
+        remaining[fr] = amount - free if amount > free else 0
+    return fits, remaining

@@ -1,0 +1,93 @@
+"""The scheduler's side of preemption (Kueue ``scheduler.go`` + ``preemption.go`` ``GetTargets``,
+``IssuePreemptions``, ``preemptionMessage``; ``flavorassigner.go`` ``fitsResourceQuota``): when a
+ClusterQueue may look for victims at all, the flavor assigner's oracle, the context of a whole
+assignment's search, and the texts of a ``Preempted`` decision.
+
+The victim search itself is pluggable (``Search``): classical preemption
+(``statemodel.preemption.classical.find_targets``) by default; a fair-sharing search has the same
+shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from statemodel.objects import BorrowWithinCohortPolicy, ClusterQueue, FlavorResource, PreemptionPolicy
+from statemodel.preemption.classical import NO_FIT, Target, find_targets, preemption_mode
+from statemodel.preemption.context import PreemptionContext
+from statemodel.quantity import format_quantity
+from statemodel.quota.protocol import CLUSTER_QUEUE, QuotaModel
+
+if TYPE_CHECKING:
+    from statemodel.hierarchy import Hierarchy
+    from statemodel.workload import WorkloadInfo
+
+NEVER: Final = PreemptionPolicy.NEVER
+BORROW_NEVER: Final = BorrowWithinCohortPolicy.NEVER
+
+Search = Callable[[PreemptionContext], list[Target]]
+"""A victim search: the targets whose release lets the context's preemptor fit, ``[]`` if none."""
+
+
+def may_preempt(spec: ClusterQueue) -> bool:
+    """Whether a ClusterQueue's ``spec.preemption`` allows any preemption (``withinClusterQueue`` or
+    ``reclaimWithinCohort`` not ``Never``); when not, the flavor assigner never asks the oracle and
+    the cycle behaves exactly as without preemption."""
+    p = spec.preemption
+    return p.within_cluster_queue != NEVER or p.reclaim_within_cohort != NEVER
+
+
+def can_preempt_while_borrowing(spec: ClusterQueue, fair_sharing: bool) -> bool:
+    """Kueue ``canPreemptWhileBorrowing``: ``borrowWithinCohort.policy`` is not ``Never``, or fair
+    sharing is on and ``reclaimWithinCohort`` is not ``Never``."""
+    p = spec.preemption
+    return p.borrow_within_cohort_policy != BORROW_NEVER or (fair_sharing and p.reclaim_within_cohort != NEVER)
+
+
+def make_oracle(model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
+                preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool = False,
+                search: Search = find_targets) -> Callable[[FlavorResource, int], tuple[int, int]]:
+    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (Kueue
+    ``fitsResourceQuota`` + ``SimulatePreemption``): for ``(fr, amount)`` that does not fit now, run
+    the victim search for that flavor-resource alone when the amount is within the ClusterQueue's
+    nominal quota, or it fits in a subtree below the root (hierarchical advantage), or the
+    ClusterQueue may preempt while borrowing; otherwise ``NO_FIT``.  Returns
+    ``(mode, borrowing height after the preemptions)`` (``statemodel.preemption.classical``)."""
+    leaf = spec.name
+    while_borrowing = can_preempt_while_borrowing(spec, fair_sharing)
+
+    def oracle(fr: FlavorResource, amount: int) -> tuple[int, int]:
+        height, in_hierarchy = model.lowest_fitting_subtree(leaf, fr, amount)
+        nominal = model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0]
+        if not (nominal >= amount or in_hierarchy or while_borrowing):
+            return NO_FIT, height
+        ctx = PreemptionContext(model, hierarchy, admitted, preemptor, leaf, spec.preemption, [fr], {fr: amount})
+        return preemption_mode(ctx, fr, amount, search)
+    return oracle
+
+
+def cluster_queue_path(model: QuotaModel, leaf: str) -> str:
+    """Kueue ``buildCQPath``: ``/root/.../cohort/clusterQueue``."""
+    return "/" + "/".join(name for _, name in reversed(model.path(leaf)))
+
+
+def shortage(ctx: PreemptionContext) -> str:
+    """The numbers that made the preemption necessary: per flavor-resource needing preemption, what
+    the preemptor's assignment asks and what its ClusterQueue had available (before the victims)."""
+    parts = []
+    for fr in ctx.frs:
+        free = ctx.model.available(ctx.cluster_queue, fr)
+        flavor, res = fr
+        parts.append(f"{res} in flavor {flavor}: requested {format_quantity(res, ctx.usage.get(fr, 0))}, "
+                     f"available {format_quantity(res, free if free > 0 else 0)}")
+    return "preemptor needs " + "; ".join(parts)
+
+
+def preemption_message(model: QuotaModel, preemptor: "WorkloadInfo", preemptor_cq: str, target: Target,
+                       numbers: str) -> str:
+    """Kueue ``preemptionMessage`` (without the JobUID: events carry no job labels) followed by the
+    numbers (``shortage``)."""
+    return (f"Preempted to accommodate a workload (UID: {preemptor.obj.uid}) due to {target.reason.human}; "
+            f"preemptor path: {cluster_queue_path(model, preemptor_cq)}; "
+            f"preemptee path: {cluster_queue_path(model, target.cluster_queue)}; {numbers}")
