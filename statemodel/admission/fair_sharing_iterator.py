@@ -120,22 +120,26 @@ class FairSharingIterator:
         """The head Cohort ``node`` offers its parent (recomputed only when dirty)."""
         if node not in tree.dirty:
             return tree.best.get(node)
-        best: "Candidate | None" = None
-        best_key: OfferKey | None = None
+        offers: list[tuple[Node, "Candidate"]] = []
         for child in tree.children.get(node, ()):
-            was_dirty = child in tree.dirty
+            if child in tree.dirty:
+                tree.offers.pop(child, None)
             if child[0] == CLUSTER_QUEUE:
                 tree.dirty.discard(child)
                 offer = tree.entries.get(child)
             else:
                 offer = self._winner(tree, child)
-            if offer is None:
-                continue
-            key = tree.offers.get(child) if not was_dirty else None
-            if key is None:
-                key = tree.offers[child] = self._offer_key(child, offer)
-            if best_key is None or key < best_key:
-                best, best_key = offer, key
+            if offer is not None:
+                offers.append((child, offer))
+        best: "Candidate | None" = offers[0][1] if offers else None
+        if len(offers) > 1:  # a lone offer needs no share
+            best_key: OfferKey | None = None
+            for child, offer in offers:
+                key = tree.offers.get(child)
+                if key is None:
+                    key = tree.offers[child] = self._offer_key(child, offer)
+                if best_key is None or key < best_key:
+                    best, best_key = offer, key
         tree.dirty.discard(node)
         tree.best[node] = best
         return best
