@@ -347,7 +347,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             oracle = None
             if spec is not None and may_preempt(spec):
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
-                                     search=cluster.preemption_search)
+                                     cluster.config.fair_sharing_enable, search=cluster.preemption_search)
             candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue))
         scopes: dict[str, str] = {}
         if scoped:

@@ -224,12 +224,17 @@ def lendable(parent: QuotaNode) -> dict[str, int]:
     """Kueue ``calculateLendable(parent)`` (``fair_sharing.go``): per resource name, the sum of
     ``potentialAvailable(parent, fr)`` over the flavor-resources of the root's subtree quota — what the
     children of ``parent`` could borrow at most, the denominator of their Dominant Resource Share.
+    Kueue's root lists every flavor-resource declared below it, zeros included; here a zero is not
+    always carried up, so the flavor-resources are those of ``parent`` and its ancestors — the same
+    sum, since a flavor-resource none of them holds has a potential of 0 at ``parent``.
     O(depth × flavor-resources)."""
-    root = parent
-    while root.parent is not None:
-        root = root.parent
+    frs: set[FlavorResource] = set()
+    node: QuotaNode | None = parent
+    while node is not None:  # the root's flavor-resources, also those whose subtree quota is 0
+        frs.update(node.subtree)
+        node = node.parent
     out: dict[str, int] = {}
-    for fr in sorted(root.subtree):
+    for fr in sorted(frs):
         out[fr[1]] = out.get(fr[1], 0) + potential_available(parent, fr)
     return out
 
@@ -473,8 +478,11 @@ class KueueModel:
         available = self._lendable.get(parent.name)
         if available is None:
             available = self._lendable[parent.name] = lendable(parent)
-        return dominant_resource_share(node.nominal if node.is_cluster_queue else node.subtree, node.usage,
-                                       weight_milli, available)
+        if node.is_cluster_queue:
+            quotas = node.nominal
+        else:  # Kueue's cohort lists every flavor-resource below it, zeros included
+            quotas = {fr: node.subtree.get(fr, 0) for fr in node.usage} | node.subtree
+        return dominant_resource_share(quotas, node.usage, weight_milli, available)
 
     def in_use(self, leaf: str) -> bool:
         """Any non-zero usage at the ClusterQueue."""

@@ -8,8 +8,8 @@
   literally (every share of every head recomputed on every pop), while pops admit what fits.
 * **Total order**: the heads of one cycle are admitted in the same order whatever order they
   arrived in.
-* **Replay**: the same events give byte-identical decisions, state and hash; a snapshot at any
-  point plus the tail equals the full replay.
+* **Replay** (with fair-sharing preemption): the same events give byte-identical decisions, state
+  and hash; a snapshot at any point plus the tail equals the full replay.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def _spec(q: tuple) -> tuple:
     return (str(nominal), None if bl is None else str(bl), None if ll is None else str(ll))
 
 
-def build(tree: dict, fair: bool = True) -> Scenario:
+PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
+
+def build(tree: dict, fair: bool = True, preemption: dict | None = None) -> Scenario:
     s = Scenario()
     for flavor in FLAVORS:
         s.flavor(flavor)
@@ -82,7 +85,7 @@ def build(tree: dict, fair: bool = True) -> Scenario:
         s.cohort(name, parent=parent, weight=weight,
                  groups=[{f: {r: _spec(q) for r, q in per.items()} for f, per in quotas.items()}])
     for name, parent, quotas, weight in tree["cqs"]:
-        s.cq(name, cohort=parent, weight=weight,
+        s.cq(name, cohort=parent, weight=weight, preemption=preemption,
              groups=[{f: {r: _spec(q) for r, q in per.items()} for f, per in quotas.items()}])
         s.lq(f"ns/l-{name}", name)
     return s
@@ -307,15 +310,21 @@ def test_admission_order_does_not_depend_on_arrival_order(tree, holds, raw_heads
 
 
 @SETTINGS
-@given(trees(), usages, heads_strategy, st.integers(min_value=0, max_value=40))
-def test_replay_is_byte_identical_and_snapshot_plus_tail_equals_full(tree, holds, raw_heads, cut):
-    s = build(tree)
+@given(trees(), usages, heads_strategy, st.integers(min_value=0, max_value=40), st.booleans())
+def test_replay_is_byte_identical_and_snapshot_plus_tail_equals_full(tree, holds, raw_heads, cut, release_on_eviction):
+    """With fair-sharing preemption on (withinClusterQueue LowerPriority, reclaimWithinCohort Any),
+    released at the decision or at the observed eviction."""
+    s = build(tree, preemption=PREEMPTION)
+    if release_on_eviction:
+        s.engine_config(afs=False, fair_sharing=True, release_on="Eviction")
     observe(s, tree, holds)
     for i, (flavor, cpu, gpu, priority, created) in enumerate(raw_heads):
         cq = tree["cqs"][i % len(tree["cqs"])][0]
         s.submit(f"ns/p{i}", f"l-{cq}", requests={"cpu": str(cpu + 1), "gpu": str(gpu)}, priority=priority)
     for i in range(0, len(raw_heads), 2):
         s.finish(f"ns/p{i}")
+    for i in range(len(holds)):
+        s.evict(f"ns/h{i}")
     events = [parse_event(e) for e in s.events]
 
     def replay(engine: Engine, evs) -> list:
