@@ -5,6 +5,8 @@ Used instead of the classical order when ``EngineConfig.spec.fairSharing.enable`
 the best of its children's offers — a child ClusterQueue offers its head, a child Cohort the winner
 of its own tournament — and the root's winner is popped.  At a Cohort, an offer is ranked by:
 
+0. a preemptor whose victims' quota was just released (``releaseOn: Decision``) first, as in the
+   classical order (Kueue's ``PrioritizePreemptorWorkloads``), so the quota goes to it;
 1. whether the child node (the ClusterQueue, or the child Cohort) would borrow, with the head
    admitted, on a flavor-resource the head asks for — non-borrowing first (Kueue's
    ``FairSharingPrioritizeNonBorrowing``, on by default);
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 Node = tuple[str, str]
 """A node of the quota tree as ``(kind, name)``."""
 
-OfferKey = tuple[bool, tuple[int, Fraction], int, int, str]
+OfferKey = tuple[bool, bool, tuple[int, Fraction], int, int, str]
 """How an offer ranks at a Cohort (see the module docstring); lower is better."""
 
 
@@ -151,4 +153,4 @@ class FairSharingIterator:
         share = self.model.share(child[0], child[1], self.weight(child[0], child[1]))
         undo()
         order = cand.order
-        return (share.borrowing_on(usage), share.key(), order[0], order[1], cand.name)
+        return (not cand.info.preempting, share.borrowing_on(usage), share.key(), order[0], order[1], cand.name)

@@ -180,10 +180,11 @@ def test_shares_match_kueue_formula_from_scratch(tree, holds):
 
 
 class Head:
-    """What the iterator reads of a cycle's candidate: name, order, assignment.usage."""
+    """What the iterator reads of a cycle's candidate: name, order, assignment.usage, info.preempting."""
 
     def __init__(self, name: str, usage: dict, priority: int, created: int) -> None:
         self.name = name
+        self.info = type("I", (), {"preempting": False})()
         self.order = (-priority, created, f"uid-{name}")
         self.assignment = type("A", (), {"usage": usage})()
 
