@@ -18,15 +18,22 @@ import math
 from fractions import Fraction
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from statemodel.admission.fair_sharing_iterator import FairSharingIterator
+from statemodel.admission.flavorassigner import assign_flavors
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
+from statemodel.preemption import fair_sharing
+from statemodel.preemption.classical import fits
+from statemodel.preemption.context import PreemptionContext
+from statemodel.preemption.preemptor import make_oracle, may_preempt
 from statemodel.quota.kueue import KueueModel
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
 from statemodel.snapshot import dump, load
+from tests.property.test_kep79 import check, group_spec
+from tests.property.test_preemption import _allows, histories
 from tests.scenario.builder import Scenario
 from tests.unit.quota_helpers import group
 
@@ -345,3 +352,140 @@ def test_replay_is_byte_identical_and_snapshot_plus_tail_equals_full(tree, holds
     assert replay(restored, events[cut:]) == full_decisions[cut:]
     assert restored.hash == full.hash
     assert orjson.dumps(restored.state()) == orjson.dumps(full.state())
+
+
+# --------------------------------------------------------------------------- fair-sharing preemption
+
+
+def _check_fair_decisions(decisions: list[dict], policies: dict, info: dict, holding: dict, release_on: str) -> None:
+    """Every ``Preempted`` decision of one step respects the preemptor ClusterQueue's policy (fair
+    sharing: ``borrowWithinCohort`` plays no part, the reasons are ``InClusterQueue``,
+    ``InCohortReclamation`` and ``InCohortFairSharing``); no workload is preempted twice while it holds
+    its quota; with ``releaseOn: Decision`` the preemptor is admitted in the same step."""
+    admitted_now = {d["workload"] for d in decisions if d["type"] == "Admitted"}
+    for d in decisions:
+        if d["type"] == "Admitted":
+            holding[d["workload"]] = False
+            continue
+        if d["type"] != "Preempted":
+            continue
+        victim, preemptor = d["workload"], d["preemptor"]
+        assert not holding.get(victim), f"{victim} preempted twice while it still holds its quota"
+        holding[victim] = release_on == "Eviction"
+        p_cq, p_prio, p_order = info[preemptor]
+        v_cq, v_prio, v_order = info[victim]
+        policy = policies[p_cq] or {}
+        if v_cq == p_cq:
+            assert d["reason"] == "InClusterQueue"
+            assert _allows(policy.get("withinClusterQueue", "Never"), (p_prio, p_order), (v_prio, v_order))
+        else:
+            assert d["reason"] in ("InCohortReclamation", "InCohortFairSharing")
+            assert _allows(policy.get("reclaimWithinCohort", "Never"), (p_prio, p_order), (v_prio, v_order))
+        if release_on == "Decision":
+            assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
+
+
+def _check_fair_searches(s: Scenario) -> None:
+    """For every pending head whose assignment needs preemption: the fair-sharing victims make it fit
+    when released, none of them can be spared, and the search leaves the model as it found it."""
+    cluster = s.engine.clusters[s.cluster]
+    model = cluster.model
+    before = orjson.dumps(model.dump())
+    strategies = cluster.config.preemption_strategies
+    for name, queue in cluster.queues.items():
+        entry = cluster.hierarchy.cluster_queues.get(name)
+        head = queue.head(cluster.local_queue_score)
+        if head is None or entry is None or entry.spec is None or cluster.inactive_reason(name) is not None:
+            continue
+        if not may_preempt(entry.spec):
+            continue
+        oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
+                             search=cluster.preemption_search)
+        assignment = assign_flavors(model, entry, head, oracle)
+        if not assignment.preempting:
+            continue
+        ctx = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                assignment.preempt_frs, assignment.usage)
+        targets = fair_sharing.find_targets(ctx, strategies, cluster.hierarchy.fair_weight)
+        assert orjson.dumps(model.dump()) == before, "the search left the model changed"
+        keys = [t.info.key for t in targets]
+        assert len(set(keys)) == len(keys)
+        undos = [model.simulate_release(t.cluster_queue, t.info.charge) for t in targets]
+        if targets:
+            assert fits(ctx, True), f"{head.key} does not fit after preempting {keys}"
+        for i, t in enumerate(targets):
+            undos[i]()
+            assert not fits(ctx, True), f"{head.key}: victim {t.info.key} of {keys} could be spared"
+            undos[i] = model.simulate_release(t.cluster_queue, t.info.charge)
+        for undo in reversed(undos):
+            undo()
+        assert orjson.dumps(model.dump()) == before
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_fair_sharing_preemption_on_random_trees_and_histories(data):
+    """Random KEP-79 trees, policies and histories (``tests.property.test_preemption.histories``) with
+    fair sharing on, random weights (0 included) and strategies: after every event the policy
+    properties, KEP-79's condition (nothing admissible waits) and the victim search's fit and
+    minimality hold; every step terminates (no preemption ping-pong loops); replay is byte-identical."""
+    model, policies, preempt_flavor, release_on, ops, _ = data.draw(histories())
+    strategies = data.draw(st.sampled_from([None, ["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"]]))
+    s = Scenario()
+    s.engine_config(afs=False, release_on=release_on, fair_sharing=True, strategies=strategies)
+    for f in model.flavors:
+        s.flavor(f)
+    for node in model.nodes.values():
+        if not node.is_cq:
+            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node),
+                     weight=data.draw(st.sampled_from([None, "0", "0.5", "2"])))
+    cq_names = [n.name for n in model.nodes.values() if n.is_cq]
+    for name in cq_names:
+        node = model.nodes[name]
+        s.cq(name, cohort=node.parent, groups=group_spec(model, node), strategy=node.strategy,
+             when_can_borrow=node.when_can_borrow, when_can_preempt=preempt_flavor[name],
+             preemption=policies[name], weight=data.draw(st.sampled_from([None, None, "0", "0.5", "2"])))
+        s.lq(f"ns/{name}", name)
+    s.run()
+    requests: dict[str, tuple[str, list[dict]]] = {}
+    info: dict[str, tuple[str, int, int]] = {}
+    holding: dict[str, bool] = {}
+    submitted: list[str] = []
+    for i, op in enumerate(ops):
+        if op[0] == "submit":
+            _, cq_i, cpu, _gpu, priority = op
+            cq = cq_names[cq_i]
+            key = f"ns/w{i:02d}"
+            pod_sets = [{"name": "main", "count": 1, "requests": {"cpu": str(cpu)}}]
+            requests[key] = (cq, pod_sets)
+            info[key] = (cq, priority, i)
+            s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
+            submitted.append(key)
+            label = f"submit {key} to {cq}"
+        elif not submitted:
+            continue
+        elif op[0] == "finish":
+            key = submitted[op[1] % len(submitted)]
+            s.finish(key)
+            holding[key] = False
+            label = f"finish {key}"
+        else:
+            evicting = sorted(k for k, held in holding.items() if held)
+            if not evicting:
+                continue
+            key = evicting[op[1] % len(evicting)]
+            s.evict(key)
+            holding[key] = False
+            label = f"evict {key}"
+        _check_fair_decisions(s.run(), policies, info, holding, release_on)
+        check(s, model, {k: v for k, v in requests.items()
+                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")}, label)
+        _check_fair_searches(s)
+    reasons = [d["reason"] for d in s.decisions if d["type"] == "Preempted"]
+    event(f"InCohortFairSharing preemptions: {min(3, reasons.count('InCohortFairSharing'))}+")
+    event(f"all preemptions: {min(3, len(reasons))}+")
+    events = [parse_event(e) for e in s.events]
+    again = Engine()
+    replayed = [d.to_json() for e in events for d in again.apply(e)]
+    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
+    assert again.hash == s.engine.hash
