@@ -12,6 +12,7 @@ from setuptools import setup
 COMPILED = [
     "statemodel/quota/protocol.py",
     "statemodel/quota/kueue.py",
+    "statemodel/quota/kueue_fair_sharing.py",
     "statemodel/hierarchy.py",
     "statemodel/workload.py",
     "statemodel/queues/cluster_queue.py",

@@ -15,6 +15,7 @@ timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and
 
     python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
     python benchmarks/kueue_scale.py --sizes 1000 --afs   # with and without admission fair sharing
+    python benchmarks/kueue_scale.py --fair-sharing       # with and without fair sharing (DRS tournament)
 """
 
 from __future__ import annotations
@@ -51,13 +52,19 @@ def _cohort_names(n_queues: int) -> list[tuple[str, str | None]]:
     return cohorts
 
 
-def config_events(n_queues: int, afs: bool) -> list[dict]:
+def config_events(n_queues: int, afs: bool, fair: bool = False) -> list[dict]:
     """ResourceFlavor, Cohorts, ClusterQueues and LocalQueues of the shape, as EVENTS.md dicts; with
-    ``afs``, an EngineConfig turning admission fair sharing on and every ClusterQueue usage based."""
+    ``afs``, an EngineConfig turning admission fair sharing on and every ClusterQueue usage based;
+    with ``fair``, fair sharing on (``spec.fairSharing.enable``), ClusterQueue weights 1, 2, 3 in turn."""
     out: list[dict] = [{"kind": "ResourceFlavor", "metadata": {"name": "default"}}]
-    if afs:
+    if afs or fair:
+        spec: dict = {}
+        if afs:
+            spec["admissionFairSharing"] = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1s"}
+        if fair:
+            spec["fairSharing"] = {"enable": True}
         out.insert(0, {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
-                       "spec": {"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1s"}}})
+                       "spec": spec})
     cohorts = _cohort_names(n_queues)
     for name, parent in cohorts:
         out.append({"kind": "Cohort", "metadata": {"name": name}, "spec": {"parentName": parent} if parent else {}})
@@ -66,6 +73,7 @@ def config_events(n_queues: int, afs: bool) -> list[dict]:
     for i in range(n_queues):
         out.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": {
             "cohortName": leaf[min(i // per_leaf, len(leaf) - 1)],
+            **({"fairSharing": {"weight": str(1 + i % 3)}} if fair else {}),
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
             **({"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}} if afs else {}),
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
@@ -75,7 +83,7 @@ def config_events(n_queues: int, afs: bool) -> list[dict]:
     return [{"type": "Applied", "object": {"apiVersion": API, **o}} for o in out]
 
 
-def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000) -> dict:
+def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000, fair: bool = False) -> dict:
     """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts.
 
     ``total`` workloads in Kueue's 35 : 11 : 4 mix are dealt round-robin over the queues (each
@@ -93,7 +101,7 @@ def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 5
         lines.append(line)
         return engine.apply(decode_event(line))
 
-    for event in config_events(n_queues, afs):
+    for event in config_events(n_queues, afs, fair):
         emit(event, 0)
     pending: list[tuple[int, int, str, dict | str]] = []
     order = 0
@@ -165,26 +173,36 @@ def main() -> None:
                         help="50 workloads per queue (Kueue's per-queue mix) instead of 50,000 in all")
     parser.add_argument("--afs", action="store_true",
                         help="also run every size with admission fair sharing on for every ClusterQueue")
+    parser.add_argument("--fair-sharing", action="store_true",
+                        help="also run every size with fair sharing on (the DRS tournament orders the heads)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
+    fair_rows: dict[str, list] = {}
     for n in (int(s) for s in args.sizes.split(",")):
-        for afs in (False, True) if args.afs else (False,):
-            path = args.workdir / f"kueue-scale-{n}{'-pq' if args.per_queue else ''}{'-afs' if afs else ''}.ndjson"
-            gen = generate(n, path, afs, None if args.per_queue else 50_000)
+        variants = [("", False, False)] + ([("AFS", True, False)] if args.afs else []) \
+            + ([("FS", False, True)] if args.fair_sharing else [])
+        for label, afs, fair in variants:
+            suffix = f"{'-pq' if args.per_queue else ''}{'-' + label.lower() if label else ''}"
+            path = args.workdir / f"kueue-scale-{n}{suffix}.ndjson"
+            gen = generate(n, path, afs, None if args.per_queue else 50_000, fair)
             result = measure(path)
             assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
-            print(f"{n:>6} CQs{' AFS' if afs else '    '}  {result['events']:>8} events  {result['admissions']:>7} admissions  "
+            print(f"{n:>6} CQs {label:<3}  {result['events']:>8} events  {result['admissions']:>7} admissions  "
                   f"orjson {result['decode_eps']:>10,.0f} ev/s  engine {result['engine_eps']:>8,.0f} ev/s  "
                   f"{result['us_per_admission']:7.1f} µs/admission", flush=True)
-            if afs:
-                print(f"        AFS on: {result['engine_eps'] / rows[-1][1]['engine_eps']:.0%} of the events/s without AFS")
+            if label:
+                print(f"        {label} on: {result['engine_eps'] / rows[-1][1]['engine_eps']:.0%} "
+                      f"of the events/s without it")
+                fair_rows.setdefault(label, []).append((n, result))
             else:
                 rows.append((n, result))
-    if len(rows) > 1:
-        base = rows[0][1]["us_per_admission"]
-        for n, result in rows[1:]:
-            print(f"µs/admission at {n} CQs = {result['us_per_admission'] / base:.2f} × that at {rows[0][0]} CQs")
+    for label, series in [("", rows)] + list(fair_rows.items()):
+        if len(series) > 1:
+            base = series[0][1]["us_per_admission"]
+            for n, result in series[1:]:
+                print(f"{label + ' ' if label else ''}µs/admission at {n} CQs = "
+                      f"{result['us_per_admission'] / base:.2f} × that at {series[0][0]} CQs")
 
 
 if __name__ == "__main__":

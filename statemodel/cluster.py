@@ -38,10 +38,11 @@ from statemodel.queues.afs import FairSharingLedgers, flatten
 from statemodel.admission.flavorassigner import Assignment
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
-    Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue, Node, PreemptionReleaseOn,
-    ResourceFlavor, StopPolicy, Workload,
+    Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, FairSharingPreemptionStrategy, LocalQueue, Node,
+    PreemptionReleaseOn, ResourceFlavor, StopPolicy, Workload,
 )
 from statemodel.placement.nodes import NodeLedger
+from statemodel.preemption import fair_sharing
 from statemodel.preemption.classical import Target, find_targets
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import preemption_message
@@ -60,6 +61,8 @@ NOT_STOPPED: Final = StopPolicy.NONE
 HOLD_AND_DRAIN: Final = StopPolicy.HOLD_AND_DRAIN
 USAGE_BASED: Final = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
 RELEASE_ON_DECISION: Final = PreemptionReleaseOn.DECISION
+DEFAULT_STRATEGIES: Final = (FairSharingPreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+                             FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE)
 
 
 class ClusterState:
@@ -477,8 +480,25 @@ class ClusterState:
         return self.config.preemption_release_on == RELEASE_ON_DECISION
 
     def preemption_search(self, ctx: PreemptionContext) -> list[Target]:
-        """The victim search this cluster runs: classical preemption (Kueue ``classicalPreemptions``)."""
+        """The victim search this cluster runs: fair-sharing preemption (Kueue ``fairPreemptions``,
+        ``statemodel.preemption.fair_sharing``) when fair sharing is on, else classical preemption
+        (Kueue ``classicalPreemptions``).  With admission fair sharing on, candidates of a usage-based
+        ClusterQueue are ordered by their LocalQueue's usage (``candidates.by_local_queue_usage``)."""
+        if self.afs.params is not None:
+            ctx.local_queue_usage = self.local_queue_fs_usage
+        config = self.config
+        if config.fair_sharing_enable:
+            return fair_sharing.find_targets(ctx, config.preemption_strategies or DEFAULT_STRATEGIES,
+                                             self.hierarchy.fair_weight)
         return find_targets(ctx)
+
+    def local_queue_fs_usage(self, info: WorkloadInfo) -> Decimal | None:
+        """Kueue ``LocalQueueFSUsage`` of an admitted workload: its LocalQueue's AFS score when its
+        ClusterQueue is usage based (``spec.admissionScope``), else ``None``."""
+        entry = self.hierarchy.cluster_queues.get(info.cluster_queue or "")
+        if entry is None or entry.spec is None or entry.spec.admission_mode != USAGE_BASED:
+            return None
+        return self.local_queue_score(info.local_queue)
 
     def preempt(self, preemptor: WorkloadInfo, preemptor_cq: str, targets: list[Target], numbers: str) -> None:
         """Issue the preemptions of ``preemptor`` (queued in ``preemptor_cq``): a ``Preempted`` decision

@@ -80,6 +80,17 @@ class Hierarchy:
             if cq.cohort_name is not None:
                 model.link(CLUSTER_QUEUE, name, cq.cohort_name)
 
+    def fair_weight(self, kind: str, name: str) -> int:
+        """``spec.fairSharing.weight`` of node ``(kind, name)`` in thousandths: 1000 (Kueue's default
+        1) for an implicit cohort or a deleted ClusterQueue still holding quota.  (Kueue leaves an
+        implicit cohort's weight at 0, which only matters for a node with a parent, and an implicit
+        cohort never has one.)"""
+        if kind == CLUSTER_QUEUE:
+            cq = self.cluster_queues.get(name)
+            return cq.spec.fair_weight_milli if cq is not None and cq.spec is not None else 1000
+        cohort = self.cohorts.get(name)
+        return cohort.spec.fair_weight_milli if cohort is not None and cohort.spec is not None else 1000
+
     # -- cohorts ---------------------------------------------------------------------------
 
     def _cohort(self, name: str) -> CohortEntry:

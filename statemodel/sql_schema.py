@@ -208,6 +208,9 @@ Index(None, snapshots.c.cluster, snapshots.c.event_time_ms)
 
 # --------------------------------------------------------------------------- projections of the current state
 
+WEIGHTED_SHARE_COMMENT = ("fair sharing: Kueue status.fairSharing.weightedShare, ceil(dominant resource share "
+                          "/ weight), 9223372036854775807 for a zero-weight borrower; NULL when fair sharing is off")
+
 cohorts = Table(
     "cohorts",
     metadata,
@@ -216,6 +219,7 @@ cohorts = Table(
     Column("parent", String, nullable=True),
     Column("explicit", Boolean, nullable=False, comment="defined by a Cohort object (not only referenced)"),
     Column("active", Boolean, nullable=False, comment="false when the cohort is on a cycle"),
+    Column("weighted_share", BigInteger, nullable=True, comment=WEIGHTED_SHARE_COMMENT),
     comment="Projection: cohorts of the current state.",
 )
 """Projection of the current state: one row per cohort (state JSON ``cohorts``); quotas in ``quotas``."""
@@ -230,6 +234,7 @@ cluster_queues = Table(
     Column("active", Boolean, nullable=False),
     Column("pending_workloads", BigInteger, nullable=False, comment="count"),
     Column("admitted_workloads", BigInteger, nullable=False, comment="count"),
+    Column("weighted_share", BigInteger, nullable=True, comment=WEIGHTED_SHARE_COMMENT),
     comment="Projection: ClusterQueues of the current state.",
 )
 """Projection of the current state: one row per ClusterQueue (state JSON ``clusterQueues``)."""

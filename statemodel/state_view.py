@@ -8,7 +8,9 @@ level carries ``config`` when every cluster has the same one.  Each cluster carr
 allocatable summed over the schedulable ones, per resource).
 
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
-``potentialAvailable`` ignores usage.  Positions are 0-based, in the queue's own order over every
+``potentialAvailable`` ignores usage.  With fair sharing enabled (``EngineConfig.spec.fairSharing``),
+ClusterQueues and Cohorts carry ``fairSharing`` (``weightedShare`` as Kueue's ``status.fairSharing``,
+and the exact share behind it).  Positions are 0-based, in the queue's own order over every
 pending workload (active and set aside), as Kueue's visibility API reports them.  A pending
 workload that does not fit lists what it is short of in ``shortfalls`` (one row per flavor tried
 and resource short, ``WorkloadRecord.shortfalls``); every other workload has ``shortfalls: []``.
@@ -67,6 +69,16 @@ def _afs_view(afs: FairSharingLedgers, lq_keys: list[str], weight_milli: int, no
     }
 
 
+def _fair_sharing_view(cluster: "ClusterState", kind: str, name: str) -> dict:
+    """``fairSharing`` of a ClusterQueue or Cohort (Kueue ``status.fairSharing``): ``weightedShare``, the
+    integer Kueue reports (``Share.weighted_share``), plus the exact share it rounds up
+    (``"numerator/denominator"`` text, ``null`` for +∞), the dominant resource and whether it borrows."""
+    share = cluster.model.share(kind, name, cluster.hierarchy.fair_weight(kind, name))
+    exact = None if share.zero_weight_borrows() else str(share.precise())
+    return {"weightedShare": share.weighted_share(), "share": exact, "dominantResource": share.resource or None,
+            "borrowing": bool(share.borrowed)}
+
+
 def _afs_config(cluster: "ClusterState") -> dict | None:
     config = cluster.config.admission_fair_sharing
     params = cluster.afs.params
@@ -109,6 +121,8 @@ def _cohorts(cluster: "ClusterState") -> dict:
             "active": not hierarchy.has_cycle(name),
             "resources": _by_flavor(cluster.model, COHORT, name),
         }
+        if cluster.config.fair_sharing_enable:
+            view["fairSharing"] = _fair_sharing_view(cluster, COHORT, name)
         if afs_on:
             lqs = [lq for cq in subtree_cluster_queues(hierarchy, name) for lq in cluster.local_queues_of(cq)]
             weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000
@@ -252,6 +266,8 @@ def _cluster(cluster: "ClusterState") -> dict:
             "admitted": len(cluster.admitted.get(name, {})),
             "resources": _by_flavor(cluster.model, CLUSTER_QUEUE, name),
         }
+        if cluster.config.fair_sharing_enable:
+            cluster_queues[name]["fairSharing"] = _fair_sharing_view(cluster, CLUSTER_QUEUE, name)
         if afs_on:
             weight = entry.spec.fair_weight_milli if entry.spec is not None else 1000
             cluster_queues[name]["admissionFairSharing"] = _afs_view(

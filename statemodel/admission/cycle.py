@@ -7,6 +7,8 @@ One cycle (reference/kueue.md §3.2):
    ``Misconfigured``; otherwise assign flavors against the state as it is at the start of the cycle;
 3. order the entries: lower borrowing height first, then higher priority, earlier creation time,
    and the ClusterQueue name as our documented final tie-break (Kueue leaves it to map order);
+   with fair sharing enabled, by the DRS tournament instead (``fair_sharing_iterator``), which
+   pops one entry at a time against the state as earlier entries left it;
 4. process in that order, mutating the state: a head that does not fit is set aside (parked in
    BestEffortFIFO, blocking in StrictFIFO); a head that fitted at nomination but no longer fits after
    an earlier admission of this cycle stays at the head ("Workload no longer fits after processing
@@ -25,6 +27,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Final
 
+from statemodel.admission.fair_sharing_iterator import FairSharingIterator
 from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
@@ -344,16 +347,22 @@ def run_cycles(cluster: "ClusterState") -> None:
             oracle = None
             if spec is not None and may_preempt(spec):
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
-                                     search=cluster.preemption_search)
+                                     cluster.config.fair_sharing_enable, search=cluster.preemption_search)
             candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue))
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)
-        candidates.sort(key=Candidate.sort_key)
+        order: list[Candidate] | FairSharingIterator
+        if cluster.config.fair_sharing_enable:
+            hierarchy = cluster.hierarchy
+            order = FairSharingIterator(model, hierarchy.fair_weight, candidates)
+        else:
+            candidates.sort(key=Candidate.sort_key)
+            order = candidates
         admitted_any = False
         targeted: dict[str, bool] = {}
         reserved: list[tuple[str, dict[FlavorResource, int]]] = []
-        for cand in candidates:
+        for cand in order:
             name, info, assignment, queue = cand.name, cand.info, cand.assignment, cand.queue
             info.preempting = False
             outcome = _NOT_TRIED
@@ -363,6 +372,8 @@ def run_cycles(cluster: "ClusterState") -> None:
                     model.charge(name, assignment.usage)  # reserved for the rest of the cycle (Kueue)
                     reserved.append((name, assignment.usage))
                     admitted_any = True
+                    if isinstance(order, FairSharingIterator):
+                        order.refresh()  # victims' usage changed anywhere in the tree
                     if name in scopes:
                         gate.outcome(cluster, scopes[name], info, False)
                     continue

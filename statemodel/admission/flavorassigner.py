@@ -252,6 +252,10 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                             shorts.sort(key=_deficit)  # largest deficit first
                             result.wake.append(shorts)
                         continue
+                if mode != FIT:  # a flavor it may preempt in: released quota may make this one fit
+                    shorts = [st.shortfall for st in flavor_statuses]
+                    shorts.sort(key=_deficit)  # largest deficit first
+                    result.wake.append(shorts)
                 if best is None or _preferred(mode, borrow, best[0], best[1], preemption_first):
                     best = (mode, borrow, fname, flavor_statuses)
                 if mode != FIT and try_next_on_preempt:
@@ -274,9 +278,6 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                     preempt_frs.append(fr)
             if mode != FIT:
                 ps_preempt.extend(flavor_statuses)
-                shorts = [st.shortfall for st in flavor_statuses]
-                shorts.sort(key=_deficit)  # largest deficit first
-                result.wake.append(shorts)
         if ps_severity:
             result.fits = False
             worst = max(worst, ps_severity)

@@ -144,6 +144,36 @@ def candidate_key(ctx: PreemptionContext, cand: Candidate) -> tuple[int, int, in
             info.obj.priority, -admitted, info.obj.uid, info.key)
 
 
+def by_local_queue_usage(ctx: PreemptionContext, ordered: list[Candidate]) -> list[Candidate]:
+    """Kueue ``CandidatesOrdering`` key 3 (KEP-4136: "when picking the candidates for preemption, with
+    AdmissionScope equal ClusterQueue, Kueue orders workloads based on the LocalQueue resource usage
+    when considering workloads within the same ClusterQueue"): among the candidates of one usage-based
+    ClusterQueue with the same eviction status, the one whose LocalQueue has the higher usage goes
+    first, ``candidate_key`` order otherwise.  ``ordered`` is in ``candidate_key`` order; each
+    ClusterQueue's candidates are reordered among the positions they hold, so candidates of different
+    ClusterQueues keep their order (Kueue's comparison is not transitive across ClusterQueues; this is
+    our total order).  Unchanged when ``ctx.local_queue_usage`` is ``None`` (AFS off)."""
+    usage_of = ctx.local_queue_usage
+    if usage_of is None or len(ordered) < 2:
+        return ordered
+    slots: dict[tuple[str, bool], list[int]] = {}
+    for i, cand in enumerate(ordered):
+        slots.setdefault((cand.cluster_queue, cand.info.evicting), []).append(i)
+    out = list(ordered)
+    for positions in slots.values():
+        if len(positions) < 2:
+            continue
+        members = [ordered[i] for i in positions]
+        usages = [usage_of(c.info) for c in members]
+        known = [u for u in usages if u is not None]
+        if len(known) < len(usages):
+            continue
+        ranked = sorted(range(len(members)), key=lambda j: -known[j])  # stable: candidate_key among equals
+        for pos, j in zip(positions, ranked):
+            out[pos] = members[j]
+    return out
+
+
 def _from_cluster_queue(ctx: PreemptionContext, cq_name: str, lca: str | None, advantage: bool,
                         out: list[Candidate]) -> None:
     for info in ctx.admitted.get(cq_name, {}).values():
@@ -195,7 +225,7 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     later: list[Candidate] = []
     for group in (hier, prio, same):
         group.sort(key=lambda c: candidate_key(ctx, c))
-        for cand in group:
+        for cand in by_local_queue_usage(ctx, group):
             (ordered if cand.info.evicting else later).append(cand)
     ordered.extend(later)
     return CandidateList(ordered, not hier and not prio, not hier)

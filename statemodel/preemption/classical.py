@@ -73,7 +73,7 @@ def under_nominal(ctx: PreemptionContext) -> bool:
     return True
 
 
-def _fill_back(ctx: PreemptionContext, removed: list[tuple[Candidate, Callable[[], None]]],
+def fill_back(ctx: PreemptionContext, removed: list[tuple[Candidate, Callable[[], None]]],
                borrow: bool) -> list[tuple[Candidate, Callable[[], None]]]:
     """Kueue ``fillBackWorkloads``: re-admit victims (all but the last, backwards) the preemptor does
     not need.  Returns the victims still released, in removal order; those put back are charged again."""
@@ -109,7 +109,7 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
                 continue
             removed.append((cand, model.simulate_release(cand.cluster_queue, cand.info.charge)))
             if fits(ctx, borrow):
-                kept = _fill_back(ctx, removed, borrow)
+                kept = fill_back(ctx, removed, borrow)
                 for _, undo in reversed(kept):
                     undo()
                 return [Target(cand) for cand, _ in kept]

@@ -8,6 +8,8 @@ them before it returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from statemodel.objects import FlavorResource, Preemption
@@ -32,10 +34,13 @@ class PreemptionContext:
             ``flavorResourcesNeedPreemption``), sorted; a candidate must use one of them.
         usage: the preemptor's whole assignment per ``(flavor, resource)`` in base units — what has
             to fit once the victims are gone.
+        local_queue_usage: the admission-fair-sharing usage of an admitted workload's LocalQueue when
+            its ClusterQueue is usage based (Kueue ``LocalQueueFSUsage``), else ``None``; ``None`` as a
+            whole when admission fair sharing is off (``candidates.by_local_queue_usage``).
     """
 
     __slots__ = ("model", "hierarchy", "admitted", "preemptor", "cluster_queue", "preemption", "frs", "usage",
-                 "_fr_index")
+                 "local_queue_usage", "_fr_index")
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                  preemptor: "WorkloadInfo", cluster_queue: str, preemption: Preemption,
@@ -49,6 +54,7 @@ class PreemptionContext:
         self.frs = sorted(frs)
         self.usage = usage
         self._fr_index = {fr: True for fr in self.frs}
+        self.local_queue_usage: "Callable[[WorkloadInfo], Decimal | None] | None" = None
 
     def uses_needed(self, info: "WorkloadInfo") -> bool:
         """Kueue ``WorkloadUsesResources``: whether ``info`` holds a non-zero amount of a

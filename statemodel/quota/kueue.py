@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from statemodel.objects import FlavorResource, ResourceGroup
+from statemodel.quota.kueue_fair_sharing import dominant_resource_share
 from statemodel.quota.protocol import (
-    CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitIfPreempting, FitResult, NoFit, PodSetTotals, PoolKey, Shortfall,
-    WakeRule,
+    CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitIfPreempting, FitResult, NoFit, PodSetTotals, PoolKey, Share,
+    Shortfall, WakeRule,
 )
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 
@@ -219,6 +220,25 @@ def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     return avail
 
 
+def lendable(parent: QuotaNode) -> dict[str, int]:
+    """Kueue ``calculateLendable(parent)`` (``fair_sharing.go``): per resource name, the sum of
+    ``potentialAvailable(parent, fr)`` over the flavor-resources of the root's subtree quota — what the
+    children of ``parent`` could borrow at most, the denominator of their Dominant Resource Share.
+    Kueue's root lists every flavor-resource declared below it, zeros included; here a zero is not
+    always carried up, so the flavor-resources are those of ``parent`` and its ancestors — the same
+    sum, since a flavor-resource none of them holds has a potential of 0 at ``parent``.
+    O(depth × flavor-resources)."""
+    frs: set[FlavorResource] = set()
+    node: QuotaNode | None = parent
+    while node is not None:  # the root's flavor-resources, also those whose subtree quota is 0
+        frs.update(node.subtree)
+        node = node.parent
+    out: dict[str, int] = {}
+    for fr in sorted(frs):
+        out[fr[1]] = out.get(fr[1], 0) + potential_available(parent, fr)
+    return out
+
+
 def borrowing_height(cq: QuotaNode, fr: FlavorResource, amount: int) -> int:
     """Kueue ``FindHeightOfLowestSubtreeThatFits``: 0 if ``amount`` more fits in the ClusterQueue's
     nominal quota (or it has no cohort); else the height of the lowest cohort whose subtree quota
@@ -332,8 +352,10 @@ class KueueModel:
     above ``available`` (clamped at 0) ⇒ ``WaitingForQuota``; otherwise it fits with the largest
     ``borrowing_height``.  When no resource exceeds the maximum capacity but some wait for quota the
     answer is ``FitIfPreempting`` (taking usage back could make it fit; whether the ClusterQueue may
-    preempt is the caller's policy), otherwise ``NoFit``.  Demand is ignored.  ``potentialAvailable`` is memoized per (ClusterQueue, flavor-resource) until a spec or
-    an edge changes.  A pool is a cohort tree, keyed by its root.
+    preempt is the caller's policy), otherwise ``NoFit``.  Demand is ignored.  ``potentialAvailable``
+    is memoized per (ClusterQueue, flavor-resource), and the lendable capacity under each Cohort (the
+    denominator of its children's Dominant Resource Share, ``statemodel.quota.kueue_fair_sharing``),
+    until a spec or an edge changes.  A pool is a cohort tree, keyed by its root.
     """
 
     name = "kueue"
@@ -344,6 +366,7 @@ class KueueModel:
         self._cqs: dict[str, QuotaNode] = {}
         self._cohorts: dict[str, QuotaNode] = {}
         self._max: dict[tuple[str, FlavorResource], int] = {}
+        self._lendable: dict[str, dict[str, int]] = {}
         self._fits: dict[int, Fit] = {}
 
     def node(self, kind: str, name: str) -> QuotaNode:
@@ -358,6 +381,7 @@ class KueueModel:
         """``set_quotas`` on the node."""
         set_quotas(self.node(kind, name), resource_groups)
         self._max.clear()
+        self._lendable.clear()
 
     def remove(self, kind: str, name: str) -> None:
         """Forget the node."""
@@ -367,6 +391,7 @@ class KueueModel:
         """``link`` the node under Cohort ``parent``."""
         link(self.node(kind, name), self.node(COHORT, parent))
         self._max.clear()
+        self._lendable.clear()
 
     def unlink(self, kind: str, name: str) -> None:
         """``unlink`` the node from its parent."""
@@ -374,6 +399,7 @@ class KueueModel:
         if node.parent is not None:
             unlink(node)
             self._max.clear()
+            self._lendable.clear()
 
     def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
         """Ignored: KEP-79 entitlements do not depend on pending requests."""
@@ -435,6 +461,28 @@ class KueueModel:
         """Release now; the returned function charges it back (integer arithmetic: exact)."""
         self.release(leaf, usage)
         return lambda: self.charge(leaf, usage)
+
+    def simulate_charge(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        """Charge now; the returned function releases it again (integer arithmetic: exact)."""
+        self.charge(leaf, usage)
+        return lambda: self.release(leaf, usage)
+
+    def share(self, kind: str, name: str, weight_milli: int) -> Share:
+        """Kueue ``DominantResourceShare`` of the node (``kueue_fair_sharing``); a root, or a node the
+        model does not hold, does not borrow.  O(flavor-resources) once the parent's lendable is
+        memoized."""
+        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        if node is None or node.parent is None:
+            return Share.none(weight_milli)
+        parent = node.parent
+        available = self._lendable.get(parent.name)
+        if available is None:
+            available = self._lendable[parent.name] = lendable(parent)
+        if node.is_cluster_queue:
+            quotas = node.nominal
+        else:  # Kueue's cohort lists every flavor-resource below it, zeros included
+            quotas = {fr: node.subtree.get(fr, 0) for fr in node.usage} | node.subtree
+        return dominant_resource_share(quotas, node.usage, weight_milli, available)
 
     def in_use(self, leaf: str) -> bool:
         """Any non-zero usage at the ClusterQueue."""

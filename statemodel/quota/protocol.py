@@ -19,6 +19,7 @@ shortfalls as data (:class:`Shortfall`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Final, Protocol
 
 from statemodel.objects import FlavorResource, ResourceGroup
@@ -175,6 +176,78 @@ class WakeRule(_Record):
         return (self.pool, self.at_pool_free)
 
 
+MAX_WEIGHTED_SHARE: Final = 9223372036854775807
+"""``weightedShare`` of a zero-weight node that borrows (Kueue: ``math.MaxInt64``)."""
+
+_ZERO: Final = Fraction(0)
+
+
+class Share(_Record):
+    """A node's Dominant Resource Share (Kueue ``DRS``, ``pkg/cache/scheduler/fair_sharing.go``).
+
+    Attributes:
+        borrowed: the ``(flavor, resource)`` pairs on which the node's usage exceeds its quota,
+            sorted (empty: not borrowing).
+        ratio: the unweighted share, exact: the largest over resources of
+            ``borrowed(resource) * 1000 / lendable(resource)`` (0 when not borrowing, or when nothing
+            of the borrowed resources is lendable).
+        resource: the resource that gave ``ratio`` (alphabetically first on ties; ``""`` when 0).
+        weight_milli: the node's ``fairSharing.weight`` in thousandths (0 allowed).
+
+    Comparison is Kueue's ``CompareDRS``, as the total-order key :meth:`key`: two zero-weight
+    borrowers compare by ``ratio``; a zero-weight borrower is above everything else; the others
+    compare by the weighted share ``ratio / weight``.  Exact rationals replace Kueue's float64.
+    """
+
+    def __init__(self, borrowed: tuple[FlavorResource, ...], ratio: Fraction, resource: str,
+                 weight_milli: int) -> None:
+        self.borrowed: Final = borrowed
+        self.ratio: Final = ratio
+        self.resource: Final = resource
+        self.weight_milli: Final = weight_milli
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.borrowed, self.ratio, self.resource, self.weight_milli)
+
+    @staticmethod
+    def none(weight_milli: int) -> "Share":
+        """The share of a node that borrows nothing (a root, or within its quota)."""
+        return Share((), _ZERO, "", weight_milli)
+
+    def borrowing_on(self, usage: dict[FlavorResource, int]) -> bool:
+        """Kueue ``IsBorrowingOn``: whether the node borrows on a flavor-resource ``usage`` asks for."""
+        for fr in self.borrowed:
+            if usage.get(fr, 0) > 0:
+                return True
+        return False
+
+    def zero_weight_borrows(self) -> bool:
+        """Weight 0 and a non-zero share (Kueue ``zeroWeightBorrows``)."""
+        return self.weight_milli == 0 and self.ratio != 0
+
+    def precise(self) -> Fraction:
+        """``ratio / weight`` exactly (Kueue ``PreciseWeightedShare``); for a zero-weight borrower,
+        whose share is +∞, use :meth:`key` or :meth:`weighted_share` instead (this returns ``ratio``)."""
+        if self.ratio == 0 or self.weight_milli == 0:
+            return self.ratio
+        return self.ratio * 1000 / self.weight_milli
+
+    def key(self) -> tuple[int, Fraction]:
+        """Total-order key of Kueue's ``CompareDRS`` (lower is preferred for admission, higher for
+        preemption)."""
+        if self.zero_weight_borrows():
+            return (1, self.ratio)
+        return (0, self.precise())
+
+    def weighted_share(self) -> int:
+        """Kueue's ``status.fairSharing.weightedShare``: ``ceil(ratio / weight)``, or
+        ``MAX_WEIGHTED_SHARE`` for a zero-weight borrower (``roundedWeightedShare``)."""
+        if self.zero_weight_borrows():
+            return MAX_WEIGHTED_SHARE
+        value = self.precise()
+        return -((-value.numerator) // value.denominator)
+
+
 class QuotaModel(Protocol):
     """What a quota model implements; one instance per cluster.
 
@@ -224,6 +297,15 @@ class QuotaModel(Protocol):
     def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
         """Release ``usage`` at ``leaf`` for a what-if; call the returned function to restore the
         exact state before (undo in reverse order when nesting)."""
+
+    def simulate_charge(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        """Charge ``usage`` at ``leaf`` for a what-if (Kueue ``SimulateUsageAddition``); call the returned
+        function to restore the exact state before."""
+
+    def share(self, kind: str, name: str, weight_milli: int) -> Share:
+        """The Dominant Resource Share of node ``(kind, name)`` now, with fairSharing weight
+        ``weight_milli`` (thousandths); a model without borrowing answers ``Share.none``.  Used by the
+        fair-sharing ordering of the cycle, fair-sharing preemption and the views."""
 
     def in_use(self, leaf: str) -> bool:
         """Whether ``leaf`` holds any non-zero usage (a deleted ClusterQueue stays until it drains)."""

@@ -246,9 +246,9 @@ def check(s: Scenario, model: Model, requests: dict[str, tuple[str, list[dict]]]
             assert not violation(node, fr, t[name][fr]), (
                 f"after {step}: T({name}, {fr}) = {t[name][fr]} violates KEP-79 "
                 f"(borrowingLimit {node.borrowing.get(fr)}, root {node.parent is None})")
-    # (b) nothing admissible waits in a BestEffortFIFO queue.
+    # (b) nothing admissible waits in a BestEffortFIFO queue (of the workloads in ``requests``).
     for key, wl in state["workloads"].items():
-        if wl["status"] != "Pending":
+        if wl["status"] != "Pending" or key not in requests:
             continue
         cq, pod_sets = requests[key]
         if len(pod_sets) != 1 or model.nodes[cq].strategy != "BestEffortFIFO":

@@ -268,11 +268,20 @@ class Scenario:
 
     def engine_config(self, halfLife: str | None = "168h", interval: str | None = "5m", weights: dict | None = None,
                       reset: str | None = None, afs: bool = True, quota_model: str | None = None,
+                      fair_sharing: bool | None = None, strategies: list[str] | None = None,
                       release_on: str | None = None, at: float | None = None) -> dict:
         """The ``EngineConfig`` (``quotaledger.io/v1alpha1``); ``afs=False`` omits ``admissionFairSharing``;
-        ``quota_model`` sets ``spec.quotaModel``, ``release_on`` ``spec.preemption.releaseOn``.  ``None``
-        leaves a field out (engine default)."""
+        ``quota_model`` sets ``spec.quotaModel``, ``release_on`` ``spec.preemption.releaseOn``;
+        ``fair_sharing`` sets ``spec.fairSharing.enable`` and ``strategies`` its ``preemptionStrategies``.
+        ``None`` leaves a field out (engine default)."""
         spec: dict[str, Any] = {}
+        if fair_sharing is not None or strategies is not None:
+            fs: dict[str, Any] = {}
+            if fair_sharing is not None:
+                fs["enable"] = fair_sharing
+            if strategies is not None:
+                fs["preemptionStrategies"] = list(strategies)
+            spec["fairSharing"] = fs
         if quota_model is not None:
             spec["quotaModel"] = quota_model
         if release_on is not None:

@@ -28,16 +28,25 @@ def _quota_rows(cluster: str, model: QuotaModel, kind: str, name: str) -> list[d
             for row in model.entitlements(kind, name)]
 
 
+def _weighted_share(state, kind: str, name: str) -> int | None:
+    """Kueue's ``weightedShare`` of the node, or ``None`` when the cluster does not run fair sharing."""
+    if not state.config.fair_sharing_enable:
+        return None
+    return state.model.share(kind, name, state.hierarchy.fair_weight(kind, name)).weighted_share()
+
+
 def build(source: ProjectionSource) -> dict[sa.Table, list]:
     """Rows of the cohorts (sorted by name; ``active`` false on a cycle), ClusterQueues (``active``
-    when nothing keeps them from admitting; pending and admitted counts), LocalQueues and their quotas."""
+    when nothing keeps them from admitting; pending and admitted counts), both with their fair-sharing
+    ``weighted_share``, LocalQueues and their quotas."""
     cluster, state = source.cluster, source.state
     hierarchy = state.hierarchy
     cohorts, cluster_queues, local_queues, quotas = [], [], [], []
     for name in sorted(hierarchy.cohorts):
         cohort = hierarchy.cohorts[name]
         cohorts.append({"cluster": cluster, "name": name, "parent": cohort.parent_name,
-                        "explicit": cohort.explicit, "active": not hierarchy.has_cycle(name)})
+                        "explicit": cohort.explicit, "active": not hierarchy.has_cycle(name),
+                        "weighted_share": _weighted_share(state, COHORT, name)})
         quotas += _quota_rows(cluster, state.model, COHORT, name)
     pending = source.pending_by_cluster_queue
     for name in sorted(hierarchy.cluster_queues):
@@ -45,7 +54,8 @@ def build(source: ProjectionSource) -> dict[sa.Table, list]:
         cluster_queues.append({"cluster": cluster, "name": name, "cohort": entry.cohort_name,
                                "active": state.inactive_reason(name) is None,
                                "pending_workloads": pending.get(name, 0),
-                               "admitted_workloads": len(state.admitted.get(name, {}))})
+                               "admitted_workloads": len(state.admitted.get(name, {})),
+                               "weighted_share": _weighted_share(state, CLUSTER_QUEUE, name)})
         quotas += _quota_rows(cluster, state.model, CLUSTER_QUEUE, name)
     counts = source.local_queue_counts
     for key in sorted(state.local_queues):

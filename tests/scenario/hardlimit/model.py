@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from statemodel.objects import FlavorResource, ResourceGroup
 from statemodel.quota.protocol import (
-    CLUSTER_QUEUE, Entitlement, Fit, FitResult, NoFit, PodSetTotals, PoolKey, Shortfall, WakeRule,
+    CLUSTER_QUEUE, Entitlement, Fit, FitResult, NoFit, PodSetTotals, PoolKey, Share, Shortfall, WakeRule,
 )
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 
@@ -98,6 +98,14 @@ class HardLimitModel:
     def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
         self.release(leaf, usage)
         return lambda: self.charge(leaf, usage)
+
+    def simulate_charge(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        self.charge(leaf, usage)
+        return lambda: self.release(leaf, usage)
+
+    def share(self, kind: str, name: str, weight_milli: int) -> Share:
+        """Nothing is ever borrowed here."""
+        return Share.none(weight_milli)
 
     def in_use(self, leaf: str) -> bool:
         return any(self.usage[leaf].values())

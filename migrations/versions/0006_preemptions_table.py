@@ -6,8 +6,8 @@ Filled by the archive with each ``Preempted`` decision from now on; the upgrade 
 before the engine carried ``preemptorClusterQueue``).  The downgrade drops the table (the decisions
 keep everything it held).
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-26 11:45:00
 """
 
@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = '0005'
-down_revision: str | Sequence[str] | None = '0004'
+revision: str = '0006'
+down_revision: str | Sequence[str] | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

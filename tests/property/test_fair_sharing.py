@@ -1,0 +1,491 @@
+"""Property tests of fair sharing (reference/kueue.md §3.3-3.4) on random cohort trees.
+
+* **DRS from scratch**: every node's share in the state JSON equals Kueue's formula recomputed from
+  the state's own rows (``potentialAvailable`` of the parent rebuilt from subtree quota and limits),
+  in exact rationals; ``weightedShare`` is its ceiling, 0 for a root or a node within quota, MaxInt64
+  for a zero-weight borrower.
+* **The tournament**: the incremental iterator pops the same order as Kueue's algorithm run
+  literally (every share of every head recomputed on every pop), while pops admit what fits.
+* **Total order**: the heads of one cycle are admitted in the same order whatever order they
+  arrived in.
+* **Replay** (with fair-sharing preemption): the same events give byte-identical decisions, state
+  and hash; a snapshot at any point plus the tail equals the full replay.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import orjson
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from statemodel.admission.fair_sharing_iterator import FairSharingIterator
+from statemodel.admission.flavorassigner import assign_flavors
+from statemodel.engine import Engine
+from statemodel.events.decode import parse_event
+from statemodel.preemption import fair_sharing
+from statemodel.preemption.classical import fits
+from statemodel.preemption.context import PreemptionContext
+from statemodel.preemption.preemptor import make_oracle, may_preempt
+from statemodel.quota.kueue import KueueModel
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
+from statemodel.snapshot import dump, load
+from tests.property.test_kep79 import check, group_spec
+from tests.property.test_preemption import _allows, histories
+from tests.scenario.builder import Scenario
+from tests.unit.quota_helpers import group
+
+MAX_INT64 = 9223372036854775807
+FLAVORS = ("f0", "f1")
+RESOURCES = ("cpu", "gpu")
+WEIGHTS = ("0", "0.5", "1", "1", "1", "2", "3")
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def trees(draw) -> dict:
+    """A random tree: a root cohort, 1-4 inner cohorts (depth up to 4), 2-6 ClusterQueues; quotas
+    per flavor × resource with optional borrowing / lending limits below the root; weights incl. 0."""
+    cohorts = [("root", None)]
+    for i in range(draw(st.integers(min_value=1, max_value=4))):
+        cohorts.append((f"c{i}", draw(st.sampled_from([name for name, _ in cohorts]))))
+    cqs = [(f"q{i}", draw(st.sampled_from([name for name, _ in cohorts])))
+           for i in range(draw(st.integers(min_value=2, max_value=6)))]
+
+    def quotas(has_parent: bool, cq: bool) -> dict:
+        out = {}
+        for flavor in FLAVORS:
+            out[flavor] = {}
+            for res in RESOURCES:
+                nominal = draw(st.integers(min_value=0, max_value=6))
+                bl = draw(st.none() | st.integers(min_value=0, max_value=6)) if has_parent else None
+                ll = (draw(st.none() | st.integers(min_value=0, max_value=nominal if cq else 6))
+                      if has_parent else None)
+                out[flavor][res] = (nominal, bl, ll)
+        return out
+
+    return {
+        "cohorts": [(name, parent, quotas(parent is not None, False), draw(st.sampled_from(WEIGHTS)))
+                    for name, parent in cohorts],
+        "cqs": [(name, parent, quotas(True, True), draw(st.sampled_from(WEIGHTS))) for name, parent in cqs],
+    }
+
+
+def _spec(q: tuple) -> tuple:
+    nominal, bl, ll = q
+    return (str(nominal), None if bl is None else str(bl), None if ll is None else str(ll))
+
+
+PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
+
+def build(tree: dict, fair: bool = True, preemption: dict | None = None) -> Scenario:
+    s = Scenario()
+    for flavor in FLAVORS:
+        s.flavor(flavor)
+    if fair:
+        s.engine_config(afs=False, fair_sharing=True)
+    for name, parent, quotas, weight in tree["cohorts"]:
+        s.cohort(name, parent=parent, weight=weight,
+                 groups=[{f: {r: _spec(q) for r, q in per.items()} for f, per in quotas.items()}])
+    for name, parent, quotas, weight in tree["cqs"]:
+        s.cq(name, cohort=parent, weight=weight, preemption=preemption,
+             groups=[{f: {r: _spec(q) for r, q in per.items()} for f, per in quotas.items()}])
+        s.lq(f"ns/l-{name}", name)
+    return s
+
+
+usages = st.lists(st.tuples(st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
+                            st.integers(min_value=0, max_value=8), st.integers(min_value=0, max_value=4)),
+                  max_size=8)
+
+
+def observe(s: Scenario, tree: dict, holds: list) -> None:
+    """Observed admissions (over quota allowed): ``(cq index, flavor, cpu, gpu)``."""
+    for i, (index, flavor, cpu, gpu) in enumerate(holds):
+        cq = tree["cqs"][index % len(tree["cqs"])][0]
+        usage = {r: str(v) for r, v in (("cpu", cpu), ("gpu", gpu)) if v}
+        if not usage:
+            continue
+        s.submit(f"ns/h{i}", f"l-{cq}", requests=usage)
+        s.observe_admission(f"ns/h{i}", cq, [{"name": "main", "count": 1, "flavors": {r: flavor for r in usage},
+                                              "resourceUsage": usage}])
+
+
+# --------------------------------------------------------------------------- DRS from scratch
+
+
+def _reference_shares(state: dict, tree: dict) -> dict[tuple[str, str], tuple[Fraction | None, bool]]:
+    """Kueue's ``dominantResourceShare`` of every node, from the state's rows: ``(share, borrowing)``
+    with ``share`` ``None`` for +∞."""
+    cohorts, cqs = state["cohorts"], state["clusterQueues"]
+    weights = {("cohort", n): Fraction(w) for n, _, _, w in tree["cohorts"]}
+    weights.update({("cq", n): Fraction(w) for n, _, _, w in tree["cqs"]})
+    parents = {("cohort", n): p for n, p, _, _ in tree["cohorts"]}
+    parents.update({("cq", n): p for n, p, _, _ in tree["cqs"]})
+
+    def row(kind: str, name: str, fr: tuple[str, str]) -> dict:
+        rows = (cohorts if kind == "cohort" else cqs)[name]["resources"]
+        return rows.get(fr[0], {}).get(fr[1], {})
+
+    def subtree(kind, name, fr):
+        r = row(kind, name, fr)
+        return r.get("subtreeQuota", r.get("nominal", 0)) or 0
+
+    def local(kind, name, fr):
+        ll = row(kind, name, fr).get("lendingLimit")
+        return max(0, subtree(kind, name, fr) - ll) if ll is not None else 0
+
+    def potential(name: str, fr) -> int:       # of a cohort
+        parent = parents[("cohort", name)]
+        if parent is None:
+            return subtree("cohort", name, fr)
+        avail = local("cohort", name, fr) + potential(parent, fr)
+        bl = row("cohort", name, fr).get("borrowingLimit")
+        return min(subtree("cohort", name, fr) + bl, avail) if bl is not None else avail
+
+    frs = [(f, r) for f in FLAVORS for r in RESOURCES]
+    out = {}
+    for (kind, name), parent in parents.items():
+        if parent is None:
+            out[(kind, name)] = (Fraction(0), False)
+            continue
+        borrowed: dict[str, int] = {}
+        for fr in frs:
+            b = (row(kind, name, fr).get("usage", 0) or 0) - subtree(kind, name, fr)
+            if b > 0:
+                borrowed[fr[1]] = borrowed.get(fr[1], 0) + b
+        lendable = {r: sum(potential(parent, (f, r)) for f in FLAVORS) for r in RESOURCES}
+        ratio = max([Fraction(b * 1000, lendable[r]) for r, b in borrowed.items() if lendable[r] > 0], default=0)
+        weight = weights[(kind, name)]
+        share = Fraction(0) if ratio == 0 else (None if weight == 0 else ratio / weight)
+        out[(kind, name)] = (share, bool(borrowed))
+    return out
+
+
+@SETTINGS
+@given(trees(), usages)
+def test_shares_match_kueue_formula_from_scratch(tree, holds):
+    s = build(tree)
+    observe(s, tree, holds)
+    state = s.state()
+    for (kind, name), (share, borrowing) in _reference_shares(state, tree).items():
+        view = state["cohorts" if kind == "cohort" else "clusterQueues"][name]["fairSharing"]
+        assert view["borrowing"] == borrowing, (kind, name)
+        if share is None:
+            assert view["weightedShare"] == MAX_INT64 and view["share"] is None
+        else:
+            assert Fraction(view["share"]) == share, (kind, name)
+            assert view["weightedShare"] == math.ceil(share) >= 0
+            assert (view["weightedShare"] == 0) == (share == 0)
+
+
+# --------------------------------------------------------------------------- the tournament
+
+
+class Head:
+    """What the iterator reads of a cycle's candidate: name, order, assignment.usage, info.preempting."""
+
+    def __init__(self, name: str, usage: dict, priority: int, created: int) -> None:
+        self.name = name
+        self.info = type("I", (), {"preempting": False})()
+        self.order = (-priority, created, f"uid-{name}")
+        self.assignment = type("A", (), {"usage": usage})()
+
+
+def _model(tree: dict) -> KueueModel:
+    model = KueueModel()
+
+    def groups(quotas):
+        return (group({f: {r: q for r, q in per.items()} for f, per in quotas.items()}),)
+
+    for name, _, quotas, _ in tree["cohorts"]:
+        model.set_spec(COHORT, name, groups(quotas))
+    for name, _, quotas, _ in tree["cqs"]:
+        model.set_spec(CLUSTER_QUEUE, name, groups(quotas))
+    for name, parent, _, _ in tree["cohorts"]:
+        if parent is not None:
+            model.link(COHORT, name, parent)
+    for name, parent, _, _ in tree["cqs"]:
+        model.link(CLUSTER_QUEUE, name, parent)
+    return model
+
+
+def _weights(tree: dict):
+    table = {(COHORT, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cohorts"]}
+    table.update({(CLUSTER_QUEUE, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cqs"]})
+    return lambda kind, name: table[(kind, name)]
+
+
+def _kueue_order(model: KueueModel, tree: dict, heads: list[Head]) -> list[str]:
+    """Kueue's ``fairSharingIterator`` literally: on every pop, every remaining head's share at every
+    level of its path, then the recursive tournament; the popped head is admitted if it fits."""
+    weight = _weights(tree)
+    remaining = {h.name: h for h in heads}
+    children: dict[tuple, list] = {}
+    for n, p, _, _ in tree["cohorts"]:
+        if p is not None:
+            children.setdefault((COHORT, p), []).append((COHORT, n))
+    for n, p, _, _ in tree["cqs"]:
+        children.setdefault((COHORT, p), []).append((CLUSTER_QUEUE, n))
+    order = []
+    while remaining:
+        values = {}
+        for h in remaining.values():
+            undo = model.simulate_charge(h.name, h.assignment.usage)
+            path = model.path(h.name)
+            for child, parent in zip(path, path[1:]):
+                share = model.share(child[0], child[1], weight(*child))
+                values[(parent, h.name)] = (share.borrowing_on(h.assignment.usage), share.key())
+            undo()
+
+        def tournament(node):
+            offers = []
+            for child in children.get(node, []):
+                offer = remaining.get(child[1]) if child[0] == CLUSTER_QUEUE else tournament(child)
+                if offer is not None:
+                    offers.append(offer)
+            if not offers:
+                return None
+            return min(offers, key=lambda h: (values[(node, h.name)], h.order[0], h.order[1], h.name))
+
+        winner = tournament((COHORT, "root"))
+        del remaining[winner.name]
+        order.append(winner.name)
+        if model.fits(winner.name, winner.assignment.usage):
+            model.charge(winner.name, winner.assignment.usage)
+    return order
+
+
+heads_strategy = st.lists(st.tuples(st.sampled_from(FLAVORS), st.integers(min_value=0, max_value=6),
+                                    st.integers(min_value=0, max_value=3), st.integers(min_value=0, max_value=2),
+                                    st.integers(min_value=0, max_value=3)), min_size=6, max_size=6)
+
+
+@SETTINGS
+@given(trees(), usages, heads_strategy)
+def test_incremental_tournament_pops_as_kueue(tree, holds, raw_heads):
+    def fresh() -> tuple[KueueModel, list[Head]]:
+        model = _model(tree)
+        for index, flavor, cpu, gpu in holds:
+            cq = tree["cqs"][index % len(tree["cqs"])][0]
+            model.charge(cq, {(flavor, "cpu"): cpu * 1000, (flavor, "gpu"): gpu})
+        heads = []
+        for (name, _, _, _), (flavor, cpu, gpu, priority, created) in zip(tree["cqs"], raw_heads):
+            heads.append(Head(name, {(flavor, "cpu"): cpu * 1000, (flavor, "gpu"): gpu}, priority, created))
+        return model, heads
+
+    model, heads = fresh()
+    expected = _kueue_order(model, tree, heads)
+    model, heads = fresh()
+    popped = []
+    for head in FairSharingIterator(model, _weights(tree), heads):
+        popped.append(head.name)
+        if model.fits(head.name, head.assignment.usage):
+            model.charge(head.name, head.assignment.usage)
+    assert popped == expected
+    assert sorted(popped) == sorted(h.name for h in heads)
+
+
+@SETTINGS
+@given(trees(), usages, heads_strategy, st.randoms(use_true_random=False))
+def test_admission_order_does_not_depend_on_arrival_order(tree, holds, raw_heads, rnd):
+    def run(order: list[int]) -> list[tuple]:
+        s = build(tree)
+        observe(s, tree, holds)
+        s.run()
+        with s.batch():
+            for i in order:
+                if i >= len(tree["cqs"]):
+                    continue
+                flavor, cpu, gpu, priority, created = raw_heads[i]
+                cq = tree["cqs"][i][0]
+                s.submit(f"ns/p{i}", f"l-{cq}", requests={"cpu": str(cpu + 1), "gpu": str(gpu)},
+                         priority=priority, created=created, uid=f"uid-p{i}")
+        return [(d["type"], d["workload"], d["clusterQueue"], orjson.dumps(d.get("podSetAssignments")))
+                for d in s.run()]
+
+    order = list(range(len(raw_heads)))
+    shuffled = order[:]
+    rnd.shuffle(shuffled)
+    assert run(order) == run(shuffled)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+@SETTINGS
+@given(trees(), usages, heads_strategy, st.integers(min_value=0, max_value=40), st.booleans())
+def test_replay_is_byte_identical_and_snapshot_plus_tail_equals_full(tree, holds, raw_heads, cut, release_on_eviction):
+    """With fair-sharing preemption on (withinClusterQueue LowerPriority, reclaimWithinCohort Any),
+    released at the decision or at the observed eviction."""
+    s = build(tree, preemption=PREEMPTION)
+    if release_on_eviction:
+        s.engine_config(afs=False, fair_sharing=True, release_on="Eviction")
+    observe(s, tree, holds)
+    for i, (flavor, cpu, gpu, priority, created) in enumerate(raw_heads):
+        cq = tree["cqs"][i % len(tree["cqs"])][0]
+        s.submit(f"ns/p{i}", f"l-{cq}", requests={"cpu": str(cpu + 1), "gpu": str(gpu)}, priority=priority)
+    for i in range(0, len(raw_heads), 2):
+        s.finish(f"ns/p{i}")
+    for i in range(len(holds)):
+        s.evict(f"ns/h{i}")
+    events = [parse_event(e) for e in s.events]
+
+    def replay(engine: Engine, evs) -> list:
+        return [orjson.dumps([d.to_json() for d in engine.apply(e)]) for e in evs]
+
+    first, second = Engine(), Engine()
+    assert replay(first, events) == replay(second, events)
+    assert first.hash == second.hash
+    assert orjson.dumps(first.state()) == orjson.dumps(second.state())
+
+    cut = min(cut, len(events))
+    head = Engine()
+    full = Engine()
+    full_decisions = replay(full, events)
+    replay(head, events[:cut])
+    restored = load(dump(head))
+    assert replay(restored, events[cut:]) == full_decisions[cut:]
+    assert restored.hash == full.hash
+    assert orjson.dumps(restored.state()) == orjson.dumps(full.state())
+
+
+# --------------------------------------------------------------------------- fair-sharing preemption
+
+
+def _check_fair_decisions(decisions: list[dict], policies: dict, info: dict, holding: dict, release_on: str) -> None:
+    """Every ``Preempted`` decision of one step respects the preemptor ClusterQueue's policy (fair
+    sharing: ``borrowWithinCohort`` plays no part, the reasons are ``InClusterQueue``,
+    ``InCohortReclamation`` and ``InCohortFairSharing``); no workload is preempted twice while it holds
+    its quota; with ``releaseOn: Decision`` the preemptor is admitted in the same step."""
+    admitted_now = {d["workload"] for d in decisions if d["type"] == "Admitted"}
+    for d in decisions:
+        if d["type"] == "Admitted":
+            holding[d["workload"]] = False
+            continue
+        if d["type"] != "Preempted":
+            continue
+        victim, preemptor = d["workload"], d["preemptor"]
+        assert not holding.get(victim), f"{victim} preempted twice while it still holds its quota"
+        holding[victim] = release_on == "Eviction"
+        p_cq, p_prio, p_order = info[preemptor]
+        v_cq, v_prio, v_order = info[victim]
+        policy = policies[p_cq] or {}
+        if v_cq == p_cq:
+            assert d["reason"] == "InClusterQueue"
+            assert _allows(policy.get("withinClusterQueue", "Never"), (p_prio, p_order), (v_prio, v_order))
+        else:
+            assert d["reason"] in ("InCohortReclamation", "InCohortFairSharing")
+            assert _allows(policy.get("reclaimWithinCohort", "Never"), (p_prio, p_order), (v_prio, v_order))
+        if release_on == "Decision":
+            assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
+
+
+def _check_fair_searches(s: Scenario) -> None:
+    """For every pending head whose assignment needs preemption: the fair-sharing victims make it fit
+    when released, none of them can be spared, and the search leaves the model as it found it."""
+    cluster = s.engine.clusters[s.cluster]
+    model = cluster.model
+    before = orjson.dumps(model.dump())
+    strategies = cluster.config.preemption_strategies
+    for name, queue in cluster.queues.items():
+        entry = cluster.hierarchy.cluster_queues.get(name)
+        head = queue.head(cluster.local_queue_score)
+        if head is None or entry is None or entry.spec is None or cluster.inactive_reason(name) is not None:
+            continue
+        if not may_preempt(entry.spec):
+            continue
+        oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
+                             search=cluster.preemption_search)
+        assignment = assign_flavors(model, entry, head, oracle)
+        if not assignment.preempting:
+            continue
+        ctx = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                assignment.preempt_frs, assignment.usage)
+        targets = fair_sharing.find_targets(ctx, strategies, cluster.hierarchy.fair_weight)
+        assert orjson.dumps(model.dump()) == before, "the search left the model changed"
+        keys = [t.info.key for t in targets]
+        assert len(set(keys)) == len(keys)
+        undos = [model.simulate_release(t.cluster_queue, t.info.charge) for t in targets]
+        if targets:
+            assert fits(ctx, True), f"{head.key} does not fit after preempting {keys}"
+        for i, t in enumerate(targets):
+            undos[i]()
+            assert not fits(ctx, True), f"{head.key}: victim {t.info.key} of {keys} could be spared"
+            undos[i] = model.simulate_release(t.cluster_queue, t.info.charge)
+        for undo in reversed(undos):
+            undo()
+        assert orjson.dumps(model.dump()) == before
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_fair_sharing_preemption_on_random_trees_and_histories(data):
+    """Random KEP-79 trees, policies and histories (``tests.property.test_preemption.histories``) with
+    fair sharing on, random weights (0 included) and strategies: after every event the policy
+    properties, KEP-79's condition (nothing admissible waits) and the victim search's fit and
+    minimality hold; every step terminates (no preemption ping-pong loops); replay is byte-identical."""
+    model, policies, preempt_flavor, release_on, ops, _ = data.draw(histories())
+    strategies = data.draw(st.sampled_from([None, ["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"]]))
+    s = Scenario()
+    s.engine_config(afs=False, release_on=release_on, fair_sharing=True, strategies=strategies)
+    for f in model.flavors:
+        s.flavor(f)
+    for node in model.nodes.values():
+        if not node.is_cq:
+            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node),
+                     weight=data.draw(st.sampled_from([None, "0", "0.5", "2"])))
+    cq_names = [n.name for n in model.nodes.values() if n.is_cq]
+    for name in cq_names:
+        node = model.nodes[name]
+        s.cq(name, cohort=node.parent, groups=group_spec(model, node), strategy=node.strategy,
+             when_can_borrow=node.when_can_borrow, when_can_preempt=preempt_flavor[name],
+             preemption=policies[name], weight=data.draw(st.sampled_from([None, None, "0", "0.5", "2"])))
+        s.lq(f"ns/{name}", name)
+    s.run()
+    requests: dict[str, tuple[str, list[dict]]] = {}
+    info: dict[str, tuple[str, int, int]] = {}
+    holding: dict[str, bool] = {}
+    submitted: list[str] = []
+    for i, op in enumerate(ops):
+        if op[0] == "submit":
+            _, cq_i, cpu, _gpu, priority = op
+            cq = cq_names[cq_i]
+            key = f"ns/w{i:02d}"
+            pod_sets = [{"name": "main", "count": 1, "requests": {"cpu": str(cpu)}}]
+            requests[key] = (cq, pod_sets)
+            info[key] = (cq, priority, i)
+            s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
+            submitted.append(key)
+            label = f"submit {key} to {cq}"
+        elif not submitted:
+            continue
+        elif op[0] == "finish":
+            key = submitted[op[1] % len(submitted)]
+            s.finish(key)
+            holding[key] = False
+            label = f"finish {key}"
+        else:
+            evicting = sorted(k for k, held in holding.items() if held)
+            if not evicting:
+                continue
+            key = evicting[op[1] % len(evicting)]
+            s.evict(key)
+            holding[key] = False
+            label = f"evict {key}"
+        _check_fair_decisions(s.run(), policies, info, holding, release_on)
+        check(s, model, {k: v for k, v in requests.items()
+                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")}, label)
+        _check_fair_searches(s)
+    reasons = [d["reason"] for d in s.decisions if d["type"] == "Preempted"]
+    event(f"InCohortFairSharing preemptions: {min(3, reasons.count('InCohortFairSharing'))}+")
+    event(f"all preemptions: {min(3, len(reasons))}+")
+    events = [parse_event(e) for e in s.events]
+    again = Engine()
+    replayed = [d.to_json() for e in events for d in again.apply(e)]
+    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
+    assert again.hash == s.engine.hash

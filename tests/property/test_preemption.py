@@ -1,0 +1,250 @@
+"""Property tests of classical and hierarchical preemption on random cohort trees and histories.
+
+Hypothesis builds random KEP-79 trees (the generator of ``test_kep79``: up to 4 cohort levels, several
+flavors, random nominal / borrowing / lending limits; or a fixed three-level shape with random quotas
+where contention is frequent) and gives every ClusterQueue a random
+``spec.preemption`` (each policy value, ``borrowWithinCohort`` with and without a threshold) and
+``whenCanPreempt``; then it submits workloads of random priorities, finishes some, and — with
+``releaseOn: Eviction`` — observes the evictions of chosen victims.  After EVERY event:
+
+* KEP-79's condition holds and nothing admissible waits (``test_kep79.check``, recomputed
+  independently; a workload of a ClusterQueue with ``whenCanPreempt: MayStopSearch`` may wait for a
+  flavor it can preempt in although a later one fits — Kueue stops the search there);
+* every ``Preempted`` decision respects the preemptor ClusterQueue's policy, computed here from the
+  spec: same ClusterQueue ⇒ reason ``InClusterQueue`` and ``withinClusterQueue`` allows it; other
+  ClusterQueue ⇒ ``reclaimWithinCohort`` allows it, and ``InCohortReclaimWhileBorrowing`` only with
+  ``borrowWithinCohort: LowerPriority``, a victim of lower priority and not above the threshold;
+* no workload gets a second ``Preempted`` decision while it still holds its quota;
+* with ``releaseOn: Decision`` every preemptor is admitted in the same step as its preemptions.
+
+At quiescent points the victim search itself is checked on the live state: for every pending head
+whose flavor assignment needs preemption, the targets ``find_targets`` returns make the assignment
+fit when released (with borrowing), and no single target can be spared (Kueue's fill-back
+minimality: without it the preemptor does not fit without borrowing, nor — when the whole set needs
+borrowing — with it); the model is left exactly as found.  Finally the whole history replays
+byte-identically, and a snapshot at a random point plus the tail equals the full replay.
+"""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from statemodel.admission.flavorassigner import assign_flavors
+from statemodel.engine import Engine
+from statemodel.events.decode import parse_event
+from statemodel.preemption.classical import find_targets, fits
+from statemodel.preemption.context import PreemptionContext
+from statemodel.preemption.preemptor import make_oracle, may_preempt
+from statemodel.snapshot import dump, load
+from tests.property.test_kep79 import Model, Node, check, group_spec, trees
+from tests.scenario.builder import GPU, Scenario
+
+POLICIES = st.fixed_dictionaries({
+    "withinClusterQueue": st.sampled_from(["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]),
+    "reclaimWithinCohort": st.sampled_from(["Never", "LowerPriority", "Any", "Any"]),
+}).flatmap(lambda p: st.just(p) if p["reclaimWithinCohort"] == "Never" else st.one_of(
+    st.just(p),
+    st.builds(lambda t: {**p, "borrowWithinCohort": {"policy": "LowerPriority", **t}},
+              st.one_of(st.just({}), st.builds(lambda v: {"maxPriorityThreshold": v}, st.integers(0, 3)))),
+))
+
+
+@st.composite
+def contended_trees(draw) -> Model:
+    """A fixed three-level shape with random quotas and limits, where preemption is frequent:
+    r(0) ─┬─ c1 ─┬─ a, b        every ClusterQueue 1-4 cpu of flavor f0 (and 0-2 of f1), random
+          │      └─ c3 ─ e      borrowing and lending limits below the root (a ClusterQueue's
+          ├─ c2 ─ c             lending limit ≤ its nominal)
+          └─ d"""
+    flavors = ["f0", "f1"]
+    nodes: dict[str, Node] = {}
+    for name, parent, is_cq in (("r", None, False), ("c1", "r", False), ("c2", "r", False), ("c3", "c1", False),
+                                ("a", "c1", True), ("b", "c1", True), ("e", "c3", True), ("c", "c2", True),
+                                ("d", "r", True)):
+        node = nodes[name] = Node(name, parent, is_cq)
+        for flavor, top in (("f0", 4), ("f1", 2)):
+            fr = (flavor, "cpu")
+            nominal = draw(st.integers(1 if is_cq and flavor == "f0" else 0, top if is_cq else 2))
+            node.nominal[fr] = nominal * 1000
+            if parent is None:
+                continue
+            if draw(st.integers(0, 3)) == 0:
+                node.borrowing[fr] = draw(st.integers(0, 4)) * 1000
+            if draw(st.integers(0, 3)) == 0:
+                node.lending[fr] = draw(st.integers(0, nominal if is_cq else 4)) * 1000
+    return Model(flavors, ["cpu"], nodes)
+
+
+@st.composite
+def histories(draw):
+    model: Model = draw(st.one_of(trees(), contended_trees()))
+    cqs = [n.name for n in model.nodes.values() if n.is_cq]
+    policies = {name: draw(st.one_of(st.none(), POLICIES, POLICIES, POLICIES)) for name in cqs}
+    preempt_flavor = {name: draw(st.sampled_from([None, "MayStopSearch"])) for name in cqs}
+    release_on = draw(st.sampled_from(["Decision", "Eviction"]))
+    busy = st.integers(0, min(1, len(cqs) - 1))  # most work goes to two queues: contention
+    submit = st.tuples(st.just("submit"), st.one_of(busy, busy, st.integers(0, len(cqs) - 1)), st.integers(1, 6),
+                       st.integers(0, 2) if GPU in model.resources else st.just(0), st.integers(0, 4))
+    finish = st.tuples(st.just("finish"), st.integers(0, 1000))
+    evict = st.tuples(st.just("evict"), st.integers(0, 1000))
+    ops = draw(st.lists(st.one_of(submit, submit, submit, finish, evict), min_size=20, max_size=40))
+    return model, policies, preempt_flavor, release_on, ops, draw(st.integers(0, 60))
+
+
+def _allows(policy: str, preemptor: tuple[int, int], victim: tuple[int, int]) -> bool:
+    """``(priority, creation order)`` of both; Kueue ``SatisfiesPreemptionPolicy``."""
+    if policy == "Any":
+        return True
+    if policy == "Never":
+        return False
+    if preemptor[0] > victim[0]:
+        return True
+    return policy == "LowerOrNewerEqualPriority" and preemptor[0] == victim[0] and preemptor[1] < victim[1]
+
+
+def check_decisions(decisions: list[dict], policies: dict, info: dict, holding: dict, release_on: str) -> None:
+    """The policy, no-double-preemption and same-step-admission properties of one step's decisions."""
+    admitted_now = {d["workload"] for d in decisions if d["type"] == "Admitted"}
+    for d in decisions:
+        if d["type"] == "Admitted":
+            holding[d["workload"]] = False
+            continue
+        if d["type"] != "Preempted":
+            continue
+        victim, preemptor = d["workload"], d["preemptor"]
+        assert not holding.get(victim), f"{victim} preempted twice while it still holds its quota"
+        holding[victim] = release_on == "Eviction"
+        p_cq, p_prio, p_order = info[preemptor]
+        v_cq, v_prio, v_order = info[victim]
+        assert d["clusterQueue"] == v_cq
+        policy = policies[p_cq] or {}
+        if v_cq == p_cq:
+            assert d["reason"] == "InClusterQueue"
+            assert _allows(policy.get("withinClusterQueue", "Never"), (p_prio, p_order), (v_prio, v_order))
+        else:
+            assert d["reason"] in ("InCohortReclamation", "InCohortReclaimWhileBorrowing")
+            assert _allows(policy.get("reclaimWithinCohort", "Never"), (p_prio, p_order), (v_prio, v_order))
+            if d["reason"] == "InCohortReclaimWhileBorrowing":
+                bwc = policy.get("borrowWithinCohort", {})
+                assert bwc.get("policy") == "LowerPriority" and v_prio < p_prio
+                assert "maxPriorityThreshold" not in bwc or v_prio <= bwc["maxPriorityThreshold"]
+        if release_on == "Decision":
+            assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
+
+
+def check_searches(s: Scenario) -> None:
+    """Fit and minimality of the victim search for every pending head that needs preemption."""
+    cluster = s.engine.clusters[s.cluster]
+    model = cluster.model
+    before = orjson.dumps(model.dump())
+    for name, queue in cluster.queues.items():
+        entry = cluster.hierarchy.cluster_queues.get(name)
+        head = queue.head(cluster.local_queue_score)
+        if head is None or entry is None or entry.spec is None or cluster.inactive_reason(name) is not None:
+            continue
+        if not may_preempt(entry.spec):
+            continue
+        oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec)
+        assignment = assign_flavors(model, entry, head, oracle)
+        assert orjson.dumps(model.dump()) == before, "the oracle left the model changed"
+        if not assignment.preempting:
+            continue
+        ctx = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                assignment.preempt_frs, assignment.usage)
+        targets = find_targets(ctx)
+        assert orjson.dumps(model.dump()) == before, "the search left the model changed"
+        if not targets:
+            continue
+        keys = [t.info.key for t in targets]
+        assert len(set(keys)) == len(keys)
+        undos = [model.simulate_release(t.cluster_queue, t.info.charge) for t in targets]
+        assert fits(ctx, True), f"{head.key} does not fit after preempting {keys}"
+        whole_without_borrowing = fits(ctx, False)
+        for i, t in enumerate(targets):
+            undos[i]()
+            assert not fits(ctx, False), f"{head.key}: victim {t.info.key} of {keys} could be spared"
+            if not whole_without_borrowing:
+                assert not fits(ctx, True), f"{head.key}: victim {t.info.key} of {keys} could be spared"
+            undos[i] = model.simulate_release(t.cluster_queue, t.info.charge)
+        for undo in reversed(undos):
+            undo()
+        assert orjson.dumps(model.dump()) == before
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories())
+def test_preemption_properties_on_random_trees_and_histories(case):
+    model, policies, preempt_flavor, release_on, ops, cut = case
+    s = Scenario()
+    s.engine_config(afs=False, release_on=release_on)
+    for f in model.flavors:
+        s.flavor(f)
+    for node in model.nodes.values():
+        if not node.is_cq:
+            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node))
+    cq_names = [n.name for n in model.nodes.values() if n.is_cq]
+    for name in cq_names:
+        node = model.nodes[name]
+        s.cq(name, cohort=node.parent, groups=group_spec(model, node), strategy=node.strategy,
+             when_can_borrow=node.when_can_borrow, when_can_preempt=preempt_flavor[name],
+             preemption=policies[name])
+        s.lq(f"ns/{name}", name)
+    s.run()
+    requests: dict[str, tuple[str, list[dict]]] = {}
+    info: dict[str, tuple[str, int, int]] = {}
+    holding: dict[str, bool] = {}
+    submitted: list[str] = []
+    for i, op in enumerate(ops):
+        if op[0] == "submit":
+            _, cq_i, cpu, gpu, priority = op
+            cq = cq_names[cq_i]
+            main = {"cpu": str(cpu)}
+            if gpu:
+                main[GPU] = str(gpu)
+            key = f"ns/w{i:02d}"
+            pod_sets = [{"name": "main", "count": 1, "requests": main}]
+            requests[key] = (cq, pod_sets)
+            info[key] = (cq, priority, i)
+            s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
+            submitted.append(key)
+            label = f"submit {key} to {cq}"
+        elif not submitted:
+            continue
+        elif op[0] == "finish":
+            key = submitted[op[1] % len(submitted)]
+            s.finish(key)
+            holding[key] = False
+            label = f"finish {key}"
+        else:
+            evicting = sorted(k for k, held in holding.items() if held)
+            if not evicting:
+                continue
+            key = evicting[op[1] % len(evicting)]
+            s.evict(key)
+            holding[key] = False
+            label = f"evict {key}"
+        decisions = s.run()
+        check_decisions(decisions, policies, info, holding, release_on)
+        # KEP-79 after every event; nothing admissible waits — except behind a flavor that stopped the
+        # search because it can preempt (whenCanPreempt: MayStopSearch commits to that flavor, as in Kueue)
+        check(s, model, {k: v for k, v in requests.items()
+                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")}, label)
+        check_searches(s)
+    event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
+    # replay is byte-identical; a snapshot plus the tail equals the full replay
+    events = [parse_event(e) for e in s.events]
+    again = Engine()
+    replayed = [d.to_json() for e in events for d in again.apply(e)]
+    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
+    assert again.hash == s.engine.hash
+    cut = min(cut, len(events))
+    head = Engine()
+    for e in events[:cut]:
+        head.apply(e)
+    restored = load(dump(head))
+    tail = [d.to_json() for e in events[cut:] for d in restored.apply(e)]
+    assert orjson.dumps(tail) == orjson.dumps([d.to_json() for e in events[cut:] for d in head.apply(e)])
+    assert restored.hash == s.engine.hash == head.hash
+    assert orjson.dumps(restored.state()) == orjson.dumps(s.engine.state())
