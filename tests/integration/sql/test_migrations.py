@@ -190,6 +190,7 @@ def test_exact_payloads_migration_keeps_the_archive_and_adds_the_digest(db: str)
             digest = conn.execute(sa.text("SELECT next_offset, last_record_digest FROM ingest_offsets")).all()
         assert orjson.loads(stored[0]) == {"id": "e", "n": 1} and stored[1] == exact
         assert [tuple(r) for r in digest] == [(5, None)]
+        command.upgrade(cfg, "head")
         assert _diff(db) == []
         command.downgrade(cfg, "0004")
         with engine.connect() as conn:
