@@ -26,8 +26,15 @@ the same cleanup as any other error.
 
 Idempotence: a cluster that already has rows in ``events`` / ``decisions`` / ``snapshots`` is
 refused (``SinkError``) unless ``replace=True``, which deletes that cluster's rows in the same
-transaction as its first batch.  When a run fails, the rows it wrote for its clusters are deleted
-(with ``replace``, the cluster's earlier rows are then gone too).
+transaction as its first batch, and with the first batch every dead letter of the same ``source``
+(the path or URL as given; those naming no cluster too), so a rerun leaves the same rows.  When a
+run fails, the rows it wrote for its clusters and its dead letters are deleted (with ``replace``,
+the cluster's earlier rows are then gone too).
+
+Rejected records: every one is a ``dead_letters`` row; one that names a cluster with state (an
+event of it was applied earlier in the source) is also archived in that cluster's ``events`` as
+``rejected`` (``replay.store.archive.ArchiveBatch.add_rejected``).  A record naming a cluster
+without state claims nothing: no rows keyed by that name, no database round trip.
 """
 
 from __future__ import annotations
@@ -99,6 +106,12 @@ class SqlSink:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quotaledger-sql-writer")
         self.in_flight: Future[None] | None = None
         self.in_flight_clear: list[str] = []
+        self.clear_source = replace
+        """``--replace``: the dead letters of ``source`` are still to delete (with the first transaction)"""
+        with db.connect() as conn:
+            self.dead_before = conn.execute(sa.select(sa.func.coalesce(sa.func.max(s.dead_letters.c.id), 0))
+                                            ).scalar_one()
+        """``dead_letters.id`` values above this one are this run's"""
 
     def claim(self, cluster: str) -> int:
         """First sight of ``cluster`` in this run: refuse or schedule the clearing of its old rows."""
@@ -119,7 +132,7 @@ class SqlSink:
     def flush(self) -> None:
         """Hand everything buffered to the writer thread as one transaction, once the transaction
         before it is committed (so transactions stay in batch order); raises that one's error."""
-        if len(self.batch) or self.to_clear:
+        if len(self.batch) or self.to_clear or self.clear_source:
             self._submit(self.batch.take())
 
     def _submit(self, writes: Writes) -> None:
@@ -127,11 +140,14 @@ class SqlSink:
         transaction, once the transaction before it is committed."""
         self.wait()
         clear, self.to_clear = self.to_clear, []
-        self.in_flight, self.in_flight_clear = self.writer.submit(self._write, clear, writes), clear
+        source, self.clear_source = self.source if self.clear_source else None, False
+        self.in_flight, self.in_flight_clear = self.writer.submit(self._write, clear, source, writes), clear
 
-    def _write(self, clear: list[str], writes: Writes) -> None:
+    def _write(self, clear: list[str], source: str | None, writes: Writes) -> None:
         with self.db.begin() as conn:
             _delete_clusters(conn, clear)
+            if source is not None:
+                conn.execute(s.dead_letters.delete().where(s.dead_letters.c.source == source))
             run_writes(conn, writes)
 
     def wait(self) -> None:
@@ -168,8 +184,8 @@ class SqlSink:
         self.wait()
 
     def cleanup(self) -> None:
-        """After a failed run: wait for the transaction in flight, then delete what this run wrote for
-        its clusters."""
+        """After a failed run: wait for the transaction in flight, then delete what this run wrote:
+        the rows of its clusters and its dead letters (those naming no cluster too)."""
         try:
             self.wait()
         except BaseException:  # noqa: BLE001 - the run's first error is the one to report
@@ -179,6 +195,8 @@ class SqlSink:
         with self.db.begin() as conn:
             # a cluster still to clear had nothing of this run written yet: its old rows are intact
             _delete_clusters(conn, [c for c in self.positions if c not in self.to_clear])
+            d = s.dead_letters.c
+            conn.execute(s.dead_letters.delete().where(d.source == self.source, d.id > self.dead_before))
 
     def close(self) -> None:
         """Stop the writer thread (after the transaction in flight, if any)."""
@@ -233,17 +251,20 @@ def replay_to_db(
                 n_lines += 1
                 line_no = step.position
                 err = step.rejection
-                salvaged = salvage(step.record) if err is not None else None
-                cluster = step.cluster if salvaged is None else salvaged[0]
-                pos = positions.get(cluster)
-                if pos is None:
-                    pos = sink.claim(cluster)
-                positions[cluster] = pos + 1
-                if salvaged is not None:
+                if err is not None:
+                    salvaged = salvage(step.record)
+                    pos = positions.get(salvaged[0]) if salvaged[0] in engine.clusters else None
+                    if pos is not None:
+                        positions[salvaged[0]] = pos + 1
                     add_rejected(pos, step.record.rstrip(b"\r\n"), err, salvaged, source, line_no)
                     if on_reject is not None:
                         on_reject(line_no, err)
                 else:
+                    cluster = step.cluster
+                    pos = positions.get(cluster)
+                    if pos is None:
+                        pos = sink.claim(cluster)
+                    positions[cluster] = pos + 1
                     if add_step(step, pos):
                         batch.add_snapshot(engine, cluster, pos + 1, line_no)
                     out = step.decisions

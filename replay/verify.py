@@ -195,7 +195,12 @@ def _from_source(checker: _Checker, source: str, stored: list[str]) -> None:
     unit = position_name(source)
     with open_records(source) as records:
         for where, line, item in decoded_lines(records):
-            cluster = salvage(line)[0] if isinstance(item, EventError) else item.cluster
+            if isinstance(item, EventError):
+                cluster = salvage(line)[0]
+                if cluster not in checker.engine.clusters:
+                    continue  # archived as a dead letter only (replay.sql_sink "Rejected records")
+            else:
+                cluster = item.cluster
             pos = positions.get(cluster, 0)
             positions[cluster] = pos + 1
             ident = item.event_id if isinstance(item, EventError) else item.id

@@ -15,7 +15,13 @@ Alembic and a test checks that migrations and these definitions agree.  Conventi
   score units (cores for cpu, base units otherwise): unconstrained ``NUMERIC`` on PostgreSQL; on
   SQLite, which has no decimal type (NUMERIC affinity would turn them into doubles), their exact
   text in a ``VARCHAR`` column.  Both read back as the same ``Decimal``.
-- JSON columns are ``JSON`` (``JSONB`` on PostgreSQL, so they can be indexed and compared).
+- JSON columns are ``JSON`` (``JSONB`` on PostgreSQL, so they can be indexed and compared), except
+  ``events.payload`` (``EXACT_JSON``): ``JSON`` on both, PostgreSQL's ``json`` keeping the received
+  text exactly — JSONB would rewrite numbers (``1e2`` as ``100``, ``-0.0`` as ``0.0``) and refuse
+  ``\u0000``, and the archived event must re-decode to the canonical form its hash covered.
+- Nothing a rejected record says reaches an indexed column unchecked: its id, type, reason and
+  field path are stored bounded and without NUL (``replay.store.sanitize``); its exact bytes are
+  in ``dead_letters.raw`` (``BYTEA`` / ``BLOB``, any bytes).
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 """JSON on SQLite, JSONB on PostgreSQL."""
+
+EXACT_JSON = JSON()
+"""JSON on SQLite and PostgreSQL alike: PostgreSQL's ``json`` stores the text exactly as given
+(``events.payload``, see the module docstring)."""
 
 AutoId = BigInteger().with_variant(Integer(), "sqlite")
 """Surrogate key: BIGINT on PostgreSQL; INTEGER on SQLite, where only that is a rowid alias (autoincrement)."""
@@ -112,7 +122,7 @@ events = Table(
     Column("event_time", UTC_TIME, nullable=True, comment="envelope `time` (UTC)"),
     Column("event_time_ms", BigInteger, nullable=True, comment="envelope `time`, epoch milliseconds"),
     Column("type", String, nullable=True, comment="envelope `type` (Applied, Deleted, WorkloadAdmitted, ...)"),
-    Column("payload", JSONType, nullable=True, comment="the whole event envelope as received"),
+    Column("payload", EXACT_JSON, nullable=True, comment="the whole event envelope as received (exact text)"),
     Column("status", String, nullable=False, comment="applied | rejected | duplicate"),
     Column("reason", Text, nullable=True, comment="why a rejected event was rejected"),
     Column("field_path", String, nullable=True, comment="JSON path of the offending field of a rejected event"),
@@ -309,7 +319,8 @@ dead_letters = Table(
     "dead_letters",
     metadata,
     Column("id", AutoId, primary_key=True, autoincrement=True),
-    Column("cluster", String, nullable=True, comment="NULL when the record was too broken to tell"),
+    Column("cluster", String, nullable=True,
+           comment="cluster whose event stream the record joined; NULL when it names none that has state"),
     Column("source", String, nullable=True, comment="Kafka topic/partition or file the record came from"),
     Column("source_position", BigInteger, nullable=True, comment="Kafka offset or NDJSON line number"),
     Column("raw", LargeBinary, nullable=False, comment="the record's bytes as received"),
@@ -317,10 +328,11 @@ dead_letters = Table(
     Column("field_path", String, nullable=True, comment="JSON path of the offending field, if known"),
     Column("received_position", BigInteger, nullable=True,
            comment="events.position the cluster's stream had reached when the record arrived"),
-    comment="Records that could not be decoded into an event at all.",
+    comment="Every record that failed validation, with its exact bytes.",
 )
-"""Records that could not be decoded into an event (not JSON, no envelope): kept verbatim with the
-reason, so nothing consumed is ever lost."""
+"""Every record that failed validation (not JSON, no envelope, a bad field...): kept verbatim with the
+reason, so nothing consumed is ever lost.  ``cluster`` and ``received_position`` are set when the
+record also joined a cluster's ``events`` stream as ``rejected`` (it names a cluster that has state)."""
 Index(None, dead_letters.c.cluster, dead_letters.c.received_position)
 
 ingest_offsets = Table(
@@ -330,7 +342,10 @@ ingest_offsets = Table(
     Column("topic", String, primary_key=True),
     Column("topic_partition", Integer, primary_key=True, autoincrement=False),
     Column("next_offset", BigInteger, nullable=False, comment="next Kafka offset to consume"),
-    Column("last_event_id", String, nullable=True, comment="id of the last event consumed"),
+    Column("last_event_id", String, nullable=True,
+           comment="id of the last record consumed (bounded, without NUL), for people"),
+    Column("last_record_digest", String, nullable=True,
+           comment="SHA-256 (hex) of the last record's value, 'tombstone' for none; the broker-reset check"),
     comment="Consumed source positions, written in the same transaction as the batch they cover.",
 )
 """Where each consumer group stands per topic partition; committed in the same transaction as the

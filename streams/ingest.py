@@ -44,7 +44,7 @@ its event clock crosses a multiple of that period (both fixed by the event strea
 not change which snapshots exist), and on shutdown for every cluster that moved since its last.
 
 Broker reset (``streams.log_check``): on start and on every assignment the record under each
-stored offset is checked; while running, a fetch high watermark below the next offset to read is
+stored offset is checked against the stored digest of the record consumed there; while running, a fetch high watermark below the next offset to read is
 a reset too.  Either stops the worker with ``BrokerResetError``.
 
 SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots and return.
@@ -69,7 +69,7 @@ from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.committer import Committer, CommitterConfig, CommitterError
 from streams.ingest_store import IngestStats, IngestStore
-from streams.log_check import BrokerResetError, check_log, reset_message
+from streams.log_check import BrokerResetError, StoredOffset, check_log, reset_message
 from streams.topics import Topics
 
 __all__ = ["IngestStats", "IngestError", "BrokerResetError", "run_ingest", "DEFAULT_SESSION_TIMEOUT_MS",
@@ -128,7 +128,7 @@ class _Worker:
         self.to_check: set[TopicPartition] = set()
         self.ready: set[TopicPartition] = set()
         """assigned partitions sought to their stored offsets"""
-        self.stored: dict[int, tuple[int, str | None]] = {}
+        self.stored: dict[int, StoredOffset] = {}
         self.assigned_once = False
         self.full_collection = time.monotonic()
         self.join_grace = session_timeout_ms / 1000
@@ -148,10 +148,12 @@ class _Worker:
         self.stored = self.store.stored_offsets()
         for tp in assigned:
             stored = self.stored.get(tp.partition)
-            self.consumer.seek(tp, 0 if stored is None else stored[0])
+            self.consumer.seek(tp, 0 if stored is None else stored.next_offset)
             if stored is not None:
-                self.store.next_offsets[tp.partition] = stored[0]
-                self.store.last_ids[tp.partition] = stored[1]
+                self.store.next_offsets[tp.partition] = stored.next_offset
+                self.store.last_ids[tp.partition] = stored.last_event_id
+                if stored.last_record_digest is not None:
+                    self.store.last_digests[tp.partition] = stored.last_record_digest
         self.ready |= assigned
         self.to_check |= assigned
         self.assigned_once = True

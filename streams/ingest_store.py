@@ -20,6 +20,7 @@ from aiokafka.structs import ConsumerRecord
 from replay.store.restore import restore
 from replay.store.archive import ArchiveBatch, Writes, run_writes
 from replay.store.db import salvage
+from replay.store.sanitize import key_text
 from replay.store.projections import ProjectionWriter
 from statemodel import sql_schema as s
 from statemodel.driver import Driver
@@ -27,6 +28,7 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from streams import outbox
 from streams.codec import dead_letter, decode_record, key_cluster
+from streams.log_check import StoredOffset, record_digest
 
 
 @dataclass
@@ -88,24 +90,27 @@ class IngestStore:
         self.partition_of: dict[str, int] = {}
         self.next_offsets: dict[int, int] = {}
         self.last_ids: dict[int, str | None] = {}
+        self.last_digests: dict[int, str] = {}
         self.dirty: dict[str, set[str]] = {}
         """cluster -> keys of the workloads an applied event or a decision of this batch named"""
 
-    def stored_offsets(self) -> dict[int, tuple[int, str | None]]:
-        """``partition -> (next_offset, last_event_id)`` stored for this group and topic."""
+    def stored_offsets(self) -> dict[int, StoredOffset]:
+        """``partition -> StoredOffset`` stored for this group and topic."""
         o = s.ingest_offsets.c
         with self.db.connect() as conn:
-            rows = conn.execute(sa.select(o.topic_partition, o.next_offset, o.last_event_id).where(
-                o.consumer_group == self.group, o.topic == self.topic))
-            return {r.topic_partition: (r.next_offset, r.last_event_id) for r in rows}
+            rows = conn.execute(sa.select(o.topic_partition, o.next_offset, o.last_event_id, o.last_record_digest
+                                          ).where(o.consumer_group == self.group, o.topic == self.topic))
+            return {r.topic_partition: StoredOffset(r.next_offset, r.last_event_id, r.last_record_digest)
+                    for r in rows}
 
     def driver_for(self, cluster: str, partition: int) -> Driver:
-        """The driver of ``cluster``'s engine: in memory, else restored from SQL (snapshot + archived tail)."""
+        """The driver of ``cluster``'s engine: in memory, else restored from SQL (snapshot + archived
+        tail; the end of the archive read from the primary key, not counted)."""
         driver = self.drivers.get(cluster)
         if driver is not None:
             return driver
         with self.db.connect() as conn:
-            end = conn.execute(sa.select(sa.func.count()).select_from(s.events).where(
+            end = conn.execute(sa.select(sa.func.coalesce(sa.func.max(s.events.c.position) + 1, 0)).where(
                 s.events.c.cluster == cluster)).scalar_one()
             engine, start = restore(conn, cluster, end) if end else (Engine(), 0)
             if start:
@@ -125,31 +130,62 @@ class IngestStore:
         for p in partitions:
             self.next_offsets.pop(p, None)
             self.last_ids.pop(p, None)
+            self.last_digests.pop(p, None)
+
+    def stored_clusters(self, names: list[str]) -> set[str]:
+        """Which of ``names`` have archived events (one indexed look-up per name, 500 names a query;
+        a name with a NUL cannot be stored, so it is not asked about)."""
+        names = sorted({n for n in names if "\x00" not in n})
+        found: set[str] = set()
+        if not names:
+            return found
+        e = s.events.c
+        with self.db.connect() as conn:
+            for i in range(0, len(names), 500):
+                found.update(conn.execute(sa.select(e.cluster).where(e.cluster.in_(names[i:i + 500])).distinct()
+                                          ).scalars())
+        return found
 
     def apply(self, records: dict[TopicPartition, list[ConsumerRecord]]
               ) -> list[tuple[bytes | None, bytes | None, list]]:
-        """Decode and apply one batch; returns its dead-letter messages."""
-        stats, batch, positions = self.stats, self.batch, self.positions
+        """Decode and apply one batch; returns its dead-letter messages.
+
+        A rejected record joins the stream of the cluster it names (envelope, else record key) only
+        when that cluster has state: its engine is held here, or its events are archived (asked once
+        per call for all such names, ``stored_clusters``).  Otherwise it is a dead letter only and
+        costs no restore, no engine and no row keyed by the name (``replay.sql_sink`` "Rejected
+        records": the same rule)."""
+        stats, batch, positions, drivers = self.stats, self.batch, self.positions, self.drivers
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
         dirty = self.dirty
         max_bytes = self.max_record_bytes
         for tp, recs in records.items():
             p = tp.partition
             next_offset = self.next_offsets.get(p, -1)
-            last_id = self.last_ids.get(p)
-            for rec in recs:
-                if rec.offset < next_offset:
-                    continue  # already in SQL (a repeated fetch)
-                stats.consumed += 1
-                value = rec.value
-                item = decode_record(value, max_bytes)
+            fresh = [rec for rec in recs if rec.offset >= next_offset]  # below: already in SQL (a repeated fetch)
+            if not fresh:
+                continue
+            decoded = []
+            asked: list[str] = []
+            for rec in fresh:
+                item = decode_record(rec.value, max_bytes)
+                salvaged = None
                 if isinstance(item, EventError):
-                    fallback = key_cluster(rec.key)
+                    value, fallback = rec.value, key_cluster(rec.key)
                     salvaged = (salvage(value, fallback) if value is not None and len(value) <= max_bytes
                                 else (fallback, None, None, None))
+                    if salvaged[0] is not None and salvaged[0] not in drivers:
+                        asked.append(salvaged[0])
+                decoded.append((rec, item, salvaged))
+            stored = self.stored_clusters(asked) if asked else set()
+            last_id = self.last_ids.get(p)
+            for rec, item, salvaged in decoded:
+                stats.consumed += 1
+                value = rec.value
+                if salvaged is not None:
                     cluster = salvaged[0]
                     pos = None
-                    if cluster is not None:
+                    if cluster is not None and (cluster in drivers or cluster in stored):
                         self.driver_for(cluster, p).step(rec.offset, item, value, cluster)
                         pos = positions[cluster]
                         positions[cluster] = pos + 1
@@ -163,7 +199,7 @@ class IngestStore:
                     pos = positions[cluster]
                     positions[cluster] = pos + 1
                     if batch.add_step(step, pos):
-                        batch.add_snapshot(self.drivers[cluster].engine, cluster, pos + 1, rec.offset)
+                        batch.add_snapshot(drivers[cluster].engine, cluster, pos + 1, rec.offset)
                     if step.duplicate:
                         stats.duplicates += 1
                     else:
@@ -174,10 +210,10 @@ class IngestStore:
                         workloads.update(step.workload_keys())
                     stats.decisions += len(step.decisions)
                     last_id = item.id
-                next_offset = rec.offset + 1
-            if next_offset >= 0:
-                self.next_offsets[p] = next_offset
-                self.last_ids[p] = last_id
+            last = fresh[-1]
+            self.next_offsets[p] = last.offset + 1
+            self.last_ids[p] = key_text(last_id)
+            self.last_digests[p] = record_digest(last.value)
         stats.dead_letters += len(dlq)
         return dlq
 
@@ -198,7 +234,8 @@ class IngestStore:
         for cluster in sorted(dirty):
             writes += self.projections.changes(self.drivers[cluster].engine, cluster, dirty[cluster])
         offsets = [{"consumer_group": self.group, "topic": self.topic, "topic_partition": p,
-                    "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p)}
+                    "next_offset": self.next_offsets[p], "last_event_id": self.last_ids.get(p),
+                    "last_record_digest": self.last_digests.get(p)}
                    for p in sorted(partitions)]
         return Commit([], writes, offsets)
 

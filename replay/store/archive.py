@@ -35,6 +35,7 @@ import orjson
 import sqlalchemy as sa
 
 from replay.store.db import RawJSON, ms_to_datetime
+from replay.store.sanitize import key_text, message_text
 from statemodel import sql_schema as s
 from statemodel.driver import APPLIED, DUPLICATE, StepResult, gc_paused
 from statemodel.engine import Engine
@@ -355,7 +356,7 @@ class ArchiveBatch:
         self.events: list[tuple] = []
         """``EVENT_COLUMNS`` tuples"""
         self.events_no_payload: list[tuple] = []
-        """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object)"""
+        """``EVENT_COLUMNS`` tuples without ``payload`` (rejected records that were no JSON object, or whose text is not stored: ``replay.store.sanitize.payload_text``)"""
         self.decisions: list[tuple] = []
         """``DECISION_COLUMNS`` tuples"""
         self.dead: list[dict] = []
@@ -369,21 +370,31 @@ class ArchiveBatch:
     def add_rejected(self, position: int | None, line: bytes, err: EventError,
                      salvaged: tuple[str | None, RawJSON | None, int | None, str | None], source: str,
                      source_position: int) -> None:
-        """A record (``line``: its bytes as received, stored verbatim) that failed validation: an ``events`` row (status ``rejected``) at ``position`` of
-        its cluster when that cluster is known, and a ``dead_letters`` row with the raw bytes, reason
-        and field path.  ``salvaged`` is ``replay.store.db.salvage(line, ...)``: ``(cluster, payload,
-        time_ms, type)``."""
+        """A record that failed validation (``line``: its bytes as received).
+
+        Always a ``dead_letters`` row with the exact bytes, reason and field path.  When the record
+        joins a cluster's stream — ``position`` is given: the cluster it names (``salvaged[0]``) has
+        state — also an ``events`` row (status ``rejected``) at ``position`` of that cluster, and the
+        dead letter names the cluster and position.  Otherwise nothing of the record is keyed by a
+        cluster.  Ids, types, reasons and field paths are stored through
+        ``replay.store.sanitize`` (NUL-free, bounded), so both stores hold the same values and no
+        index receives a record's unbounded text.  ``salvaged`` is
+        ``replay.store.db.salvage(line, ...)``: ``(cluster, payload, time_ms, type)``.
+        """
         cluster, payload, when, etype = salvaged
-        if cluster is not None and position is not None:
-            head = (cluster, position, source_position, err.event_id, when, etype)
-            tail = ("rejected", err.problem, err.path or None)
+        reason, path = message_text(err.problem), message_text(err.path or None)
+        if position is None:
+            cluster = None
+        else:
+            head = (cluster, position, source_position, key_text(err.event_id), when, etype)
+            tail = ("rejected", reason, path)
             if payload is None:
                 self.events_no_payload.append(head + tail)
             else:
                 self.events.append((*head, payload, *tail))
-        self.dead.append({"cluster": cluster if payload is not None else None, "source": source,
-                          "source_position": source_position, "raw": bytes(line),
-                          "reason": err.problem, "field_path": err.path or None, "received_position": position})
+        self.dead.append({"cluster": cluster, "source": source, "source_position": source_position,
+                          "raw": bytes(line), "reason": reason, "field_path": path,
+                          "received_position": position})
 
     def add_step(self, step: StepResult, position: int) -> bool:
         """Queue the ``events`` row of an applied or duplicate step (``statemodel.driver.StepResult``)

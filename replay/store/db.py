@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
+from replay.store.sanitize import key_text, payload_text
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
@@ -121,8 +122,11 @@ def salvage(line: bytes, default_cluster: str | None = "default") -> tuple[str |
     """What can be read from a line that failed validation: ``(cluster, payload, time_ms, type)``.
 
     ``cluster`` is the envelope's when it is a non-empty string, else ``default_cluster`` (the
-    decoder's default ``"default"`` for files; the worker passes the Kafka record key); ``payload``
-    is the line's JSON text when it is a JSON object, else ``None``.
+    decoder's default ``"default"`` for files; the worker passes the Kafka record key): only the
+    name the record claims, unchecked — the record joins that cluster's stream only when the cluster
+    has state (``replay.store.archive.ArchiveBatch.add_rejected``).  ``payload`` is the line's JSON
+    text when it is a JSON object (``replay.store.sanitize.payload_text``), else ``None``; ``type``
+    the envelope's, bounded (``replay.store.sanitize.key_text``).
     """
     try:
         raw = orjson.loads(line)
@@ -138,7 +142,9 @@ def salvage(line: bytes, default_cluster: str | None = "default") -> tuple[str |
     except EventError:
         when = None
     etype = raw.get("type")
-    return cluster, RawJSON(line.strip().decode()), when, etype if isinstance(etype, str) else None
+    payload = payload_text(line.strip().decode())
+    return (cluster, None if payload is None else RawJSON(payload), when,
+            key_text(etype) if isinstance(etype, str) else None)
 
 
 def archived_event(payload: object, reason: str | None, event_id: str | None) -> tuple[Event | None, EventError | None]:

@@ -170,13 +170,12 @@ def test_rejected_and_duplicate_events_are_archived(db: str, tmp_path: Path) -> 
     assert (rej.status, rej.cluster, rej.position, rej.source_position) == ("rejected", "lab", 6, 7)
     assert rej.field_path == "object.spec.priority" and rej.reason
     assert rej.payload == bad_field
-    (broken,) = _rows(db, sa.select(s.events).where(ev.source_position == 8))
-    assert (broken.status, broken.cluster, broken.payload, broken.event_id) == ("rejected", "default", None, None)
-    assert "invalid JSON" in broken.reason
+    # the broken line names no cluster with state (it would be "default"): a dead letter only
+    assert not _rows(db, sa.select(s.events).where(ev.source_position == 8))
     dead = _rows(db, sa.select(s.dead_letters).order_by(s.dead_letters.c.source_position))
-    assert [(d.source_position, d.cluster, d.field_path) for d in dead] == [
-        (7, "lab", "object.spec.priority"), (8, None, None)]
-    assert dead[1].raw == b"{not json"
+    assert [(d.source_position, d.cluster, d.received_position, d.field_path) for d in dead] == [
+        (7, "lab", 6, "object.spec.priority"), (8, None, None, None)]
+    assert dead[1].raw == b"{not json" and "invalid JSON" in dead[1].reason
     assert [r.status for r in _rows(db, sa.select(s.events).where(ev.status == "duplicate"))] == ["duplicate"]
     # the run's decisions are those of the clean log, and the archive verifies
     assert verify(db).ok, verify(db).summary()
