@@ -10,7 +10,7 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 # Stage 2: the runtime, without the compiler.
 FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 \
-    QUOTALEDGER_DB=postgresql+psycopg://quotaledger:quotaledger@postgres:5432/quotaledger \
+    QUOTALEDGER_DB=postgresql+psycopg://quotaledger@postgres:5432/quotaledger \
     QUOTALEDGER_BOOTSTRAP=kafka:19092 \
     QUOTALEDGER_TOPIC_PREFIX=quotaledger \
     QUOTALEDGER_GROUP=quotaledger-ingest

@@ -54,13 +54,16 @@ def _json_default(value: object) -> str:
 
 
 def table_rows(url: str) -> dict[str, list[bytes]]:
-    """Every compared table of ``url`` as sorted canonical JSON rows."""
+    """Every compared table of ``url`` as sorted canonical JSON rows.  JSON columns are compared as
+    their stored text (the same database type stores the same input as the same text), so no JSON
+    number is parsed: integers beyond 64 bits in a payload compare exactly, like everything else."""
     db = sa.create_engine(url, poolclass=sa.pool.NullPool)
     out: dict[str, list[bytes]] = {}
     try:
         with db.connect() as conn:
             for table in COMPARED:
-                cols = [c for c in table.c if c.name not in IGNORED_COLUMNS]
+                cols = [sa.cast(c, sa.Text).label(c.name) if isinstance(c.type, sa.JSON) else c
+                        for c in table.c if c.name not in IGNORED_COLUMNS]
                 out[table.name] = sorted(
                     orjson.dumps(dict(row._mapping), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
                                  default=_json_default)

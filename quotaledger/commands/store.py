@@ -19,19 +19,10 @@ if TYPE_CHECKING:
 
 
 def _migrate(command_name: str, url: str, revision: str) -> None:
-    from replay.store.db import migrate_schema
+    from replay.store.db import migrate_schema, redacted
 
     migrate_schema(url, command_name, revision, quiet=False)
-    typer.echo(f"{command_name} to {revision}: done ({_redacted(url)})", err=True)
-
-
-def _redacted(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - only for display
-        return url
+    typer.echo(f"{command_name} to {revision}: done ({redacted(url)})", err=True)
 
 
 def db_upgrade(
@@ -66,10 +57,11 @@ def verify(
     Prints `OK: N events, M decisions, hash H` and exits 0, or prints the first divergence with both
     sides (event, expected vs recorded decision or hash) and exits 1.  Any other failure exits 2.
     """
+    from replay.store.db import redacted
     from replay.verify import verify as run_verify
 
     url = db_url(db)
-    with reading(source if source is not None else url):
+    with reading(source if source is not None else redacted(url)):
         result = run_verify(url, source)
     typer.echo(result.summary())
     if not result.ok:

@@ -38,6 +38,7 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 def print_demo(console: Console, result: DemoResult) -> None:
     """The report table, the output folder, the SQL URL, three example queries and the timing."""
     from replay.reports.page import HEADERS, example_queries, table_rows
+    from replay.store.db import redacted
 
     report = result.report
     table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (docs/demo.md: The demo report)",
@@ -56,7 +57,8 @@ def print_demo(console: Console, result: DemoResult) -> None:
                   f"{result.seconds.get('report', 0):.1f}s, plots {result.seconds.get('plots', 0):.1f}s; "
                   f"{sim.events / max(total, 1e-9):,.0f} events/s end to end", markup=False, highlight=False)
     console.print(f"output folder: {result.out}  (open {result.html})", markup=False, highlight=False)
-    console.print(f"SQL store: {result.url}   check it: quotaledger verify --db '{result.url}'",
+    url = redacted(result.url)
+    console.print(f"SQL store: {url}   check it: quotaledger verify --db '{url}'",
                   markup=False, highlight=False)
     console.print("example queries (e.g. sqlite3 on the file, or psql):", markup=False)
     for what, sql in example_queries(report.cluster):

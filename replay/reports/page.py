@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay.reports.tables import GPU, NodeStats, Report, percentile
+from replay.store.db import redacted
 
 if TYPE_CHECKING:
     from replay.demo import DemoResult
@@ -139,7 +140,7 @@ def write_index(result: DemoResult) -> Path:
 {sim.pending_at_end:,} pending) over {e(duration(r.end_ms - r.start_ms))} of trace time.
 Engine hash <code>{e(result.hash)}</code>.</p>
 <ul>{notes}</ul>
-<p>SQL store: <code>{e(result.url)}</code>; quota manifests: <code>quota/</code>; events: <code>{e(result.events.name)}</code>;
+<p>SQL store: <code>{e(redacted(result.url))}</code>; quota manifests: <code>quota/</code>; events: <code>{e(result.events.name)}</code>;
 exact numbers: <code>report.json</code>.</p>
 <h2>Report per Cohort and ClusterQueue</h2>
 <p>Waits are admission time − submission time (nearest-rank percentiles); observed waits are the trace's own

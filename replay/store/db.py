@@ -6,6 +6,7 @@ itself (``RawJSON``), so it is neither parsed nor re-serialized on the way in.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -47,11 +48,13 @@ def create_db_engine(url: str) -> sa.Engine:
 
 
 def redacted(url: str) -> str:
-    """``url`` with its password hidden, for messages."""
+    """``url`` with its password shown as ``***``: the one form in which any command, view or report
+    (console, ``index.html``, error messages) shows a database URL.  A URL SQLAlchemy cannot parse
+    still has whatever sits between ``user:`` and ``@`` hidden."""
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - display only
-        return url
+        return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
 
 
 _SCHEMA_LOCK = 0x71_6C_73_63_68_65_6D_61

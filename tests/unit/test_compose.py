@@ -3,7 +3,10 @@ so the stack cannot be started in tests: its configuration is checked instead).
 
 - the four services (Kafka in KRaft mode, PostgreSQL 16, the one-shot topic creator, the worker),
   their ports, health checks and start order;
-- the worker's database URL and bootstrap match the PostgreSQL credentials and Kafka's internal
+- Kafka and PostgreSQL are published on 127.0.0.1 unless ``QUOTALEDGER_BIND_ADDRESS`` says otherwise;
+  the database password comes from the environment (``POSTGRES_PASSWORD``, required, no default)
+  and reaches the worker as ``PGPASSWORD``, never inside its URL;
+- the worker's database URL and bootstrap match the PostgreSQL user and database and Kafka's internal
   listener; the topic creator creates exactly the worker's three topics (``streams.topics``);
 - the image's command runs ``quotaledger db upgrade`` then ``quotaledger ingest`` with options that
   exist in the Typer app, and every variable it uses is set.
@@ -28,6 +31,8 @@ from tests.paths import ROOT
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
+BIND = "${QUOTALEDGER_BIND_ADDRESS:-127.0.0.1}"
+"""The host address Kafka and PostgreSQL are published on: loopback unless the operator says otherwise."""
 
 
 def _env(service: str) -> dict[str, str]:
@@ -92,9 +97,9 @@ def test_services_ports_and_health() -> None:
     kafka = _env("kafka")
     assert SERVICES["kafka"]["image"].startswith("apache/kafka:")
     assert set(kafka["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
-    assert "9092:9092" in SERVICES["kafka"]["ports"]
+    assert SERVICES["kafka"]["ports"] == [f"{BIND}:9092:9092"]
     assert SERVICES["postgres"]["image"] == "postgres:16"
-    assert "5432:5432" in SERVICES["postgres"]["ports"]
+    assert SERVICES["postgres"]["ports"] == [f"{BIND}:5432:5432"]
     for name in ("kafka", "postgres"):
         assert SERVICES[name]["healthcheck"]["test"], name
     assert SERVICES["topics"]["depends_on"] == {"kafka": {"condition": "service_healthy"}}
@@ -111,8 +116,10 @@ def test_worker_reaches_postgres_and_kafka_and_its_topics_are_created() -> None:
     pg = _env("postgres")
     assert url.drivername == "postgresql+psycopg"
     assert (url.host, url.port or 5432) == ("postgres", 5432)
-    assert (url.username, url.password, url.database) == (pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"],
-                                                          pg["POSTGRES_DB"])
+    assert (url.username, url.password, url.database) == (pg["POSTGRES_USER"], None, pg["POSTGRES_DB"])
+    assert worker["PGPASSWORD"] == pg["POSTGRES_PASSWORD"]
+    assert re.fullmatch(r"\$\{POSTGRES_PASSWORD:\?[^}]+\}", pg["POSTGRES_PASSWORD"])
+    assert "quotaledger:quotaledger" not in (ROOT / "docker-compose.yml").read_text()
     listeners = dict(item.split("://") for item in _env("kafka")["KAFKA_ADVERTISED_LISTENERS"].split(","))
     assert listeners["INTERNAL"] == worker["QUOTALEDGER_BOOTSTRAP"] == "kafka:19092"
     script = SERVICES["topics"]["command"][0]

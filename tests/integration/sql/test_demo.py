@@ -106,6 +106,28 @@ def test_hand_made_trace_report(tmp_path: Path, db: str) -> None:
     assert [r[0] for r in rows[2]] == ["lab"]
 
 
+def test_a_database_password_is_shown_nowhere(tmp_path: Path, postgres_url: str) -> None:
+    """The URL's password (the test server trusts local connections, so any works) appears neither on
+    the console nor in index.html: every place shows ``replay.store.db.redacted``."""
+    from alembic import command
+
+    from tests.sqlhelpers import alembic_config
+
+    command.downgrade(alembic_config(postgres_url), "base")
+    secret_url = sa.engine.make_url(postgres_url).set(username="postgres", password="s3cret-pw").render_as_string(
+        hide_password=False)
+    out = tmp_path / "out"
+    cli = _lab(out, "--db", secret_url)
+    shown = sa.engine.make_url(secret_url).render_as_string(hide_password=True)
+    assert "s3cret-pw" not in cli.stdout + cli.stderr and shown in cli.stdout and ":***@" in shown
+    page = (out / "index.html").read_text()
+    assert "s3cret-pw" not in page and shown in page
+    for command_line in (["verify", "--db", secret_url], ["db", "upgrade", "--db", secret_url]):
+        result = _runner().invoke(app, command_line)
+        assert result.exit_code == 0 and "s3cret-pw" not in result.stdout + result.stderr
+    broken = _runner().invoke(app, ["verify", "--db", "postgresql+psycopg://u:s3cret-pw@127.0.0.1:1/x"])
+    assert broken.exit_code != 0 and "s3cret-pw" not in broken.stdout + broken.stderr
+
 def test_two_runs_write_the_same_history(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     _lab(first)

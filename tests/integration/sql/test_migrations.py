@@ -9,6 +9,7 @@ When PostgreSQL cannot be reached the PostgreSQL cases are SKIPPED with the reas
 
 from __future__ import annotations
 
+import orjson
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -160,6 +161,40 @@ def test_outbox_ranges_migration_keeps_what_waits_to_be_published(db: str) -> No
             back = conn.execute(sa.select(old_outbox).order_by(old_outbox.c.cluster, old_outbox.c.seq)).all()
         assert [(r.cluster, r.seq, r.published) for r in back] == [(c, n, False) for c, n in sorted(waiting)]
         assert all(r.payload == {"seq": r.seq, "cause": f"e-{r.seq}", "cluster": r.cluster} for r in back)
+    finally:
+        engine.dispose()
+
+
+def test_exact_payloads_migration_keeps_the_archive_and_adds_the_digest(db: str) -> None:
+    """0004 → 0005: ``events.payload`` becomes PostgreSQL ``json`` (the rows keep their documents; what
+    is written afterwards keeps its exact text), ``ingest_offsets`` gains ``last_record_digest``
+    (NULL in the rows already there); the downgrade goes back to ``jsonb``."""
+    cfg = _config(db)
+    command.upgrade(cfg, "0004")
+    engine = sa.create_engine(db, poolclass=sa.pool.NullPool)
+    events = sa.table("events", *(sa.column(c) for c in ("cluster", "position", "status")),
+                      sa.column("payload", sa.JSON))
+    offsets = sa.table("ingest_offsets", *(sa.column(c) for c in (
+        "consumer_group", "topic", "topic_partition", "next_offset", "last_event_id")))
+    exact = '{"id":"x","n":1e2,"z":-0.0}'
+    try:
+        with engine.begin() as conn:
+            conn.execute(events.insert().values(cluster="c", position=0, status="applied", payload={"id": "e", "n": 1}))
+            conn.execute(offsets.insert().values(consumer_group="g", topic="t", topic_partition=0, next_offset=5,
+                                                 last_event_id="e"))
+        command.upgrade(cfg, "0005")
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO events (cluster, position, status, payload) VALUES ('c', 1, 'applied', "
+                                 ":p)"), {"p": exact})
+            stored = conn.execute(sa.text("SELECT CAST(payload AS TEXT) FROM events ORDER BY position")).scalars().all()
+            digest = conn.execute(sa.text("SELECT next_offset, last_record_digest FROM ingest_offsets")).all()
+        assert orjson.loads(stored[0]) == {"id": "e", "n": 1} and stored[1] == exact
+        assert [tuple(r) for r in digest] == [(5, None)]
+        assert _diff(db) == []
+        command.downgrade(cfg, "0004")
+        with engine.connect() as conn:
+            back = conn.execute(sa.select(events.c.payload).order_by(events.c.position)).scalars().all()
+        assert back == [{"id": "e", "n": 1}, {"id": "x", "n": 100.0, "z": -0.0}]
     finally:
         engine.dispose()
 
