@@ -26,6 +26,16 @@ have no file form; lines larger than ``Scale.kafka_max`` go through the file cha
 ingest worker dead-letters any record over ``--max-record-bytes`` unread, which the 5 MB values
 already show).
 
+The defects of the hardening work each have lines here: numbers of more than 4,300 digits in
+quantities, durations and weights ("bad quantities"); NUL in ids, names, clusters and the type of a
+rejected event; 2.7 kB and 1 MB ids, names and clusters (PostgreSQL's btree row limit); an empty id
+and over-sized records (the broker-reset check); thousands of unknown clusters (the SQLite worker
+stall); ``1e2`` / ``-0.0`` (JSONB normalisation, in the edge section); the 100,000-deep chain at the
+benchmark scale, 100,000 podSets, the 1,000,000-event Batch and 10,000 flavors (unbounded cost per
+event); the chain's tree view (recursion; the channel test draws it); dead letters naming no
+cluster (the channel test reruns with ``--replace``); deletes of missing objects (no-op).  URL
+redaction, the soak's comparison and the compose file are not about input and have no lines.
+
 Deterministic: one ``random.Random`` seeded with ``SEED``; no wall clock, no environment.
 """
 
@@ -593,9 +603,9 @@ def _kafka_bad_keys(rng: random.Random, c: Context) -> Iterator:
 
 
 class Category(NamedTuple):
-    """A row of the category table: its name, the defects of the hardening issue it reproduces
-    (numbers as the issue lists them), whether it is once per corpus (size categories) or once per
-    round, its channels and outcome."""
+    """A row of the category table: its name, its generator, whether it is made once per corpus
+    (the size categories) or once per round, whether it goes through the file channels and Kafka,
+    and the outcome of its lines."""
 
     name: str
     make: Make
