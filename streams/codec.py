@@ -8,12 +8,14 @@ JSON because it is not UTF-8 is reported as such.
 
 Dead-letter records keep the original key and value (an oversized value is cut to
 ``DLQ_VALUE_LIMIT`` bytes, the whole value stays in the ``dead_letters`` table) and carry their
-reason in headers: ``reason``, ``field_path``, ``event_id``, ``source_topic``,
-``source_partition``, ``source_offset`` and, when cut, ``original_size``.
+reason in headers: ``reason``, ``field_path``, ``event_id`` (bounded and NUL-free as in the SQL
+store, ``replay.store.sanitize``: a 1 MB id does not make a dead letter larger than its record),
+``source_topic``, ``source_partition``, ``source_offset`` and, when cut, ``original_size``.
 """
 
 from __future__ import annotations
 
+from replay.store.sanitize import key_text, message_text
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
@@ -56,8 +58,9 @@ def key_cluster(key: bytes | None) -> str | None:
 def dead_letter(value: bytes | None, err: EventError, topic: str, partition: int,
                 offset: int) -> tuple[bytes | None, list[tuple[str, bytes]]]:
     """``(value, headers)`` of the dead-letter record for a rejected record (see the module docstring)."""
-    headers = [("reason", err.problem.encode()), ("field_path", (err.path or "").encode()),
-               ("event_id", (err.event_id or "").encode()), ("source_topic", topic.encode()),
+    headers = [("reason", (message_text(err.problem) or "").encode()),
+               ("field_path", (message_text(err.path) or "").encode()),
+               ("event_id", (key_text(err.event_id) or "").encode()), ("source_topic", topic.encode()),
                ("source_partition", str(partition).encode()), ("source_offset", str(offset).encode())]
     if value is not None and len(value) > DLQ_VALUE_LIMIT:
         headers.append(("original_size", str(len(value)).encode()))
