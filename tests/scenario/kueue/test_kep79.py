@@ -195,12 +195,12 @@ def test_long_distance_borrowing_across_three_levels():
           └─ B ── B1 ── b (nominal 6)"""
     s = scenario()
     s.cohort("r")
-    s.cohort("A", parent="r")
-    s.cohort("A1", parent="A")
-    s.cohort("B", parent="r")
-    s.cohort("B1", parent="B")
-    s.cq("a", cohort="A1", quotas={"cpu": "2"})
-    s.cq("b", cohort="B1", quotas={"cpu": "6"})
+    s.cohort("ca", parent="r")
+    s.cohort("a1", parent="ca")
+    s.cohort("cb", parent="r")
+    s.cohort("b1", parent="cb")
+    s.cq("a", cohort="a1", quotas={"cpu": "2"})
+    s.cq("b", cohort="b1", quotas={"cpu": "6"})
     s.lq("ns/a", "a")
     s.lq("ns/b", "b")
     # a takes 7: T(a) = -5 = T(A1) = T(A); T(r) = -5 + 6 = 1 >= 0.
@@ -215,7 +215,7 @@ def test_long_distance_borrowing_across_three_levels():
     assert s.pending("ns/b2") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
     assert s.cq_resource("b")["available"] == 1_000
     # usage spills all the way: A1 = A = r = 7.
-    assert [s.cohort_resource(c)["usage"] for c in ("A1", "A", "r")] == [7_000, 7_000, 7_000]
+    assert [s.cohort_resource(c)["usage"] for c in ("a1", "ca", "r")] == [7_000, 7_000, 7_000]
 
 
 def test_borrowing_limit_on_a_middle_cohort_caps_long_distance_borrowing():
@@ -281,16 +281,16 @@ def test_lending_limits_at_several_levels():
     C subtree = 2 + 1 + 2 = 5, local = max(0, 5-5) = 0, visible 5.  R subtree = 5.
     """
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("2", None, "5")})
-    s.cohort("D", parent="C", quotas={"cpu": ("0", None, "1")})
-    s.cq("q1", cohort="D", quotas={"cpu": ("4", None, "3")})
-    s.cq("q2", cohort="C", quotas={"cpu": "2"})
-    s.cq("out", cohort="R", quotas={"cpu": "0"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("2", None, "5")})
+    s.cohort("cd", parent="cc", quotas={"cpu": ("0", None, "1")})
+    s.cq("q1", cohort="cd", quotas={"cpu": ("4", None, "3")})
+    s.cq("q2", cohort="cc", quotas={"cpu": "2"})
+    s.cq("out", cohort="root", quotas={"cpu": "0"})
     s.lq("ns/q1", "q1")
     s.lq("ns/q2", "q2")
     s.lq("ns/out", "out")
-    assert [s.cohort_resource(c)["subtreeQuota"] for c in ("D", "C", "R")] == [3_000, 5_000, 5_000]
+    assert [s.cohort_resource(c)["subtreeQuota"] for c in ("cd", "cc", "root")] == [3_000, 5_000, 5_000]
     # pot(out) = 5.  pot(q2) = local(q2) 0 + local(C) 0 + 5 = 5.  pot(q1) = 1 + 2 + 0 + 5 = 8 (= all quota:
     # KEP with q1 using 8: T(q1) = -4, T(D) = -4, T(C) = 2 - 4 + 2 = 0, T(R) = 0).
     assert s.cq_resource("out")["potentialAvailable"] == 5_000
@@ -304,7 +304,7 @@ def test_lending_limits_at_several_levels():
     assert admitted(d) == ["ns/big"]
     assert borrowing_of(d, "ns/big") == 2
     # usage: q1 6 → D 6-1 = 5 → C 5-2 = 3 → R 3-0 = 3.
-    assert [s.cohort_resource(c)["usage"] for c in ("D", "C", "R")] == [5_000, 3_000, 3_000]
+    assert [s.cohort_resource(c)["usage"] for c in ("cd", "cc", "root")] == [5_000, 3_000, 3_000]
 
     # out: available = 5 - 3 = 2.  KEP for out+3: T(q1) = -2, T(D) = -2, T(C) = 2-2+2 = 2, min(5,2) = 2,
     # T(R) = 2 - 3 = -1 < 0 → no;  out+2: T(R) = 0 → yes.  Height(R) = 3.
@@ -330,14 +330,14 @@ def test_cohort_lending_limit_applies_to_subtree_quota():
     C subtree = 8, local = 8 - 3 = 5, visible 3 → R subtree 3 (not 8: the limit is on the subtree).
     """
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("0", None, "3")})
-    s.cq("c1", cohort="C", quotas={"cpu": "4"})
-    s.cq("c2", cohort="C", quotas={"cpu": "4"})
-    s.cq("d", cohort="R", quotas={"cpu": "0"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("0", None, "3")})
+    s.cq("c1", cohort="cc", quotas={"cpu": "4"})
+    s.cq("c2", cohort="cc", quotas={"cpu": "4"})
+    s.cq("d", cohort="root", quotas={"cpu": "0"})
     s.lq("ns/c1", "c1")
     s.lq("ns/d", "d")
-    assert s.cohort_resource("R")["subtreeQuota"] == 3_000
+    assert s.cohort_resource("root")["subtreeQuota"] == 3_000
     s.submit("ns/d4", "d", cpu="4")
     s.submit("ns/d3", "d", cpu="3")
     d = s.run()
@@ -383,11 +383,11 @@ def test_borrowing_limit_on_cohort():
           │                       └─ c2 (nominal 1)
           └─ big (nominal 10)"""
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("0", "2", None)})
-    s.cq("c1", cohort="C", quotas={"cpu": "3"})
-    s.cq("c2", cohort="C", quotas={"cpu": "1"})
-    s.cq("big", cohort="R", quotas={"cpu": "10"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("0", "2", None)})
+    s.cq("c1", cohort="cc", quotas={"cpu": "3"})
+    s.cq("c2", cohort="cc", quotas={"cpu": "1"})
+    s.cq("big", cohort="root", quotas={"cpu": "10"})
     s.lq("ns/c1", "c1")
     s.lq("ns/c2", "c2")
     s.lq("ns/big", "big")
@@ -406,7 +406,7 @@ def test_borrowing_limit_on_cohort():
     assert borrowing_of(d, "ns/c2-1") == 0
     assert s.pending("ns/c2-2") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
     # R usage = spill of C = 6; big can take 14 - 6 = 8, not 9.
-    assert s.cohort_resource("R")["usage"] == 6_000
+    assert s.cohort_resource("root")["usage"] == 6_000
     s.submit("ns/big9", "big", cpu="9")
     s.submit("ns/big8", "big", cpu="8")
     d = s.run()
