@@ -305,14 +305,6 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         raise IngestError(str(exc)) from None
     stats = IngestStats()
     db = create_db_engine(db_url)
-    if db.dialect.name == "sqlite":
-        # The worker reads the store (IngestStore.stored_clusters) while the committer holds a batch's
-        # write transaction open.  In SQLite's default rollback journal a writer whose pages spill to
-        # the file locks every reader out until it commits, and it commits only once the worker sends
-        # the batch's end: "database is locked".  With write-ahead logging readers go on beside the
-        # writer; the mode is kept in the database file.
-        with db.connect() as conn:
-            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
     batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms)
     store = IngestStore(db, topics.events, group, batch, max_record_bytes, stats)
     committer = Committer(CommitterConfig(db_url, group, topics.events, bootstrap, topics.decisions, publish,
