@@ -2,7 +2,7 @@
 channel, with the rates, the peak memory and the hash check.
 
 The corpus is tests/hostile/corpus.py at ``BENCH_SCALE``: every category of the test corpus, about
-280 rounds of the ordinary ones, the size categories once at full size (a 10 MB line, 100,000-level
+325 rounds of the ordinary ones, the size categories once at full size (a 10 MB line, 100,000-level
 nesting, a 1,000,000-event Batch, 100,000 podSets, 10,000 flavors, 1 MB ids and names, 5 MB Kafka
 values), 10,000 distinct unknown clusters, and a clean history of the DLRM slice simulation in 8
 clusters plus the edge section with a 100,000-deep cohort chain.
@@ -144,6 +144,8 @@ def _ingest(exe: str, bootstrap: str, lines: list[Line], url: str, stall_after: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=BENCH_SCALE.copies, help="rounds of the ordinary categories")
+    parser.add_argument("--chain-depth", type=int, default=BENCH_SCALE.chain_depth,
+                        help="depth of the edge section's cohort chain")
     parser.add_argument("--bootstrap", help="Kafka HOST:PORT (default: start the dev broker)")
     parser.add_argument("--pg-admin", default=PG_ADMIN_URL, help="PostgreSQL URL allowed to CREATE DATABASE")
     parser.add_argument("--no-kafka", action="store_true", help="leave the Kafka channels out")
@@ -153,7 +155,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     exe = quotaledger_exe()
 
-    scale = replace(BENCH_SCALE, copies=args.copies)
+    scale = replace(BENCH_SCALE, copies=args.copies, chain_depth=args.chain_depth)
     corpus = build(scale, simulation(args.workdir / "simulation.ndjson"))
     clean_path, mix_path = args.workdir / "clean.ndjson", args.workdir / "mix.ndjson"
     clean_lines = write_file(corpus.clean, clean_path)

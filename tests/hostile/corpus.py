@@ -10,7 +10,7 @@ inputs that look hostile but are valid by the contract (docs/events.md), each in
 own so they cannot disturb the simulation, with an outcome a test works out by hand: edge-valid
 times (year 1, year 9999, -1 ms), cohort cycles and a self-parent, a deep parent chain, dangling
 references, deletes of objects that do not exist and lifecycle events of unknown workloads (no-ops),
-ids made of SQL metacharacters, quotes, RTL, emoji and zero-width characters, and JSON numbers
+ids made of SQL metacharacters, quotes, emoji and non-ASCII letters, and JSON numbers
 PostgreSQL's JSONB would normalise (``1e2``, ``-0.0``).  A valid event enters the hash chain even
 when it changes nothing else, so these belong to the clean history: the mix and the clean history
 then hold the same valid events in the same order per cluster.
@@ -124,9 +124,9 @@ class Scale:
     clean_clusters: int = 1
 
 
-TEST_SCALE = Scale(copies=6)
+TEST_SCALE = Scale(copies=5)
 """About 5,000 lines: the channel test (tests/hostile/test_channels.py)."""
-BENCH_SCALE = Scale(copies=280, chain_depth=100_000, unknown_clusters=10_000, clean_clusters=8)
+BENCH_SCALE = Scale(copies=325, chain_depth=100_000, unknown_clusters=10_000, clean_clusters=8)
 """About 100,000 hostile lines: benchmarks/hostile.py."""
 
 
@@ -531,8 +531,12 @@ def _nul(rng: random.Random, c: Context) -> Iterator:
 
 SQL = ["x'); DROP TABLE events; --", "\"; DELETE FROM dead_letters; --", "' OR '1'='1", "%s%s%s", "$1", "\\x00",
        "a`b", "name\"with'quotes"]
-UNICODE = ["\u202eevil", "zero\u200bwidth", "\U0001f680rocket", "Ünïcödé", "名前", "a\u0301", "\ufeffbom", "line\nbreak",
-           "tab\tname", "nbsp\u00a0", "UPPER", "-leading", "trailing-", "dot..dot"]
+PRINTABLE = ["\U0001f680rocket", "Ünïcödé", "名前", "a\u0301", "UPPER", "-leading", "trailing-", "dot..dot"]
+"""Printable text that is no Kubernetes name (a valid id or cluster name)."""
+UNPRINTABLE = ["\u202eevil", "zero\u200bwidth", "\ufeffbom", "line\nbreak", "tab\tname", "nbsp\u00a0", "del\x7f",
+               "esc\x1b[31m"]
+"""Control, format (RTL override, zero-width, BOM) and separator characters: in no name, id or cluster."""
+UNICODE = PRINTABLE + UNPRINTABLE
 
 
 def _names(tag: str, values: list[str]) -> Make:
@@ -543,6 +547,12 @@ def _names(tag: str, values: list[str]) -> Make:
                               _local_queue(name, "lq", "hx-cq"), _workload("hx", name), _workload(name, "w")])
             yield _dumps(_event(f"hx-name-{n}", object=obj)), CLUSTER.encode()
     return make
+
+
+def _unprintable_ids(rng: random.Random, c: Context) -> Iterator:
+    for i, text in enumerate(UNPRINTABLE):
+        yield _dumps(_event(f"{text}-{c.n(i)}", "Tick")), CLUSTER.encode()
+        yield _dumps(_event(f"hx-upc-{c.n(i)}", "Tick", cluster=text)), text.encode()
 
 
 def _wrong_cluster(rng: random.Random, c: Context) -> Iterator:
@@ -635,6 +645,7 @@ CATEGORIES = [
     Category("NUL characters", _nul),
     Category("SQL metacharacters and quotes in names", _names("sql", SQL)),
     Category("unicode, RTL, emoji, zero-width in names", _names("uni", UNICODE)),
+    Category("unprintable ids and clusters (RTL, zero-width, BOM, control)", _unprintable_ids),
     Category("cluster of the wrong type", _wrong_cluster),
     Category("10,000 flavors", _many_flavors, once=True),
     Category("1,000,000-event Batch", _big_batch, once=True),
@@ -714,8 +725,8 @@ def _edge(scale: Scale) -> list[tuple[str, bytes]]:
         "clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "f0"},
                                                      "resourceUsage": {"cpu": "1"}}]})
 
-    cat = "ids of SQL metacharacters, quotes, RTL, emoji, zero-width (valid)"
-    for i, eid in enumerate([*SQL, *UNICODE]):
+    cat = "ids of SQL metacharacters, quotes, emoji, non-ASCII letters (valid)"
+    for i, eid in enumerate([*SQL, *PRINTABLE]):
         add(cat, "edge-ids", eid, t + i, "Tick")
 
     cat = "JSON numbers PostgreSQL normalises (1e2, -0.0)"
