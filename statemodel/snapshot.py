@@ -172,6 +172,8 @@ def _load_hierarchy(c: ClusterState, d: dict) -> None:
     for row in d["cohorts"]:
         if row["parent"] is not None:
             h.cohorts[row["parent"]].child_cohorts.add(row["name"])
+            if row["linked"]:
+                h.cohorts[row["parent"]].linked_children += 1
     h._unlinked = set(d["unlinked"])
 
 

@@ -42,12 +42,16 @@ class QuotaNode:
         subtree / local / usage: see the module docstring.
         cohort_children: linked child Cohorts (by name); ``cq_children``: number of linked ClusterQueues.
         height: Kueue ``getNodeHeight``: 0 for a ClusterQueue; for a Cohort the longest path to a leaf
-            (1 when it has only ClusterQueue children, 0 when it has none).
+            (1 when it has only ClusterQueue children, 0 when it has none).  Valid only while
+            ``height_stale`` is false; read it through :func:`node_height`.
+        height_stale: the children changed since ``height`` was computed.  Every ancestor of a stale node
+            is stale too, so marking stops at the first stale ancestor (amortized O(1) per edge change,
+            where eager upkeep would walk the whole chain on every change of a deep tree).
     """
 
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
-        "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height",
+        "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -64,6 +68,7 @@ class QuotaNode:
         self.cohort_children: dict[str, QuotaNode] = {}
         self.cq_children = 0
         self.height = 0
+        self.height_stale = False
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -228,24 +233,41 @@ def borrowing_height(cq: QuotaNode, fr: FlavorResource, amount: int) -> int:
     node = cq.parent
     while True:
         if node.subtree.get(fr, 0) >= node.usage.get(fr, 0) + remaining:
-            return node.height
+            return node_height(node)
         if node.parent is None:
-            return node.height
+            return node_height(node)
         remaining -= local_available(node, fr)
         node = node.parent
 
 
-def _update_height(node: QuotaNode | None) -> None:
-    """Recompute cohort heights from ``node`` upwards while they change."""
-    while node is not None:
-        height = 1 if (node.cq_children or node.cohort_children) else 0
-        for child in node.cohort_children.values():
+def _mark_height_stale(node: QuotaNode | None) -> None:
+    """The children of ``node`` changed: its height and its ancestors' heights are stale."""
+    while node is not None and not node.height_stale:
+        node.height_stale = True
+        node = node.parent
+
+
+def node_height(node: QuotaNode) -> int:
+    """``node.height``, first recomputed for ``node`` and every stale node below it (post-order, with an
+    explicit stack: no recursion on the depth of the tree).  Cost: the number of stale nodes below."""
+    if not node.height_stale:
+        return node.height
+    stack: list[tuple[QuotaNode, bool]] = [(node, False)]
+    while stack:
+        n, children_done = stack.pop()
+        if not children_done:
+            stack.append((n, True))
+            for child in n.cohort_children.values():
+                if child.height_stale:
+                    stack.append((child, False))
+            continue
+        height = 1 if (n.cq_children or n.cohort_children) else 0
+        for child in n.cohort_children.values():
             if child.height + 1 > height:
                 height = child.height + 1
-        if height == node.height:
-            return
-        node.height = height
-        node = node.parent
+        n.height = height
+        n.height_stale = False
+    return node.height
 
 
 def link(child: QuotaNode, parent: QuotaNode) -> None:
@@ -264,7 +286,7 @@ def link(child: QuotaNode, parent: QuotaNode) -> None:
         if usage_up:
             parent.usage[fr] = parent.usage.get(fr, 0) + usage_up
         _propagate(parent, fr, before)
-    _update_height(parent)
+    _mark_height_stale(parent)
 
 
 def unlink(child: QuotaNode) -> None:
@@ -286,7 +308,7 @@ def unlink(child: QuotaNode) -> None:
     else:
         del parent.cohort_children[child.name]
     child.parent = None
-    _update_height(parent)
+    _mark_height_stale(parent)
 
 
 def root_bound(node: QuotaNode, fr: FlavorResource, val: int) -> bool:
