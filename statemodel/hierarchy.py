@@ -188,6 +188,33 @@ class Hierarchy:
             name = entry.parent_name
         return False
 
+    def cycle_status(self) -> dict[str, bool]:
+        """``has_cycle`` of every cohort (name → whether its parent chain reaches a cycle), in O(cohorts)
+        in all: each chain is walked until a cohort already decided."""
+        status: dict[str, bool] = {}
+        for start in self.cohorts:
+            path: list[str] = []
+            on_path: set[str] = set()
+            name: str | None = start
+            verdict = False
+            while name is not None:
+                known = status.get(name)
+                if known is not None:
+                    verdict = known
+                    break
+                if name in on_path:
+                    verdict = True
+                    break
+                entry = self.cohorts.get(name)
+                if entry is None:
+                    break
+                path.append(name)
+                on_path.add(name)
+                name = entry.parent_name
+            for n in path:
+                status[n] = verdict
+        return status
+
     # -- cluster queues --------------------------------------------------------------------
 
     def apply_cluster_queue(self, spec: ClusterQueue) -> ClusterQueueEntry:

@@ -67,3 +67,8 @@ MAX_TOTAL_COVERED_RESOURCES: Final = 256
 
 MAX_FLAVOR_RESOURCE_COMBINATIONS: Final = 512
 """Kueue ClusterQueue webhook ``validateFlavorResourceCombinations``: flavor-resources of one group."""
+
+MAX_MESSAGE_STATUSES: Final = 64
+"""Most flavor/resource reasons a pending workload's message keeps per podSet (the rest are counted,
+``statemodel.admission.flavorassigner.NoFitMessage``): bounds the memory and state JSON of a waiting
+workload whatever its ClusterQueue's size."""

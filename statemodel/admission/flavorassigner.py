@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Final
 
 from statemodel.hierarchy import ClusterQueueEntry
+from statemodel.limits import MAX_MESSAGE_STATUSES
 from statemodel.objects import FlavorFungibilityPolicy, FlavorResource
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
@@ -59,12 +60,18 @@ class PodSetStatus:
 class NoFitMessage:
     """Kueue's ``couldn't assign flavors to pod set <ps>: <reasons sorted, joined ", ">`` (pod sets
     joined by ``"; "``), kept as data (``failures``: per podSet, its statuses) and rendered only when
-    someone reads it: a workload that waits is re-evaluated far more often than its message is read."""
+    someone reads it: a workload that waits is re-evaluated far more often than its message is read.
 
-    __slots__ = ("failures", "_text")
+    A podSet keeps at most ``MAX_MESSAGE_STATUSES`` statuses, the first ones found (flavors in spec
+    order); ``omitted`` counts the others over all podSets, and the text then ends with
+    ``"; <n> more reasons not shown"`` (a departure from Kueue, which lists every one: a valid
+    ClusterQueue can make a single message megabytes long)."""
 
-    def __init__(self, failures: list[tuple[str, list[PodSetStatus]]]) -> None:
+    __slots__ = ("failures", "omitted", "_text")
+
+    def __init__(self, failures: list[tuple[str, list[PodSetStatus]]], omitted: int = 0) -> None:
         self.failures = failures
+        self.omitted = omitted
         self._text: str | None = None
 
     def shortfalls(self) -> list[dict]:
@@ -86,6 +93,8 @@ class NoFitMessage:
             self._text = "; ".join(
                 f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(str(st) for st in statuses))}"
                 for ps, statuses in self.failures)
+            if self.omitted:
+                self._text += f"; {self.omitted} more reasons not shown"
         return self._text
 
 
@@ -140,6 +149,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
     result = Assignment()
     assumed = result.usage
     failures: list[tuple[str, list[PodSetStatus]]] = []
+    omitted = 0
     worst = 0
     for ps_name, count, totals in info.totals:
         requests = list(totals)
@@ -157,7 +167,10 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
             group = rg_by_resource.get(res)
             if group is None:
                 if amount:
-                    ps_statuses.append(PodSetStatus(Shortfall(NO_MATCHING_FLAVOR, "", res, leaf, amount, 0), amount))
+                    if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                        ps_statuses.append(PodSetStatus(Shortfall(NO_MATCHING_FLAVOR, "", res, leaf, amount, 0), amount))
+                    else:
+                        omitted += 1
                     ps_severity = max(ps_severity, SEVERITY[NO_MATCHING_FLAVOR])
                 continue
             covered = group.covered_resources
@@ -179,7 +192,10 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
                     shorts: list[Shortfall] = []
                     amounts = dict(group_requests)
                     for sf in fit.shortfalls:
-                        ps_statuses.append(PodSetStatus(sf, amounts[sf.resource]))
+                        if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                            ps_statuses.append(PodSetStatus(sf, amounts[sf.resource]))
+                        else:
+                            omitted += 1
                         sev = _WAITING if isinstance(fit, FitIfPreempting) else SEVERITY[sf.reason]
                         if sev > flavor_sev:
                             flavor_sev = sev
@@ -215,6 +231,6 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo)
         if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = _REASON_BY_SEVERITY[worst]
-        result.message = NoFitMessage(failures)
+        result.message = NoFitMessage(failures, omitted)
         result.pod_sets = []
     return result

@@ -355,6 +355,9 @@ class KueueModel:
         self._cohorts: dict[str, QuotaNode] = {}
         self._max: dict[tuple[str, FlavorResource], int] = {}
         self._fits: dict[int, Fit] = {}
+        self._mutations = 0
+        self._rows: dict[tuple[QuotaNode, FlavorResource], tuple[int, int]] = {}
+        self._rows_at = -1
 
     def node(self, kind: str, name: str) -> QuotaNode:
         """The node ``(kind, name)``, created when first named."""
@@ -366,20 +369,24 @@ class KueueModel:
 
     def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
         """``set_quotas`` on the node."""
+        self._mutations += 1
         set_quotas(self.node(kind, name), resource_groups)
         self._max.clear()
 
     def remove(self, kind: str, name: str) -> None:
         """Forget the node."""
+        self._mutations += 1
         (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).pop(name, None)
 
     def link(self, kind: str, name: str, parent: str) -> None:
         """``link`` the node under Cohort ``parent``."""
+        self._mutations += 1
         link(self.node(kind, name), self.node(COHORT, parent))
         self._max.clear()
 
     def unlink(self, kind: str, name: str) -> None:
         """``unlink`` the node from its parent."""
+        self._mutations += 1
         node = self.node(kind, name)
         if node.parent is not None:
             unlink(node)
@@ -427,12 +434,14 @@ class KueueModel:
 
     def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` per flavor-resource."""
+        self._mutations += 1
         node = self._cqs[leaf]
         for fr, amount in usage.items():
             add_usage(node, fr, amount)
 
     def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` of the negated amounts."""
+        self._mutations += 1
         node = self._cqs[leaf]
         for fr, amount in usage.items():
             add_usage(node, fr, -amount)
@@ -476,16 +485,59 @@ class KueueModel:
 
     def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
         """Rows straight from the node's arithmetic (``available`` not clamped); none for a node the
-        model does not hold (an implicit cohort named only by an edge left unlinked by a cycle)."""
+        model does not hold (an implicit cohort named only by an edge left unlinked by a cycle).
+
+        ``available`` and ``potentialAvailable`` are computed top-down and remembered per node until the
+        model changes (``_mutations`` counts every change), so the rows of every node of a tree cost O(tree size) in all,
+        not O(depth) each — a 100,000-level chain renders in linear time.
+        """
         node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
         out: list[Entitlement] = []
         if node is None:
             return out
         for fr in (node.flavor_resources() if frs is None else frs):
+            avail, potential = self._row_memo(node, fr)
             out.append(Entitlement(kind, name, fr[0], fr[1], node.nominal.get(fr, 0), node.borrowing_limit.get(fr),
                                    node.lending_limit.get(fr), node.subtree.get(fr, 0), node.local.get(fr, 0),
-                                   node.usage.get(fr, 0), available(node, fr), potential_available(node, fr)))
+                                   node.usage.get(fr, 0), avail, potential))
         return out
+
+    def _row_memo(self, node: QuotaNode, fr: FlavorResource) -> tuple[int, int]:
+        """``(available, potential_available)`` of ``node`` for ``fr``, from its nearest remembered ancestor
+        down (Kueue's top-down definitions: ``available(n) = min(cap(n), available(parent) + free(n))``,
+        ``potential(n) = min(subtree(n) + borrowingLimit(n), potential(parent) + local(n))``)."""
+        if self._rows_at != self._mutations:
+            self._rows.clear()
+            self._rows_at = self._mutations
+        memo = self._rows
+        path: list[QuotaNode] = []
+        n: QuotaNode | None = node
+        while n is not None and (n, fr) not in memo:
+            path.append(n)
+            n = n.parent
+        for m in reversed(path):
+            parent = m.parent
+            if parent is None:
+                value = (m.subtree.get(fr, 0) - m.usage.get(fr, 0), m.subtree.get(fr, 0))
+            else:
+                above_avail, above_potential = memo[(parent, fr)]
+                local = m.local.get(fr, 0)
+                usage = m.usage.get(fr, 0)
+                free = local - usage if local > usage else 0
+                avail = above_avail + free
+                potential = above_potential + local
+                bl = m.borrowing_limit.get(fr)
+                if bl is not None:
+                    used_in_parent = usage - local if usage > local else 0
+                    cap = m.subtree.get(fr, 0) - local - used_in_parent + bl + free
+                    if cap < avail:
+                        avail = cap
+                    pcap = m.subtree.get(fr, 0) + bl
+                    if pcap < potential:
+                        potential = pcap
+                value = (avail, potential)
+            memo[(m, fr)] = value
+        return memo[(node, fr)]
 
     def dump(self) -> dict:
         """Spec quotas, links and ClusterQueue usage; derived numbers are recomputed by ``load``.
@@ -506,6 +558,7 @@ class KueueModel:
 
     def load(self, doc: dict) -> None:
         """Rebuild from ``dump``: quotas, then links, then usage (as the original was built)."""
+        self._mutations += 1
         for name, _, quota in doc["cohorts"]:
             _load_quota(self.node(COHORT, name), quota)
         for name, _, quota, _ in doc["clusterQueues"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from statemodel.quota.kueue import available, potential_available
 from tests.scenario.builder import Scenario, admitted
 
 DEPTH = 20_000
@@ -45,3 +46,35 @@ def test_admission_through_a_20000_level_chain_and_a_cycle_across_it(order):
     # Breaking the cycle relinks the whole chain: w2 fits in what is left of c0's 2 cpu.
     s.cohort("c0", quotas={"cpu": "2"})
     assert admitted(s.run()) == ["ns/w2"]
+
+
+def test_state_rows_computed_top_down_equal_the_per_node_walks():
+    """The state JSON's available / potentialAvailable (remembered top-down for all nodes) equal Kueue's
+    per-node definitions (``available``, ``potential_available``), with limits at several levels and usage."""
+    s = Scenario()
+    s.flavor("default")
+    s.cohort("root", quotas={"cpu": ("2", None, None)})
+    s.cohort("mid", parent="root", quotas={"cpu": ("3", "2", "1")})
+    s.cohort("low", parent="mid", quotas={"cpu": ("1", "4", "0")})
+    s.cq("a", cohort="low", quotas={"cpu": ("2", "1", "1")})
+    s.cq("b", cohort="mid", quotas={"cpu": ("4", None, "2")})
+    s.cq("c", cohort="root", quotas={"cpu": ("0", "3", None)})
+    for q in ("a", "b", "c"):
+        s.lq(f"ns/{q}", q)
+    s.submit("ns/w1", "a", cpu="3")
+    s.submit("ns/w2", "b", cpu="5")
+    s.submit("ns/w3", "c", cpu="2")
+    s.run()
+    model = s.engine.clusters[s.cluster].model
+    fr = ("default", "cpu")
+    for kind, names in (("ClusterQueue", ("a", "b", "c")), ("Cohort", ("root", "mid", "low"))):
+        for name in names:
+            node = model.node(kind, name)
+            row = model.entitlements(kind, name, [fr])[0]
+            assert (row.available, row.potential_available) == (available(node, fr), potential_available(node, fr))
+    # and again after a change (the remembered rows are dropped)
+    s.finish("ns/w2")
+    s.run()
+    node = model.node("ClusterQueue", "a")
+    row = model.entitlements("ClusterQueue", "a", [fr])[0]
+    assert row.available == available(node, fr)
