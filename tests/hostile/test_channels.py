@@ -109,6 +109,9 @@ def test_replay_db_on_sqlite_and_postgresql(files: Files, tmp_path: Path, postgr
         where.update({(line.key.decode(), n): line for n, line in enumerate(files.mix_lines, 1)
                       if line.outcome == DUPLICATE and line.key})
         dead[url] = _check_store(url, files, files.mix_lines, where)
+        tree = subprocess.run([CLI, "state", "--db", url, "--cluster", "edge-chain"], capture_output=True, text=True,
+                              timeout=LIMIT_S)
+        assert tree.returncode == 0, tree.stderr[-2000:]
     assert dead[sqlite] == dead[postgres_url]
 
     # a rerun with --replace leaves the same rows, the dead letters of unknown clusters included
