@@ -192,6 +192,8 @@ class ClusterState:
         self._configuration_changed()
 
     def _delete(self, ref) -> None:
+        """Delete the object ``ref`` names.  Deleting what does not exist changes nothing at all: no
+        configuration change, so no waiting workload is woken and no pending message is rewritten."""
         kind, name = ref.kind, ref.name
         if kind == "Workload":
             info = self.workloads.pop(f"{ref.namespace}/{name}", None)
@@ -199,20 +201,27 @@ class ClusterState:
                 self._leave(info)
             return
         if kind == "ClusterQueue":
-            self.hierarchy.delete_cluster_queue(name)
+            if not self.hierarchy.delete_cluster_queue(name):
+                return
             if name in self.queues:
                 self._refresh_order(name)
         elif kind == "Cohort":
-            self.hierarchy.delete_cohort(name)
+            if not self.hierarchy.delete_cohort(name):
+                return
         elif kind == "LocalQueue":
             key = f"{ref.namespace}/{name}"
-            if self.local_queues.pop(key, None) is not None:
-                self._reroute(key)
+            if self.local_queues.pop(key, None) is None:
+                return
+            self._reroute(key)
         elif kind == "ResourceFlavor":
-            self.flavors.pop(name, None)
+            if self.flavors.pop(name, None) is None:
+                return
         elif kind == "Node":
-            self.nodes.delete(name)
+            if self.nodes.delete(name) is None:
+                return
         elif kind == "EngineConfig":
+            if self.config == EngineConfig():
+                return
             self._set_engine_config(EngineConfig())
         self._configuration_changed()
 

@@ -23,11 +23,12 @@ class CohortEntry:
     """A Cohort in the tree: ``spec`` is ``None`` for an implicit cohort; ``linked``: whether the
     edge to ``parent_name`` is linked in the quota model (it is not while it would close a loop)."""
 
-    __slots__ = ("name", "spec", "parent_name", "linked", "child_cohorts", "child_cluster_queues")
+    __slots__ = ("name", "spec", "parent_name", "linked", "linked_children", "child_cohorts", "child_cluster_queues")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.linked = False
+        self.linked_children = 0
         self.spec: Cohort | None = None
         self.parent_name: str | None = None
         self.child_cohorts: set[str] = set()
@@ -137,6 +138,8 @@ class Hierarchy:
         if entry.linked:
             self.model.unlink(COHORT, name)
             entry.linked = False
+            assert old is not None
+            self.cohorts[old].linked_children -= 1
         self._unlinked.discard(name)
         entry.parent_name = parent_name
         if old is not None:
@@ -148,7 +151,11 @@ class Hierarchy:
         self._relink()
 
     def _relink(self) -> None:
-        """Link every pending cohort edge that no longer closes a loop, in name order."""
+        """Link every pending cohort edge that no longer closes a loop, in name order.
+
+        O(depth) per pending edge, O(1) for a cohort without linked child cohorts (a new level at the
+        bottom of a chain), so building a deep chain in any order is linear in its length.
+        """
         changed = True
         while changed and self._unlinked:
             changed = False
@@ -156,21 +163,27 @@ class Hierarchy:
                 entry = self.cohorts[name]
                 parent = entry.parent_name
                 assert parent is not None
-                if name not in self._linked_chain(parent):
+                if not self._closes_loop(entry, parent):
                     self.model.link(COHORT, name, parent)
                     entry.linked = True
+                    self.cohorts[parent].linked_children += 1
                     self._unlinked.discard(name)
                     changed = True
 
-    def _linked_chain(self, name: str) -> list[str]:
-        """``[name, its linked parent, ...]`` up to where an edge is not linked (a model root)."""
-        chain = [name]
-        entry = self.cohorts[name]
-        while entry.linked:
-            assert entry.parent_name is not None
-            chain.append(entry.parent_name)
-            entry = self.cohorts[entry.parent_name]
-        return chain
+    def _closes_loop(self, entry: CohortEntry, parent: str) -> bool:
+        """Whether linking ``entry`` under ``parent`` would close a loop: ``entry`` is ``parent`` or one of
+        its linked ancestors.  Nothing can hang below a cohort with no linked child cohorts."""
+        if entry.name == parent:
+            return True
+        if not entry.linked_children:
+            return False
+        node = self.cohorts[parent]
+        while node.linked:
+            assert node.parent_name is not None
+            if node.parent_name == entry.name:
+                return True
+            node = self.cohorts[node.parent_name]
+        return False
 
     def has_cycle(self, cohort_name: str | None) -> bool:
         """Whether the parent chain starting at ``cohort_name`` reaches a cycle (Kueue ``HasCycle``)."""
@@ -185,6 +198,33 @@ class Hierarchy:
                 return False
             name = entry.parent_name
         return False
+
+    def cycle_status(self) -> dict[str, bool]:
+        """``has_cycle`` of every cohort (name → whether its parent chain reaches a cycle), in O(cohorts)
+        in all: each chain is walked until a cohort already decided."""
+        status: dict[str, bool] = {}
+        for start in self.cohorts:
+            path: list[str] = []
+            on_path: set[str] = set()
+            name: str | None = start
+            verdict = False
+            while name is not None:
+                known = status.get(name)
+                if known is not None:
+                    verdict = known
+                    break
+                if name in on_path:
+                    verdict = True
+                    break
+                entry = self.cohorts.get(name)
+                if entry is None:
+                    break
+                path.append(name)
+                on_path.add(name)
+                name = entry.parent_name
+            for n in path:
+                status[n] = verdict
+        return status
 
     # -- cluster queues --------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from statemodel.decimal_scan import DIGITS, scan_decimal
 from statemodel.errors import EventError
+from statemodel.limits import MAX_QUANTITY_CHARS
 
 MAX_AMOUNT = 2**63 - 1
 """Largest accepted amount in base units (int64, as Kueue ``resources.Amount``)."""
@@ -108,6 +109,8 @@ def _parse_str_cached(milli: bool, s: str) -> int | str:
 
 def _parse(milli: bool, value: object, path: str, what: str) -> int:
     if type(value) is str:
+        if len(value) > MAX_QUANTITY_CHARS:
+            raise EventError(path, f"{what} too long: {len(value)} characters, at most {MAX_QUANTITY_CHARS}")
         if value.isdigit() and value.isascii():  # fast path: plain integer
             r: int | str = int(value) * 1000 if milli else int(value)
             if r > MAX_AMOUNT:  # type: ignore[operator]
@@ -147,7 +150,8 @@ def parse_quantity(resource: str, value: object, path: str) -> int:
         ``cpu``: millicores (``"2"`` → 2000, ``"500m"`` → 500); others: base units (``"4Gi"`` → 4294967296).
 
     Raises:
-        EventError(path, problem): bad syntax, negative, not a whole number of base units
+        EventError(path, problem): a string longer than ``MAX_QUANTITY_CHARS`` (``statemodel.limits``), bad
+        syntax, negative, not a whole number of base units
         (e.g. cpu ``"0.0005"``, memory ``"1.5"``), or above ``2**63-1``.
 
     Semantics: ``k8s.io/apimachinery`` ``resource.ParseQuantity`` grammar; Kueue ``AmountFromQuantity`` units;
@@ -176,7 +180,7 @@ def parse_weight_milli(value: object, path: str) -> int:
     number of thousandths (``"0.0005"`` is an error).
 
     Raises:
-        EventError(path, problem): bad syntax, negative, finer than 0.001, too large, or not a string/number.
+        EventError(path, problem): longer than ``MAX_QUANTITY_CHARS``, bad syntax, negative, finer than 0.001, too large, or not a string/number.
 
     Semantics: Kueue ``FairSharing.Weight`` is a ``resource.Quantity`` (``apis/kueue/v1beta2``); Kueue uses its
     float value, here it is kept exact in milli-units.

@@ -172,6 +172,8 @@ def _load_hierarchy(c: ClusterState, d: dict) -> None:
     for row in d["cohorts"]:
         if row["parent"] is not None:
             h.cohorts[row["parent"]].child_cohorts.add(row["name"])
+            if row["linked"]:
+                h.cohorts[row["parent"]].linked_children += 1
     h._unlinked = set(d["unlinked"])
 
 
@@ -190,7 +192,7 @@ _PREEMPTION_REASONS = {str(r): r for r in PreemptionReason}
 _STATUSES = {str(st): st for st in WorkloadStatus}
 
 
-def _message(text: str | None, failures: list | None) -> object:
+def _message(text: str | None, failures: list | None, omitted: int) -> object:
     """The workload's message: the text as stored, or — when its failures were stored instead — the
     ``NoFitMessage`` they render (the text is derived, so it is not stored twice)."""
     if failures is None:
@@ -198,7 +200,7 @@ def _message(text: str | None, failures: list | None) -> object:
     return NoFitMessage([(ps, [PodSetStatus(Shortfall(_PENDING_REASONS[reason], flavor, res, node, needed,
                                                       available), request)
                                for reason, flavor, res, node, needed, available, request in statuses])
-                         for ps, statuses in failures])
+                         for ps, statuses in failures], omitted)
 
 
 def _dump_workloads(c: ClusterState) -> dict:
@@ -211,6 +213,7 @@ def _dump_workloads(c: ClusterState) -> dict:
                                                              for p in w.assignment],
             "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason,
             "message": None if failures is not None else str(w.message), "failures": failures,
+            "omitted": w.message.omitted if isinstance(w.message, NoFitMessage) else 0,
             "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
             "preemptedBy": w.preempted_by, "preemptionReason": w.preemption_reason, "victims": w.victims,
             "preempting": w.preempting,
@@ -224,7 +227,7 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         w.status, w.cluster_queue, w.borrowing = _STATUSES[row["status"]], row["cq"], row["borrowing"]
         w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
-        w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"]), row["park"]
+        w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"], row.get("omitted", 0)), row["park"]
         w.admitted_ms, w.observed = row["admitted"], row["observed"]
         w.preempted_by = row["preemptedBy"]
         reason = row["preemptionReason"]

@@ -113,12 +113,13 @@ def _cohorts(cluster: "ClusterState") -> dict:
     hierarchy = cluster.hierarchy
     afs_on = cluster.afs.params is not None
     out = {}
+    cycles = hierarchy.cycle_status()
     for name in sorted(hierarchy.cohorts):
         entry = hierarchy.cohorts[name]
         view = {
             "parent": entry.parent_name,
             "explicit": entry.explicit,
-            "active": not hierarchy.has_cycle(name),
+            "active": not cycles[name],
             "resources": _by_flavor(cluster.model, COHORT, name),
         }
         if cluster.config.fair_sharing_enable:

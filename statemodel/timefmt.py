@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from statemodel.decimal_scan import DIGITS, scan_decimal
 from statemodel.errors import EventError
+from statemodel.limits import MAX_QUANTITY_CHARS
 
 MIN_MS = -62135596800000
 """0001-01-01T00:00:00Z in ms since the epoch (smallest accepted time)."""
@@ -85,11 +86,14 @@ def parse_time(value: object, path: str) -> int:
         ms since 1970-01-01T00:00:00Z, within year 0001..9999.
 
     Raises:
-        EventError(path, problem): wrong type, malformed timestamp, or out of range.
+        EventError(path, problem): wrong type, longer than ``MAX_QUANTITY_CHARS``, malformed timestamp, or out
+        of range.
 
     Semantics: RFC 3339 section 5.6 (Kubernetes ``metav1.Time`` JSON form); EVENTS.md envelope ``time``.
     """
     if type(value) is str:
+        if len(value) > MAX_QUANTITY_CHARS:
+            raise EventError(path, f"time too long: {len(value)} characters, at most {MAX_QUANTITY_CHARS}")
         parsed = _parse_rfc3339(value)
         if isinstance(parsed, str):
             raise EventError(path, parsed)
@@ -141,13 +145,15 @@ def parse_duration(value: object, path: str) -> int:
     units ``ns us µs ms s m h``.
 
     Raises:
-        EventError(path, problem): not a string, bad syntax, negative (Go allows it; the Kueue fields using
+        EventError(path, problem): not a string, longer than ``MAX_QUANTITY_CHARS``, bad syntax, negative (Go allows it; the Kueue fields using
         durations do not), not a whole number of ms (``"1500us"``), or above Go's int64 nanosecond range.
 
     Semantics: Go ``time.ParseDuration``; Kueue Configuration durations (``usageHalfLifeTime``, ...).
     """
     if type(value) is not str:
         raise EventError(path, "must be a duration string (e.g. '5m')")
+    if len(value) > MAX_QUANTITY_CHARS:
+        raise EventError(path, f"duration too long: {len(value)} characters, at most {MAX_QUANTITY_CHARS}")
     s = value
     negative = False
     if s[:1] in ("+", "-"):

@@ -104,12 +104,7 @@ def cluster_tree(name: str, cs: dict) -> Table:
     for key in sorted(lqs):
         lqs_of.setdefault(lqs[key].get("clusterQueue"), []).append(key)
 
-    def pending_below(cohort: str, seen: set[str]) -> int:
-        if cohort in seen:
-            return 0
-        seen.add(cohort)
-        return (sum(cqs[q].get("pending", 0) for q in child_cqs.get(cohort, []))
-                + sum(pending_below(c, seen) for c in child_cohorts.get(cohort, [])))
+    pending_below = _pending_below(cohorts, cqs, child_cohorts, child_cqs)
 
     table = Table(title=f"cluster {name}  (time {cs.get('time')})", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("node")
@@ -144,17 +139,21 @@ def cluster_tree(name: str, cs: dict) -> Table:
             data: dict[tuple[str, str], Row] = {(f, r): {"usage": v} for f, per in usage.items() for r, v in per.items()}
             add(f"{_indent(prefix)}{guide}LocalQueue {key}", data, consumed(lqs[key]), lqs[key].get("pending", 0))
 
-    def walk_cohort(c: str, prefix: str, seen: set[str]) -> None:
-        seen.add(c)
-        add(f"{prefix}Cohort {c}", rows[("Cohort", c)], consumed(cohorts[c]), pending_below(c, set()))
-        kids = [("Cohort", k) for k in child_cohorts.get(c, []) if k not in seen] + \
-               [("ClusterQueue", q) for q in child_cqs.get(c, [])]
-        for i, (kind, k) in enumerate(kids):
-            guide = "└─ " if i == len(kids) - 1 else "├─ "
-            if kind == "Cohort":
-                walk_cohort(k, _indent(prefix) + guide, seen)
-            else:
-                walk_cq(k, _indent(prefix) + guide)
+    def walk_cohort(top: str, top_prefix: str, seen: set[str]) -> None:
+        """Depth-first, with an explicit stack: a chain of any depth draws without Python recursion."""
+        stack: list[tuple[str, str, str]] = [("Cohort", top, top_prefix)]
+        while stack:
+            kind, c, prefix = stack.pop()
+            if kind == "ClusterQueue":
+                walk_cq(c, prefix)
+                continue
+            seen.add(c)
+            add(f"{prefix}Cohort {c}", rows[("Cohort", c)], consumed(cohorts[c]), pending_below.get(c, 0))
+            kids = [("Cohort", k) for k in child_cohorts.get(c, []) if k not in seen] + \
+                   [("ClusterQueue", q) for q in child_cqs.get(c, [])]
+            for i in range(len(kids) - 1, -1, -1):
+                guide = "└─ " if i == len(kids) - 1 else "├─ "
+                stack.append((kids[i][0], kids[i][1], _indent(prefix) + guide))
 
     seen: set[str] = set()
     for c in child_cohorts.get(None, []):
@@ -166,9 +165,43 @@ def cluster_tree(name: str, cs: dict) -> Table:
     return table
 
 
+def _pending_below(cohorts: dict, cqs: dict, child_cohorts: dict[str | None, list[str]],
+                   child_cqs: dict[str | None, list[str]]) -> dict[str, int]:
+    """Pending workloads of every ClusterQueue below each Cohort, in one post-order pass (iterative, so
+    linear in the tree's size and free of recursion; a cohort on a cycle counts each queue once)."""
+    totals: dict[str, int] = {}
+    for top in sorted(cohorts):
+        if top in totals:
+            continue
+        stack: list[tuple[str, bool]] = [(top, False)]
+        while stack:
+            c, children_done = stack.pop()
+            if children_done:
+                totals[c] = (sum(cqs[q].get("pending", 0) for q in child_cqs.get(c, []))
+                             + sum(totals.get(k, 0) for k in child_cohorts.get(c, []) if k != c))
+                continue
+            if c in totals:
+                continue
+            totals[c] = 0  # visited: a cycle back to it adds nothing
+            stack.append((c, True))
+            for k in child_cohorts.get(c, []):
+                if k not in totals:
+                    stack.append((k, False))
+    return totals
+
+
+MAX_INDENT_LEVELS = 32
+"""Deeper levels are drawn at this indentation, prefixed ``…``: the guides of a 100,000-level chain
+would otherwise make the table quadratic in the depth."""
+
+
 def _indent(prefix: str) -> str:
-    """The continuation of a tree guide for the next level: ``├─ `` → ``│  ``, ``└─ `` → spaces."""
-    return prefix.replace("├─ ", "│  ").replace("└─ ", "   ").replace("(cycle) ", "")
+    """The continuation of a tree guide for the next level: ``├─ `` → ``│  ``, ``└─ `` → spaces; at most
+    ``MAX_INDENT_LEVELS`` levels of guides are kept (``…`` marks the cut)."""
+    out = prefix.replace("├─ ", "│  ").replace("└─ ", "   ").replace("(cycle) ", "")
+    if len(out) > 3 * MAX_INDENT_LEVELS:
+        out = "…" + out[len(out) - 3 * (MAX_INDENT_LEVELS - 1):]
+    return out
 
 
 def print_state_tree(console: Console, state: dict) -> None:

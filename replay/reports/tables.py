@@ -436,13 +436,12 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
     subtree_cqs: dict[tuple[str, str], list[str]] = {}
     nominal: dict[tuple[str, str], dict[Key, int]] = {}
 
-    def walk(kind: str, name: str, parent: str | None, depth: int) -> None:
-        node = NodeStats(kind, name, parent, depth, span_ms=end - start)
-        nodes.append(node)
+    def finish(node: NodeStats) -> None:
+        """A node's subtree totals, once every child is finished."""
+        kind, name = node.kind, node.name
         total = dict((k, q[0]) for k, q in tree.own.get((kind, name), {}).items())
         cqs = [name] if kind == "ClusterQueue" else []
         for ck, cn in (children.get(name, []) if kind == "Cohort" else []):
-            walk(ck, cn, name, depth + 1)
             cqs += subtree_cqs[(ck, cn)]
             for k, v in nominal[(ck, cn)].items():
                 total[k] = total.get(k, 0) + v
@@ -460,9 +459,24 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
         node.waits_ms.sort()
         node.observed_waits_ms.sort()
 
+    def walk(kind: str, name: str) -> None:
+        """Nodes in pre-order, finished in post-order, with an explicit stack (no recursion on depth)."""
+        stack: list[tuple[str, str, str | None, int, NodeStats | None]] = [(kind, name, None, 0, None)]
+        while stack:
+            k, n, parent, depth, done = stack.pop()
+            if done is not None:
+                finish(done)
+                continue
+            node = NodeStats(k, n, parent, depth, span_ms=end - start)
+            nodes.append(node)
+            stack.append((k, n, parent, depth, node))
+            kids = children.get(n, []) if k == "Cohort" else []
+            for ck, cn in reversed(kids):
+                stack.append((ck, cn, n, depth + 1, None))
+
     roots = children.get(None, [])
     for kind, name in roots:
-        walk(kind, name, None, 0)
+        walk(kind, name)
     by_id = {(n.kind, n.name): n for n in nodes}
     report = Report(cluster, start, end, nodes)
 

@@ -18,6 +18,7 @@ from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
 from statemodel.timefmt import parse_time
+from statemodel.limits import MAX_EVENT_BYTES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -68,6 +69,13 @@ def migrate_schema(url: str, command_name: str = "upgrade", revision: str = "hea
     take turns — the first creates the tables, the others find them current.  ``quiet``: leave
     the logging configuration alone (no alembic progress lines).
 
+    A SQLite database is then switched to write-ahead logging (kept in the file): every path reads
+    the store while its writer holds a transaction open (the SQL sink's writer thread, the ingest
+    worker's committer), and in SQLite's rollback journal a transaction whose pages spill to the
+    file (large dead letters, a ``--replace`` of a big cluster) locks readers out until it commits,
+    past the driver's 5 s busy timeout or, for the ingest worker, for good: its committer commits
+    only when the worker sends the batch's end.
+
     Raises:
         alembic.util.exc.CommandError: unknown revision (e.g. a schema newer than this version).
         sqlalchemy.exc.SQLAlchemyError: the database is unreachable or a migration failed.
@@ -90,6 +98,8 @@ def migrate_schema(url: str, command_name: str = "upgrade", revision: str = "hea
             cfg.attributes["connection"] = conn
             getattr(command, command_name)(cfg, revision)
             conn.commit()  # alembic leaves a transaction it did not begin to its caller
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA journal_mode=WAL")  # kept in the file; see the docstring
     finally:
         engine.dispose()
 
@@ -130,7 +140,13 @@ def salvage(line: bytes, default_cluster: str | None = "default") -> tuple[str |
     has state (``replay.store.archive.ArchiveBatch.add_rejected``).  ``payload`` is the line's JSON
     text when it is a JSON object (``replay.store.sanitize.payload_text``), else ``None``; ``type``
     the envelope's, bounded (``replay.store.sanitize.key_text``).
+
+    A line longer than ``statemodel.limits.MAX_EVENT_BYTES`` is not read at all, as the decoder
+    rejected it unread (as the ingest worker treats a record over ``--max-record-bytes``): parsing
+    a 30 MB line of a million objects to learn its cluster took half a gigabyte.
     """
+    if len(line) > MAX_EVENT_BYTES:
+        return default_cluster, None, None, None
     try:
         raw = orjson.loads(line)
     except orjson.JSONDecodeError:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Final
 
 from statemodel.hierarchy import ClusterQueueEntry
+from statemodel.limits import MAX_MESSAGE_STATUSES
 from statemodel.objects import FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
@@ -77,12 +78,18 @@ class PodSetStatus:
 class NoFitMessage:
     """Kueue's ``couldn't assign flavors to pod set <ps>: <reasons sorted, joined ", ">`` (pod sets
     joined by ``"; "``), kept as data (``failures``: per podSet, its statuses) and rendered only when
-    someone reads it: a workload that waits is re-evaluated far more often than its message is read."""
+    someone reads it: a workload that waits is re-evaluated far more often than its message is read.
 
-    __slots__ = ("failures", "_text")
+    A podSet keeps at most ``MAX_MESSAGE_STATUSES`` statuses, the first ones found (flavors in spec
+    order); ``omitted`` counts the others over all podSets, and the text then ends with
+    ``"; <n> more reasons not shown"`` (a departure from Kueue, which lists every one: a valid
+    ClusterQueue can make a single message megabytes long)."""
 
-    def __init__(self, failures: list[tuple[str, list[PodSetStatus]]]) -> None:
+    __slots__ = ("failures", "omitted", "_text")
+
+    def __init__(self, failures: list[tuple[str, list[PodSetStatus]]], omitted: int = 0) -> None:
         self.failures = failures
+        self.omitted = omitted
         self._text: str | None = None
 
     def shortfalls(self) -> list[dict]:
@@ -104,6 +111,8 @@ class NoFitMessage:
             self._text = "; ".join(
                 f"couldn't assign flavors to pod set {ps}: {', '.join(sorted(str(st) for st in statuses))}"
                 for ps, statuses in self.failures)
+            if self.omitted:
+                self._text += f"; {self.omitted} more reasons not shown"
         return self._text
 
 
@@ -185,6 +194,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
     failures: list[tuple[str, list[PodSetStatus]]] = []
     preempt_statuses: list[tuple[str, list[PodSetStatus]]] = []
     preempt_frs: list[FlavorResource] = []
+    omitted = 0
     worst = 0
     for ps_name, count, totals in info.totals:
         requests = list(totals)
@@ -203,7 +213,10 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
             group = rg_by_resource.get(res)
             if group is None:
                 if amount:
-                    ps_statuses.append(PodSetStatus(Shortfall(NO_MATCHING_FLAVOR, "", res, leaf, amount, 0), amount))
+                    if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                        ps_statuses.append(PodSetStatus(Shortfall(NO_MATCHING_FLAVOR, "", res, leaf, amount, 0), amount))
+                    else:
+                        omitted += 1
                     ps_severity = max(ps_severity, SEVERITY[NO_MATCHING_FLAVOR])
                 continue
             covered = group.covered_resources
@@ -238,7 +251,11 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                             if sf_borrow > borrow:
                                 borrow = sf_borrow
                     if mode <= NO_CANDIDATES:
-                        ps_statuses.extend(flavor_statuses)
+                        for st in flavor_statuses:
+                            if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                                ps_statuses.append(st)
+                            else:
+                                omitted += 1
                         flavor_sev = 0
                         shorts: list[Shortfall] = []
                         for sf in fit.shortfalls:
@@ -290,7 +307,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
         if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help
         result.reason = _REASON_BY_SEVERITY[worst]
-        result.message = NoFitMessage(failures)
+        result.message = NoFitMessage(failures, omitted)
         result.pod_sets = []
     elif preempt_frs:
         result.fits = False

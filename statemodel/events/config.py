@@ -11,7 +11,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj
+from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj, shown
+from statemodel.events.names import qualified_name_problem
 from statemodel.objects import (
     AdmissionFairSharingConfig,
     EngineConfig,
@@ -70,7 +71,7 @@ def _quota_model(spec: dict, p: str) -> str:
     known = registry.names()
     v = spec.get("quotaModel")
     if isinstance(v, str) and v in CONTRACT_QUOTA_MODELS and v not in known:
-        fail(f"{p}.quotaModel", f"quota model {v!r} is not implemented by this engine: must be one of "
+        fail(f"{p}.quotaModel", f"quota model {shown(v)} is not implemented by this engine: must be one of "
              f"{', '.join(known)}")
     return choice(spec, "quotaModel", p, {name: name for name in known}, registry.DEFAULT)
 
@@ -95,6 +96,9 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
         for res, w in weights_raw.items():
             if not res:
                 fail(f"{ap}.resourceWeights", "resource name must not be empty")
+            problem = qualified_name_problem(res)
+            if problem is not None:
+                fail(f"{ap}.resourceWeights[{res[:253]}]", f"resource name {problem}")
             weights.append((res, _milli_number(w, f"{ap}.resourceWeights[{res}]")))
         rp = a.get("resetInactivityPeriod")
         reset = 0 if rp is None else parse_duration(rp, f"{ap}.resetInactivityPeriod")
@@ -111,7 +115,7 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
                 if not isinstance(s, str) or s not in _STRATEGIES:
                     fail(
                         f"{fp}.preemptionStrategies[{i}]",
-                        f"unsupported value {s!r}: must be one of {', '.join(_STRATEGIES)}"
+                        f"unsupported value {shown(s)}: must be one of {', '.join(_STRATEGIES)}"
                         if isinstance(s, str)
                         else "must be a string",
                     )

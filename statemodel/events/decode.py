@@ -25,8 +25,10 @@ import orjson
 from statemodel.errors import EventError
 from statemodel.events import config, core, kueue
 from statemodel.events.envelope import EVENT_TYPES, Event
-from statemodel.events.fields import fail, positional_constructor, req_str, type_problem
-from statemodel.events.kueue import parse_admission
+from statemodel.events.fields import fail, positional_constructor, req_str, shown, type_problem
+from statemodel.events.kueue import parse_admission, req_namespace
+from statemodel.events.names import id_problem, label_problem, subdomain_problem, text_problem
+from statemodel.limits import MAX_BATCH_EVENTS, MAX_EVENT_BYTES, MAX_ID_BYTES, MAX_TEXT_BYTES
 from statemodel.events.upcasters import check_envelope_version, current_version, is_older_version, original_path, upcast
 from statemodel.objects import KubeObject, ObjectRef
 from statemodel.timefmt import parse_time
@@ -63,21 +65,24 @@ def _kind_of(o: dict) -> tuple[_Parser, bool, str, str, str]:
         if current is not None:
             kinds = _KINDS[current]
         elif is_older_version(api):
-            fail("object.kind", f"unknown kind {kind!r} for apiVersion {api!r}")
+            fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")
         else:
             reserved = _RESERVED.get(api)
             if reserved is None:
-                fail("object.apiVersion", f"unknown apiVersion {api!r}")
+                fail("object.apiVersion", f"unknown apiVersion {shown(api)}")
             if kind == reserved:
                 fail("object.kind", RESERVED_KIND_PROBLEM)
-            fail("object.kind", f"unknown kind {kind!r} for apiVersion {api!r}")
+            fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")
     entry = kinds.get(kind)
     if entry is None:
-        fail("object.kind", f"unknown kind {kind!r} for apiVersion {api!r}")
+        fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")
     meta = o.get("metadata")
     if not isinstance(meta, dict):
         fail("object.metadata", type_problem(meta, "an object"))
     name = req_str(meta, "name", "object.metadata")
+    problem = subdomain_problem(name)
+    if problem is not None:
+        fail("object.metadata.name", problem)
     return entry[0], entry[1], api, kind, name
 
 
@@ -97,7 +102,7 @@ def _parse_ref(o: Any) -> ObjectRef:
     if not isinstance(o, dict):
         fail("object", type_problem(o, "an object"))
     _, namespaced, _, kind, name = _kind_of(o)
-    namespace = req_str(o["metadata"], "namespace", "object.metadata") if namespaced else ""
+    namespace = req_namespace(o["metadata"]) if namespaced else ""
     return ObjectRef(kind, namespace, name)
 
 
@@ -107,11 +112,57 @@ def _workload_key(raw: dict) -> str:
         fail("workload", type_problem(v, "a string 'namespace/name'"))
     ns, sep, name = v.partition("/")
     if not sep or not ns or not name or "/" in name:
-        fail("workload", f"must be 'namespace/name', got {v!r}")
+        fail("workload", f"must be 'namespace/name', got {shown(v)}")
+    problem = label_problem(ns)
+    if problem is not None:
+        fail("workload", f"namespace {problem}")
+    problem = subdomain_problem(name)
+    if problem is not None:
+        fail("workload", f"name {problem}")
     return v
 
 
 # --------------------------------------------------------------------------- envelope
+
+
+_CLUSTERS: dict[str, None] = {}
+"""Memo of cluster names already found valid (bounded; cleared when full)."""
+_CLUSTERS_MAX = 4096
+_NUL = b"\\u0000"
+"""How orjson writes a NUL character inside a string; a literal backslash-u0000 text also contains it,
+so :func:`_nul_path` decides."""
+
+
+def _nul_path(raw: Any) -> str | None:
+    """The path of the first key or string value holding a NUL character, ``None`` if there is none.
+
+    Iterative (explicit stack), so a deeply nested document costs memory, never Python recursion.
+    """
+    stack: list[tuple[str, Any]] = [("", raw)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return path
+        elif isinstance(v, dict):
+            for k in reversed(list(v)):
+                if "\x00" in k:
+                    key = shown(k)
+                    return f"{path}[{key}]" if path else key
+                stack.append((f"{path}.{k}" if path else k, v[k]))
+        elif isinstance(v, list):
+            for i in range(len(v) - 1, -1, -1):
+                stack.append((f"{path}[{i}]", v[i]))
+    return None
+
+
+def _reject_nul(raw: dict) -> None:
+    """Reject an event holding a NUL character in any key or string (PostgreSQL text and JSONB cannot
+    store it).  Called when the canonical form contains ``_NUL``, before any field is read, so no error
+    path or message ever carries a NUL."""
+    path = _nul_path(raw)
+    if path is not None:
+        fail(path, "must not contain the NUL character")
 
 
 def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: bool) -> Event:
@@ -120,7 +171,17 @@ def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: boo
     eid = raw.get("id")
     if not isinstance(eid, str) or not eid:
         fail("id", "must not be empty" if eid == "" else type_problem(eid, "a string"))
+    if len(eid) > MAX_ID_BYTES or not eid.isascii() or not eid.isprintable():
+        problem = id_problem(eid)
+        if problem is not None:
+            fail("id", problem)  # an unusable id is not reported as the event's id
     try:
+        try:
+            canonical = orjson.dumps(raw, option=_SORT)
+        except (orjson.JSONEncodeError, TypeError) as e:
+            fail("", f"not representable as JSON: {e}")
+        if not nested and _NUL in canonical:
+            _reject_nul(raw)
         t = raw.get("time")
         if t is None and default_time is not None:
             time_ms = default_time
@@ -131,11 +192,18 @@ def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: boo
             cluster = default_cluster
         elif not isinstance(cluster, str) or not cluster:
             fail("cluster", "must not be empty" if cluster == "" else "must be a string")
+        elif cluster not in _CLUSTERS:
+            problem = id_problem(cluster)
+            if problem is not None:
+                fail("cluster", problem)
+            if len(_CLUSTERS) >= _CLUSTERS_MAX:
+                _CLUSTERS.clear()
+            _CLUSTERS[cluster] = None
         etype = raw.get("type")
         if not isinstance(etype, str):
             fail("type", type_problem(etype, "a string"))
         if etype not in _EVENT_TYPES:
-            fail("type", f"unknown type {etype!r}: must be one of {', '.join(EVENT_TYPES)}")
+            fail("type", f"unknown type {shown(etype)}: must be one of {', '.join(EVENT_TYPES)}")
         check_envelope_version(raw)
 
         obj = ref = workload = admission = reason = None
@@ -154,6 +222,10 @@ def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: boo
                 reason = "Evicted"
             elif not isinstance(reason, str):
                 fail("reason", "must be a string")
+            else:
+                problem = text_problem(reason, MAX_TEXT_BYTES)
+                if problem is not None:
+                    fail("reason", problem)
         elif etype == "WorkloadFinished":
             workload = _workload_key(raw)
         elif etype == "Batch":
@@ -164,6 +236,8 @@ def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: boo
                 fail("events", type_problem(inner, "a list of events"))
             if not inner:
                 fail("events", "must not be empty")
+            if len(inner) > MAX_BATCH_EVENTS:
+                fail("events", f"must have at most {MAX_BATCH_EVENTS} events, got {len(inner)}")
             parsed = []
             for i, ev in enumerate(inner):
                 try:
@@ -171,10 +245,6 @@ def _parse(raw: Any, default_cluster: str, default_time: int | None, nested: boo
                 except EventError as e:
                     raise EventError(f"events[{i}].{e.path}" if e.path else f"events[{i}]", e.problem) from None
             events = tuple(parsed)
-        try:
-            canonical = orjson.dumps(raw, option=_SORT)
-        except (orjson.JSONEncodeError, TypeError) as e:
-            fail("", f"not representable as JSON: {e}")
     except EventError as e:
         e.event_id = eid
         raise
@@ -206,9 +276,14 @@ def decode_event(line: bytes | str, *, default_cluster: str = "default") -> Even
     """Decode one JSON text (an NDJSON line or a Kafka message value) and validate it with :func:`parse_event`.
 
     Raises:
-        EventError: with path ``""`` for invalid JSON, invalid UTF-8 or a top-level value that is not an object;
-        otherwise as :func:`parse_event`.
+        EventError: with path ``""`` for a text longer than ``MAX_EVENT_BYTES`` (checked before parsing),
+        invalid JSON, invalid UTF-8 or a top-level value that is not an object; otherwise as :func:`parse_event`.
     """
+    size = len(line)
+    if size > MAX_EVENT_BYTES // 4 and isinstance(line, str):
+        size = len(line.encode("utf-8", "surrogatepass"))
+    if size > MAX_EVENT_BYTES:
+        raise EventError("", f"event too large: {size} bytes, at most {MAX_EVENT_BYTES}")
     try:
         raw = orjson.loads(line)
     except orjson.JSONDecodeError as e:

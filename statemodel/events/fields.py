@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any, Callable, NoReturn
 
 from statemodel.errors import EventError
+from statemodel.events.names import label_value_problem, qualified_name_problem, subdomain_problem
 from statemodel.quantity import parse_quantity
 
 INT32_MIN = -(2**31)
@@ -46,6 +47,13 @@ def positional_constructor(cls: type) -> Callable[..., Any]:
 def fail(path: str, problem: str) -> NoReturn:
     """Reject the event: raise :class:`EventError` at ``path``."""
     raise EventError(path, problem)
+
+
+def shown(v: Any) -> str:
+    """``repr(v)`` for a problem text, cut after ``MAX_KEY_SHOWN`` characters: a rejected value can be
+    megabytes long, its reason stays short."""
+    text = repr(v)
+    return text if len(text) <= MAX_KEY_SHOWN else text[:MAX_KEY_SHOWN] + "..."
 
 
 def type_problem(v: Any, what: str) -> str:
@@ -84,6 +92,25 @@ def req_str(d: dict, key: str, prefix: str) -> str:
     fail(f"{prefix}.{key}", "must not be empty" if v == "" else type_problem(v, "a string"))
 
 
+def req_name(d: dict, key: str, prefix: str) -> str:
+    """``d[key]`` as a DNS-1123 subdomain (required): an object name or a Kueue reference to one."""
+    v = req_str(d, key, prefix)
+    problem = subdomain_problem(v)
+    if problem is not None:
+        fail(f"{prefix}.{key}", problem)
+    return v
+
+
+def opt_name(d: dict, key: str, prefix: str) -> str | None:
+    """``d[key]`` as a DNS-1123 subdomain; ``None`` when absent, null or empty."""
+    v = opt_str(d, key, prefix, None)
+    if v is not None:
+        problem = subdomain_problem(v)
+        if problem is not None:
+            fail(f"{prefix}.{key}", problem)
+    return v
+
+
 def opt_str(d: dict, key: str, prefix: str, default: Any) -> Any:
     """``d[key]`` as a string; ``default`` when absent, null or empty."""
     v = d.get(key)
@@ -106,7 +133,7 @@ def choice(d: dict, key: str, prefix: str, allowed: dict[str, Any], default: Any
         member = allowed.get(v)
         if member is not None:
             return member
-        fail(f"{prefix}.{key}", f"unsupported value {v!r}: must be one of {', '.join(allowed)}")
+        fail(f"{prefix}.{key}", f"unsupported value {shown(v)}: must be one of {', '.join(allowed)}")
     fail(f"{prefix}.{key}", "must be a string")
 
 
@@ -144,16 +171,36 @@ def qmap(v: Any, path: str) -> dict[str, int]:
         raise rebase(path, e) from None
 
 
-def smap(v: Any, path: str) -> tuple[tuple[str, str], ...]:
-    """A string → string map as sorted pairs.  ``None`` → ``()``."""
+def smap(v: Any, path: str, key_rule: Callable[[str], str | None] = qualified_name_problem,
+         value_rule: Callable[[str], str | None] = label_value_problem) -> tuple[tuple[str, str], ...]:
+    """A string → string map as sorted pairs.  ``None`` → ``()``.
+
+    Keys must pass ``key_rule``, values ``value_rule`` (default: Kubernetes label keys and values,
+    ``statemodel.events.names``).
+    """
     if v is None:
         return ()
     if not isinstance(v, dict):
         fail(path, "must be an object (string → string)")
     for k, s in v.items():
+        problem = key_rule(k)
+        if problem is not None:
+            fail(f"{path}[{k[:MAX_KEY_SHOWN]}]", f"key {problem}")
         if not isinstance(s, str):
             fail(f"{path}[{k}]", "must be a string")
+        problem = value_rule(s)
+        if problem is not None:
+            fail(f"{path}[{k}]", problem)
     return tuple(sorted(v.items()))
+
+
+def flavor_map(v: Any, path: str) -> tuple[tuple[str, str], ...]:
+    """A resource name → ResourceFlavor name map (Kueue ``PodSetAssignment.flavors``) as sorted pairs."""
+    return smap(v, path, qualified_name_problem, subdomain_problem)
+
+
+MAX_KEY_SHOWN = 253
+"""A map key longer than any valid one is cut to this many characters in an error path."""
 
 
 _AMOUNTS: dict[tuple[str, str], int] = {}
@@ -182,6 +229,9 @@ def qmap_rel(v: Any) -> dict[str, int]:
                 continue
         if not res:
             raise EventError("", "resource name must not be empty")
+        problem = qualified_name_problem(res)
+        if problem is not None:
+            raise EventError(f"[{res[:MAX_KEY_SHOWN]}]", f"resource name {problem}")
         try:
             amount = parse_quantity(res, q, "")
         except EventError as e:

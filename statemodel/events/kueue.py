@@ -22,18 +22,33 @@ from statemodel.events.fields import (
     as_obj,
     choice,
     fail,
+    flavor_map,
     int_in,
     members,
     opt_list,
+    opt_name,
     opt_obj,
-    opt_str,
     positional_constructor,
     qmap,
     qmap_rel,
     rebase,
+    req_name,
     req_str,
+    shown,
     smap,
     type_problem,
+)
+from statemodel.events.names import label_problem, qualified_name_problem, subdomain_problem, text_problem
+from statemodel.limits import (
+    MAX_COVERED_RESOURCES,
+    MAX_FLAVOR_RESOURCE_COMBINATIONS,
+    MAX_FLAVOR_RESOURCES,
+    MAX_FLAVORS,
+    MAX_POD_SETS,
+    MAX_RESOURCE_GROUPS,
+    MAX_TEXT_BYTES,
+    MAX_TOTAL_COVERED_RESOURCES,
+    MAX_TOTAL_FLAVORS,
 )
 from statemodel.objects import (
     Admission,
@@ -81,14 +96,53 @@ def _weight(spec: dict, prefix: str) -> int:
     return parse_weight_milli(w, f"{prefix}.fairSharing.weight")
 
 
+def req_namespace(meta: dict) -> str:
+    """``metadata.namespace`` (required) as a DNS-1123 label, as Kubernetes validates namespaces."""
+    namespace = meta.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        fail("object.metadata.namespace", "must not be empty" if namespace == "" else type_problem(namespace, "a string"))
+    problem = label_problem(namespace)
+    if problem is not None:
+        fail("object.metadata.namespace", problem)
+    return namespace
+
+
 # --------------------------------------------------------------------------- quota objects
 
 
+def _max_items(items: list, limit: int, path: str) -> None:
+    """Kueue's CRD ``MaxItems``: reject a list longer than ``limit`` before looking at its items."""
+    if len(items) > limit:
+        fail(path, f"must have at most {limit} items, got {len(items)}")
+
+
 def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> tuple[ResourceGroup, ...]:
-    """``spec.resourceGroups`` validated like Kueue's ClusterQueue/Cohort webhooks."""
+    """``spec.resourceGroups`` validated like Kueue's ClusterQueue/Cohort CRDs and webhooks.
+
+    CRD limits (both kinds): at most ``MAX_RESOURCE_GROUPS`` groups, ``MAX_COVERED_RESOURCES`` covered
+    resources and ``MAX_FLAVORS`` flavors per group, ``MAX_FLAVOR_RESOURCES`` resources per flavor; the
+    ClusterQueue webhook also caps the totals (``MAX_TOTAL_FLAVORS``, ``MAX_TOTAL_COVERED_RESOURCES``) and
+    the flavor-resources of one group (``MAX_FLAVOR_RESOURCE_COMBINATIONS``).  Every list is measured
+    before its items are read.
+    """
     rgs = opt_list(spec, "resourceGroups", prefix)
     if not rgs:
         return ()
+    _max_items(rgs, MAX_RESOURCE_GROUPS, f"{prefix}.resourceGroups")
+    if is_cq:
+        total_flavors = total_covered = 0
+        for rg in rgs:
+            if isinstance(rg, dict):
+                f = rg.get("flavors")
+                c = rg.get("coveredResources")
+                total_flavors += len(f) if isinstance(f, list) else 0
+                total_covered += len(c) if isinstance(c, list) else 0
+        if total_flavors > MAX_TOTAL_FLAVORS:
+            fail(f"{prefix}.resourceGroups", "total number of flavors across all resourceGroups must be "
+                 f"<= {MAX_TOTAL_FLAVORS}, got {total_flavors}")
+        if total_covered > MAX_TOTAL_COVERED_RESOURCES:
+            fail(f"{prefix}.resourceGroups", "total number of covered resources across all resourceGroups must be "
+                 f"<= {MAX_TOTAL_COVERED_RESOURCES}, got {total_covered}")
     seen_res: set[str] = set()
     seen_flavors: set[str] = set()
     groups = []
@@ -101,12 +155,16 @@ def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> 
             fail(f"{gp}.coveredResources", type_problem(covered_raw, "a list of resource names"))
         if not covered_raw:
             fail(f"{gp}.coveredResources", "must not be empty")
+        _max_items(covered_raw, MAX_COVERED_RESOURCES, f"{gp}.coveredResources")
         for ri, res in enumerate(covered_raw):
             rp = f"{gp}.coveredResources[{ri}]"
             if not isinstance(res, str):
                 fail(rp, "must be a string")
             if not res:
                 fail(rp, "must not be empty")
+            problem = qualified_name_problem(res)
+            if problem is not None:
+                fail(rp, problem)
             if res in seen_res:
                 fail(rp, f"duplicate resource {res!r}: a resource may be covered by only one resource group")
             seen_res.add(res)
@@ -116,17 +174,22 @@ def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> 
             fail(f"{gp}.flavors", type_problem(flavors_raw, "a list"))
         if not flavors_raw:
             fail(f"{gp}.flavors", "must not be empty")
+        _max_items(flavors_raw, MAX_FLAVORS, f"{gp}.flavors")
+        if is_cq and len(flavors_raw) * len(covered) > MAX_FLAVOR_RESOURCE_COMBINATIONS:
+            fail(gp, "number of flavor-resource combinations in a resourceGroup must be "
+                 f"<= {MAX_FLAVOR_RESOURCE_COMBINATIONS}, got {len(flavors_raw) * len(covered)}")
         flavors = []
         for fi, fl in enumerate(flavors_raw):
             fp = f"{gp}.flavors[{fi}]"
             fl = as_obj(fl, fp)
-            fname = req_str(fl, "name", fp)
+            fname = req_name(fl, "name", fp)
             if fname in seen_flavors:
                 fail(f"{fp}.name", f"duplicate flavor {fname!r}: a flavor may appear in only one resource group")
             seen_flavors.add(fname)
             res_raw = fl.get("resources")
             if not isinstance(res_raw, list):
                 fail(f"{fp}.resources", type_problem(res_raw, "a list"))
+            _max_items(res_raw, MAX_FLAVOR_RESOURCES, f"{fp}.resources")
             if len(res_raw) != len(covered):
                 fail(
                     f"{fp}.resources",
@@ -138,7 +201,7 @@ def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> 
                 rq = as_obj(rq, qp)
                 rname = req_str(rq, "name", qp)
                 if rname != covered[qi]:
-                    fail(f"{qp}.name", f"must be {covered[qi]!r} (coveredResources[{qi}]), got {rname!r}")
+                    fail(f"{qp}.name", f"must be {covered[qi]!r} (coveredResources[{qi}]), got {shown(rname)}")
                 nominal_raw = rq.get("nominalQuota")
                 if nominal_raw is None:
                     fail(f"{qp}.nominalQuota", "required")
@@ -181,7 +244,7 @@ def _admission_mode(spec: dict, p: str) -> AdmissionMode | None:
 def _parse_cohort(o: dict, name: str, time_ms: int) -> Cohort:
     p = "object.spec"
     spec = opt_obj(o, "spec", "object") or {}
-    parent = opt_str(spec, "parentName", p, None)
+    parent = opt_name(spec, "parentName", p)
     groups = _resource_groups(spec, p, False, parent is not None)
     return Cohort(name, parent, groups, _weight(spec, p), _admission_mode(spec, p))
 
@@ -202,7 +265,7 @@ _DEFAULT_FUNGIBILITY = FlavorFungibility()
 def _parse_cluster_queue(o: dict, name: str, time_ms: int) -> ClusterQueue:
     p = "object.spec"
     spec = opt_obj(o, "spec", "object") or {}
-    cohort = opt_str(spec, "cohortName", p, None)
+    cohort = opt_name(spec, "cohortName", p)
     groups = _resource_groups(spec, p, True, cohort is not None)
     strategy = choice(spec, "queueingStrategy", p, _QUEUEING, QueueingStrategy.BEST_EFFORT_FIFO)
 
@@ -253,9 +316,9 @@ def _parse_cluster_queue(o: dict, name: str, time_ms: int) -> ClusterQueue:
 
 def _parse_local_queue(o: dict, name: str, time_ms: int) -> LocalQueue:
     p = "object.spec"
-    namespace = req_str(o["metadata"], "namespace", "object.metadata")
+    namespace = req_namespace(o["metadata"])
     spec = as_obj(o.get("spec"), p)
-    cq = req_str(spec, "clusterQueue", p)
+    cq = req_name(spec, "clusterQueue", p)
     weight = _weight(spec, p)
     stop = choice(spec, "stopPolicy", p, _STOP_POLICY, StopPolicy.NONE)
     afs = None
@@ -375,6 +438,10 @@ def _pod_set(ps: Any) -> PodSet:
         name = "main"  # Kueue CRD default
     elif not isinstance(name, str) or not name:
         raise EventError(".name", "must not be empty" if name == "" else "must be a string")
+    else:
+        problem = label_problem(name)  # Kueue PodSetReference
+        if problem is not None:
+            raise EventError(".name", problem)
     count = ps.get("count")
     count = 1 if count is None else int_in(count, ".count", 0, INT32_MAX)
     min_count = ps.get("minCount")
@@ -407,20 +474,23 @@ def _pod_set(ps: Any) -> PodSet:
 
 
 def _pod_sets(raw: Any) -> tuple[PodSet, ...]:
-    """``spec.podSets``: non-empty, unique names; relative error paths."""
+    """``spec.podSets``: 1 to ``MAX_POD_SETS`` (Kueue CRD), unique names; relative error paths."""
     if not isinstance(raw, list):
         raise EventError("", type_problem(raw, "a list"))
     if not raw:
         raise EventError("", "must not be empty")
+    if len(raw) > MAX_POD_SETS:
+        raise EventError("", f"must have at most {MAX_POD_SETS} items, got {len(raw)}")
     out: list[PodSet] = []
+    names: set[str] = set()
     for i, ps in enumerate(raw):
         try:
             pod_set = _pod_set(ps)
         except EventError as e:
             raise rebase(f"[{i}]", e) from None
-        for prev in out:
-            if prev.name == pod_set.name:
-                raise EventError(f"[{i}].name", f"duplicate podSet name {pod_set.name!r}")
+        if pod_set.name in names:
+            raise EventError(f"[{i}].name", f"duplicate podSet name {pod_set.name!r}")
+        names.add(pod_set.name)
         out.append(pod_set)
     return tuple(out)
 
@@ -429,12 +499,14 @@ def _admission_rel(a: Any) -> Admission:
     """Kueue ``status.admission`` (clusterQueue, podSetAssignments; resourceUsage is the podSet total)."""
     if not isinstance(a, dict):
         raise EventError("", type_problem(a, "an object"))
-    cq = req_str(a, "clusterQueue", "")
+    cq = req_name(a, "clusterQueue", "")
     raw = a.get("podSetAssignments")
     if not isinstance(raw, list):
         raise EventError(".podSetAssignments", type_problem(raw, "a list"))
     if not raw:
         raise EventError(".podSetAssignments", "must not be empty")
+    if len(raw) > MAX_POD_SETS:
+        raise EventError(".podSetAssignments", f"must have at most {MAX_POD_SETS} items, got {len(raw)}")
     out = []
     names = set()
     for i, psa in enumerate(raw):
@@ -442,13 +514,13 @@ def _admission_rel(a: Any) -> Admission:
         if not isinstance(psa, dict):
             raise EventError(ip, type_problem(psa, "an object"))
         name = req_str(psa, "name", ip)
+        problem = label_problem(name)
+        if problem is not None:
+            raise EventError(f"{ip}.name", problem)
         if name in names:
             raise EventError(f"{ip}.name", f"duplicate podSet name {name!r}")
         names.add(name)
-        flavors = smap(psa.get("flavors"), f"{ip}.flavors")
-        for res, fl in flavors:
-            if not fl:
-                raise EventError(f"{ip}.flavors[{res}]", "must not be empty")
+        flavors = flavor_map(psa.get("flavors"), f"{ip}.flavors")
         try:
             usage = qmap_rel(psa.get("resourceUsage"))
         except EventError as e:
@@ -472,14 +544,16 @@ def parse_admission(a: Any, path: str) -> Admission:
 
 def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
     meta = o["metadata"]
-    namespace = meta.get("namespace")
-    if not isinstance(namespace, str) or not namespace:
-        fail("object.metadata.namespace", "must not be empty" if namespace == "" else type_problem(namespace, "a string"))
+    namespace = req_namespace(meta)
     uid = meta.get("uid")
     if uid is None or uid == "":
         uid = f"{namespace}/{name}"
     elif not isinstance(uid, str):
         fail("object.metadata.uid", "must be a string")
+    else:
+        problem = text_problem(uid, MAX_TEXT_BYTES)
+        if problem is not None:
+            fail("object.metadata.uid", problem)
     created = meta.get("creationTimestamp")
     created = time_ms if created is None else parse_time(created, "object.metadata.creationTimestamp")
     spec = o.get("spec")
@@ -488,6 +562,9 @@ def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
     queue = spec.get("queueName")
     if not isinstance(queue, str) or not queue:
         fail("object.spec.queueName", "must not be empty" if queue == "" else type_problem(queue, "a string"))
+    problem = subdomain_problem(queue)  # Kueue LocalQueueName
+    if problem is not None:
+        fail("object.spec.queueName", problem)
     priority = spec.get("priority")
     priority = 0 if priority is None else int_in(priority, "object.spec.priority", INT32_MIN, INT32_MAX)
     try:

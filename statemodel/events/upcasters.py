@@ -40,7 +40,7 @@ def check_envelope_version(raw: dict) -> None:
     """
     v = raw.get("v")
     if v is not None and (type(v) is not int or v != ENVELOPE_VERSION):
-        raise EventError("v", f"unsupported version {v!r}: must be {ENVELOPE_VERSION}")
+        raise EventError("v", f"unsupported version {repr(v)[:64]}: must be {ENVELOPE_VERSION}")
 
 
 def _same_shape(o: dict) -> dict:

@@ -722,10 +722,14 @@ def test_duplicate_pod_set_names():
     assert "duplicate" in err.problem
 
 
-def test_names_are_opaque_data():
-    raw = mutate(mutate(WL, "metadata.name", 'we"ird/ name'), "metadata.namespace", "ns ü")
-    wl = parse_event(applied(raw)).obj
-    assert (wl.namespace, wl.name, wl.uid) == ("ns ü", 'we"ird/ name', 'ns ü/we"ird/ name')
+def test_names_are_validated_as_kubernetes_does():
+    """Object names are DNS-1123 subdomains, namespaces DNS-1123 labels (apimachinery validation)."""
+    with pytest.raises(EventError) as e:
+        parse_event(applied(mutate(WL, "metadata.name", 'we"ird/ name')))
+    assert e.value.path == "object.metadata.name" and "RFC 1123 subdomain" in e.value.problem
+    with pytest.raises(EventError) as e:
+        parse_event(applied(mutate(WL, "metadata.namespace", "ns ü")))
+    assert e.value.path == "object.metadata.namespace" and "RFC 1123 label" in e.value.problem
 
 
 def test_input_not_mutated():

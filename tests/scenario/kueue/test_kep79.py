@@ -191,20 +191,20 @@ def test_story2_orgs_do_not_borrow_special_queue_borrows_from_everybody():
 
 
 def test_long_distance_borrowing_across_three_levels():
-    """r ─┬─ A ── A1 ── a (nominal 2)
-          └─ B ── B1 ── b (nominal 6)"""
+    """r ─┬─ ca ── a1 ── a (nominal 2)
+          └─ cb ── b1 ── b (nominal 6)"""
     s = scenario()
     s.cohort("r")
-    s.cohort("A", parent="r")
-    s.cohort("A1", parent="A")
-    s.cohort("B", parent="r")
-    s.cohort("B1", parent="B")
-    s.cq("a", cohort="A1", quotas={"cpu": "2"})
-    s.cq("b", cohort="B1", quotas={"cpu": "6"})
+    s.cohort("ca", parent="r")
+    s.cohort("a1", parent="ca")
+    s.cohort("cb", parent="r")
+    s.cohort("b1", parent="cb")
+    s.cq("a", cohort="a1", quotas={"cpu": "2"})
+    s.cq("b", cohort="b1", quotas={"cpu": "6"})
     s.lq("ns/a", "a")
     s.lq("ns/b", "b")
-    # a takes 7: T(a) = -5 = T(A1) = T(A); T(r) = -5 + 6 = 1 >= 0.
-    # Height: a 2 < 7; A1 subtree 2 < 7; A 2 < 7; r 8 >= 7 → height(r) = 3 (A1 1, A 2, r 3).
+    # a takes 7: T(a) = -5 = T(a1) = T(ca); T(r) = -5 + 6 = 1 >= 0.
+    # Height: a 2 < 7; a1 subtree 2 < 7; ca 2 < 7; r 8 >= 7 → height(r) = 3 (a1 1, ca 2, r 3).
     s.submit("ns/far", "a", cpu="7")
     d = s.run()
     assert admitted(d) == ["ns/far"]
@@ -214,8 +214,8 @@ def test_long_distance_borrowing_across_three_levels():
     assert admitted(s.run()) == []
     assert s.pending("ns/b2") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
     assert s.cq_resource("b")["available"] == 1_000
-    # usage spills all the way: A1 = A = r = 7.
-    assert [s.cohort_resource(c)["usage"] for c in ("A1", "A", "r")] == [7_000, 7_000, 7_000]
+    # usage spills all the way: a1 = ca = r = 7.
+    assert [s.cohort_resource(c)["usage"] for c in ("a1", "ca", "r")] == [7_000, 7_000, 7_000]
 
 
 def test_borrowing_limit_on_a_middle_cohort_caps_long_distance_borrowing():
@@ -273,41 +273,41 @@ def test_borrowing_height_zero_one_two():
 
 
 def test_lending_limits_at_several_levels():
-    """R ─┬─ C (nominal 2, LL 5) ─┬─ D (nominal 0, LL 1) ── q1 (nominal 4, LL 3)
-          │                       └─ q2 (nominal 2)
-          └─ out (nominal 0)
+    """root ─┬─ cc (nominal 2, LL 5) ─┬─ cd (nominal 0, LL 1) ── q1 (nominal 4, LL 3)
+             │                        └─ q2 (nominal 2)
+             └─ out (nominal 0)
 
-    Kueue (§1.3): q1 local = 4-3 = 1, visible 3.  D subtree = 3, local = 3-1 = 2 (from its *subtree*), visible 1.
-    C subtree = 2 + 1 + 2 = 5, local = max(0, 5-5) = 0, visible 5.  R subtree = 5.
+    Kueue (§1.3): q1 local = 4-3 = 1, visible 3.  cd subtree = 3, local = 3-1 = 2 (from its *subtree*), visible 1.
+    cc subtree = 2 + 1 + 2 = 5, local = max(0, 5-5) = 0, visible 5.  root subtree = 5.
     """
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("2", None, "5")})
-    s.cohort("D", parent="C", quotas={"cpu": ("0", None, "1")})
-    s.cq("q1", cohort="D", quotas={"cpu": ("4", None, "3")})
-    s.cq("q2", cohort="C", quotas={"cpu": "2"})
-    s.cq("out", cohort="R", quotas={"cpu": "0"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("2", None, "5")})
+    s.cohort("cd", parent="cc", quotas={"cpu": ("0", None, "1")})
+    s.cq("q1", cohort="cd", quotas={"cpu": ("4", None, "3")})
+    s.cq("q2", cohort="cc", quotas={"cpu": "2"})
+    s.cq("out", cohort="root", quotas={"cpu": "0"})
     s.lq("ns/q1", "q1")
     s.lq("ns/q2", "q2")
     s.lq("ns/out", "out")
-    assert [s.cohort_resource(c)["subtreeQuota"] for c in ("D", "C", "R")] == [3_000, 5_000, 5_000]
-    # pot(out) = 5.  pot(q2) = local(q2) 0 + local(C) 0 + 5 = 5.  pot(q1) = 1 + 2 + 0 + 5 = 8 (= all quota:
-    # KEP with q1 using 8: T(q1) = -4, T(D) = -4, T(C) = 2 - 4 + 2 = 0, T(R) = 0).
+    assert [s.cohort_resource(c)["subtreeQuota"] for c in ("cd", "cc", "root")] == [3_000, 5_000, 5_000]
+    # pot(out) = 5.  pot(q2) = local(q2) 0 + local(cc) 0 + 5 = 5.  pot(q1) = 1 + 2 + 0 + 5 = 8 (= all quota:
+    # KEP with q1 using 8: T(q1) = -4, T(cd) = -4, T(cc) = 2 - 4 + 2 = 0, T(root) = 0).
     assert s.cq_resource("out")["potentialAvailable"] == 5_000
     assert s.cq_resource("q2")["potentialAvailable"] == 5_000
     assert s.cq_resource("q1")["potentialAvailable"] == 8_000
 
-    # q1 takes 6: available = 1 + 2 + 0 + 5 = 8.  Height: q1 4 < 6, remaining 6-1 = 5; D 3 < 5,
-    # remaining 5-2 = 3; C 5 >= 3 → height(C) = 2.
+    # q1 takes 6: available = 1 + 2 + 0 + 5 = 8.  Height: q1 4 < 6, remaining 6-1 = 5; cd 3 < 5,
+    # remaining 5-2 = 3; cc 5 >= 3 → height(cc) = 2.
     s.submit("ns/big", "q1", cpu="6")
     d = s.run()
     assert admitted(d) == ["ns/big"]
     assert borrowing_of(d, "ns/big") == 2
-    # usage: q1 6 → D 6-1 = 5 → C 5-2 = 3 → R 3-0 = 3.
-    assert [s.cohort_resource(c)["usage"] for c in ("D", "C", "R")] == [5_000, 3_000, 3_000]
+    # usage: q1 6 → cd 6-1 = 5 → cc 5-2 = 3 → root 3-0 = 3.
+    assert [s.cohort_resource(c)["usage"] for c in ("cd", "cc", "root")] == [5_000, 3_000, 3_000]
 
-    # out: available = 5 - 3 = 2.  KEP for out+3: T(q1) = -2, T(D) = -2, T(C) = 2-2+2 = 2, min(5,2) = 2,
-    # T(R) = 2 - 3 = -1 < 0 → no;  out+2: T(R) = 0 → yes.  Height(R) = 3.
+    # out: available = 5 - 3 = 2.  KEP for out+3: T(q1) = -2, T(cd) = -2, T(cc) = 2-2+2 = 2, min(5,2) = 2,
+    # T(root) = 2 - 3 = -1 < 0 → no;  out+2: T(root) = 0 → yes.  Height(root) = 3.
     s.submit("ns/o3", "out", cpu="3")
     s.submit("ns/o2", "out", cpu="2")
     d = s.run()
@@ -315,7 +315,7 @@ def test_lending_limits_at_several_levels():
     assert borrowing_of(d, "ns/o2") == 3
     assert s.pending("ns/o3") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
 
-    # q2 now has nothing left even within its own nominal: T(C) = 2 - 2 + 1 = 1, T(R) = 1 - 2 = -1.
+    # q2 now has nothing left even within its own nominal: T(cc) = 2 - 2 + 1 = 1, T(root) = 1 - 2 = -1.
     s.submit("ns/q2w", "q2", cpu="1")
     assert admitted(s.run()) == []
     assert s.pending("ns/q2w") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
@@ -324,28 +324,28 @@ def test_lending_limits_at_several_levels():
 def test_cohort_lending_limit_applies_to_subtree_quota():
     """A cohort with no nominal of its own still lends at most its lendingLimit of its children's quota.
 
-    R ─┬─ C (nominal 0, LL 3) ─┬─ c1 (nominal 4)
-       │                       └─ c2 (nominal 4)
-       └─ d (nominal 0)
-    C subtree = 8, local = 8 - 3 = 5, visible 3 → R subtree 3 (not 8: the limit is on the subtree).
+    root ─┬─ cc (nominal 0, LL 3) ─┬─ c1 (nominal 4)
+          │                        └─ c2 (nominal 4)
+          └─ d (nominal 0)
+    cc subtree = 8, local = 8 - 3 = 5, visible 3 → root subtree 3 (not 8: the limit is on the subtree).
     """
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("0", None, "3")})
-    s.cq("c1", cohort="C", quotas={"cpu": "4"})
-    s.cq("c2", cohort="C", quotas={"cpu": "4"})
-    s.cq("d", cohort="R", quotas={"cpu": "0"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("0", None, "3")})
+    s.cq("c1", cohort="cc", quotas={"cpu": "4"})
+    s.cq("c2", cohort="cc", quotas={"cpu": "4"})
+    s.cq("d", cohort="root", quotas={"cpu": "0"})
     s.lq("ns/c1", "c1")
     s.lq("ns/d", "d")
-    assert s.cohort_resource("R")["subtreeQuota"] == 3_000
+    assert s.cohort_resource("root")["subtreeQuota"] == 3_000
     s.submit("ns/d4", "d", cpu="4")
     s.submit("ns/d3", "d", cpu="3")
     d = s.run()
     assert admitted(d) == ["ns/d3"]
     assert s.pending("ns/d4") == ("ExceedsMaxQuota", message_exceeds("cpu", "default", "0", "4", "3"))
-    # C keeps its 5 non-lendable: c1 can take 5 (4 own + 1 of c2's share of the local part).
-    # available(c1) = 0 + LocalAvailable(C) 5 + avail(R) 0 = 5.  KEP: T(c1) = -1, T(C) = -1 + 4 = 3,
-    # min(3, 3) = 3, T(R) = 3 - 3 = 0.
+    # cc keeps its 5 non-lendable: c1 can take 5 (4 own + 1 of c2's share of the local part).
+    # available(c1) = 0 + LocalAvailable(cc) 5 + avail(root) 0 = 5.  KEP: T(c1) = -1, T(cc) = -1 + 4 = 3,
+    # min(3, 3) = 3, T(root) = 3 - 3 = 0.
     s.submit("ns/c5", "c1", cpu="5")
     s.submit("ns/c1", "c1", cpu="1")
     d = s.run()
@@ -379,34 +379,34 @@ def test_borrowing_limit_on_cluster_queue():
 
 
 def test_borrowing_limit_on_cohort():
-    """R ─┬─ C (nominal 0, BL 2) ─┬─ c1 (nominal 3)
-          │                       └─ c2 (nominal 1)
-          └─ big (nominal 10)"""
+    """root ─┬─ cc (nominal 0, BL 2) ─┬─ c1 (nominal 3)
+             │                        └─ c2 (nominal 1)
+             └─ big (nominal 10)"""
     s = scenario()
-    s.cohort("R")
-    s.cohort("C", parent="R", quotas={"cpu": ("0", "2", None)})
-    s.cq("c1", cohort="C", quotas={"cpu": "3"})
-    s.cq("c2", cohort="C", quotas={"cpu": "1"})
-    s.cq("big", cohort="R", quotas={"cpu": "10"})
+    s.cohort("root")
+    s.cohort("cc", parent="root", quotas={"cpu": ("0", "2", None)})
+    s.cq("c1", cohort="cc", quotas={"cpu": "3"})
+    s.cq("c2", cohort="cc", quotas={"cpu": "1"})
+    s.cq("big", cohort="root", quotas={"cpu": "10"})
     s.lq("ns/c1", "c1")
     s.lq("ns/c2", "c2")
     s.lq("ns/big", "big")
-    # pot(c1) = min(subtree(C) 4 + 2, 14) = 6.
+    # pot(c1) = min(subtree(cc) 4 + 2, 14) = 6.
     assert s.cq_resource("c1")["potentialAvailable"] == 6_000
-    # c1 takes 5: T(c1) = -2, T(C) = -2 + 1 = -1 >= -2.  Height: C 4 < 5; R 14 >= 5 → 2.
+    # c1 takes 5: T(c1) = -2, T(cc) = -2 + 1 = -1 >= -2.  Height: cc 4 < 5; root 14 >= 5 → 2.
     s.submit("ns/c1-5", "c1", cpu="5")
     d = s.run()
     assert borrowing_of(d, "ns/c1-5") == 2
-    # c2 wants 2: T(C) = -2 + (1-2) = -3 < -2.  available(c2) = min(4 - 5 + 2, 14 - 5) = 1 → 1 more needed.
-    # c2 wants 1: T(C) = -2 >= -2, within c2's nominal → height 0.
+    # c2 wants 2: T(cc) = -2 + (1-2) = -3 < -2.  available(c2) = min(4 - 5 + 2, 14 - 5) = 1 → 1 more needed.
+    # c2 wants 1: T(cc) = -2 >= -2, within c2's nominal → height 0.
     s.submit("ns/c2-2", "c2", cpu="2")
     s.submit("ns/c2-1", "c2", cpu="1")
     d = s.run()
     assert admitted(d) == ["ns/c2-1"]
     assert borrowing_of(d, "ns/c2-1") == 0
     assert s.pending("ns/c2-2") == ("WaitingForQuota", message_waiting("cpu", "default", "1"))
-    # R usage = spill of C = 6; big can take 14 - 6 = 8, not 9.
-    assert s.cohort_resource("R")["usage"] == 6_000
+    # root usage = spill of cc = 6; big can take 14 - 6 = 8, not 9.
+    assert s.cohort_resource("root")["usage"] == 6_000
     s.submit("ns/big9", "big", cpu="9")
     s.submit("ns/big8", "big", cpu="8")
     d = s.run()

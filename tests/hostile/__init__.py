@@ -1,0 +1,1 @@
+"""The hostile-input corpus (``corpus.py``) and the test that runs it through every channel."""
