@@ -109,18 +109,18 @@ def test_cannot_preempt_when_it_would_switch_the_imbalance():
 
 def test_preempt_lower_priority_in_the_same_queue():
     s = base()
-    hold(s, units("a", "a1_low", "a2_low", priority=-1) + units("a", "a3", "a4")
+    hold(s, units("a", "a1-low", "a2-low", priority=-1) + units("a", "a3", "a4")
          + units("b", "b1", "b2", "b3", "b4", "b5"))
-    assert victims(incoming(s, "a", "2")) == {("a1_low", IN_CQ), ("a2_low", IN_CQ)}
+    assert victims(incoming(s, "a", "2")) == {("a1-low", IN_CQ), ("a2-low", IN_CQ)}
 
 
 def test_combination_of_same_queue_and_highest_user():
     """b (6: 333) above a with the incoming (5: 222): b1 passes S2-a (b -> 222); then b2 would not
     (b -> 111), so a_low goes within a."""
     s = base()
-    hold(s, units("a", "a_low", priority=-1) + units("a", "a2", "a3")
+    hold(s, units("a", "a-low", priority=-1) + units("a", "a2", "a3")
          + units("b", "b1", "b2", "b3", "b4", "b5", "b6"))
-    assert victims(incoming(s, "a", "2")) == {("a_low", IN_CQ), ("b1", FS)}
+    assert victims(incoming(s, "a", "2")) == {("a-low", IN_CQ), ("b1", FS)}
 
 
 def test_preempt_huge_workload_when_within_nominal():
@@ -148,8 +148,8 @@ def test_preempt_from_target_and_others_even_over_nominal():
     """a with 4 more: 7 -> 444 above b (333): a1_low goes within a; b then fails S2-a; a2_low goes;
     S2-b (a at 111 < b's 333) takes b1; fill-back returns a2_low."""
     s = base()
-    hold(s, [("a1_low", "a", "2", -1), ("a2_low", "a", "1", -1), ("b1", "b", "3", 0), ("b2", "b", "3", 0)])
-    assert victims(incoming(s, "a", "4")) == {("a1_low", IN_CQ), ("b1", FS)}
+    hold(s, [("a1-low", "a", "2", -1), ("a2-low", "a", "1", -1), ("b1", "b", "3", 0), ("b2", "b", "3", 0)])
+    assert victims(incoming(s, "a", "4")) == {("a1-low", IN_CQ), ("b1", FS)}
 
 
 def test_prefer_victims_that_do_not_make_the_target_the_biggest():
@@ -191,15 +191,15 @@ def test_priority_threshold_does_not_make_workloads_preemptible():
 
 def test_less_than_initial_share_takes_the_lowest_priority_first():
     s = base(strategies=["LessThanInitialShare"])
-    hold(s, [("a1", "a", "3", 0), ("b_low", "b", "5", 0), ("b_high", "b", "1", 1)])
-    assert victims(incoming(s, "a", "1")) == {("b_low", FS)}
+    hold(s, [("a1", "a", "3", 0), ("b-low", "b", "5", 0), ("b-high", "b", "1", 1)])
+    assert victims(incoming(s, "a", "1")) == {("b-low", FS)}
 
 
 def test_less_than_or_equal_to_final_share_skips_the_victim_that_transfers_the_imbalance():
     """Without b_low (5) b is at 0 < a's 111; without b_high (1) at 222 >= 111."""
     s = base(strategies=["LessThanOrEqualToFinalShare"])
-    hold(s, [("a1", "a", "3", 0), ("b_low", "b", "5", 0), ("b_high", "b", "1", 1)])
-    assert victims(incoming(s, "a", "1")) == {("b_high", FS)}
+    hold(s, [("a1", "a", "3", 0), ("b-low", "b", "5", 0), ("b-high", "b", "1", 1)])
+    assert victims(incoming(s, "a", "1")) == {("b-high", FS)}
 
 
 def test_higher_weight_preempts_more():
@@ -258,14 +258,14 @@ def test_hierarchical_preemption():
     s = Scenario()
     s.flavor("default")
     s.engine_config(afs=False, fair_sharing=True)
-    s.cohort("ROOT", quotas={"cpu": "5"})
-    s.cohort("LEFT", parent="ROOT", quotas={"cpu": "5"}, weight="2")
-    s.cohort("RIGHT", parent="ROOT", quotas={"cpu": "5"})
-    s.cq("a", cohort="LEFT", quotas={"cpu": "1"}, weight="2", preemption={"reclaimWithinCohort": "Any"})
-    s.cq("b", cohort="LEFT", quotas={"cpu": "1"})
-    s.cq("c", cohort="ROOT", quotas={"cpu": "1"})
-    s.cq("d", cohort="RIGHT", quotas={"cpu": "1"})
-    s.cq("e", cohort="RIGHT", quotas={"cpu": "1"}, weight="0.99")
+    s.cohort("root", quotas={"cpu": "5"})
+    s.cohort("left", parent="root", quotas={"cpu": "5"}, weight="2")
+    s.cohort("right", parent="root", quotas={"cpu": "5"})
+    s.cq("a", cohort="left", quotas={"cpu": "1"}, weight="2", preemption={"reclaimWithinCohort": "Any"})
+    s.cq("b", cohort="left", quotas={"cpu": "1"})
+    s.cq("c", cohort="root", quotas={"cpu": "1"})
+    s.cq("d", cohort="right", quotas={"cpu": "1"})
+    s.cq("e", cohort="right", quotas={"cpu": "1"}, weight="0.99")
     for cq in "abcde":
         s.lq(f"ns/q-{cq}", cq)
     hold(s, [(f"{cq}{i}", cq, "1", i) for cq in "bcde" for i in range(1, 6)])
@@ -281,11 +281,11 @@ def test_borrowing_queue_in_a_non_borrowing_cohort_is_protected():
     s = Scenario()
     s.flavor("default")
     s.engine_config(afs=False, fair_sharing=True)
-    s.cohort("ROOT")
-    s.cohort("RIGHT", parent="ROOT", quotas={"cpu": "1"}, weight="0.1")
-    s.cq("a", cohort="ROOT", quotas={"cpu": "5"}, weight="10",
+    s.cohort("root")
+    s.cohort("right", parent="root", quotas={"cpu": "1"}, weight="0.1")
+    s.cq("a", cohort="root", quotas={"cpu": "5"}, weight="10",
          preemption={"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})
-    s.cq("b", cohort="RIGHT", groups=[], weight="0.1")
+    s.cq("b", cohort="right", groups=[], weight="0.1")
     s.lq("ns/q-a", "a")
     s.lq("ns/q-b", "b")
     hold(s, units("a", "a1", "a2", "a3", priority=-1) + [("b1", "b", "1", -1)])
@@ -301,14 +301,14 @@ def test_deep_preemption():
     s = Scenario()
     s.flavor("default")
     s.engine_config(afs=False, fair_sharing=True)
-    s.cohort("ROOT")
-    for name, parent, weight in (("A", "ROOT", "1.01"), ("AA", "A", None), ("AAA", "AA", None),
-                                 ("B", "ROOT", "0.99"), ("BB", "B", None), ("BBB", "BB", None),
-                                 ("C", "ROOT", None), ("CC", "C", None), ("CCC", "CC", None)):
+    s.cohort("root")
+    for name, parent, weight in (("a", "root", "1.01"), ("aa", "a", None), ("aaa", "aa", None),
+                                 ("b", "root", "0.99"), ("bb", "b", None), ("bbb", "bb", None),
+                                 ("c", "root", None), ("cc", "c", None), ("ccc", "cc", None)):
         s.cohort(name, parent=parent, weight=weight)
-    s.cohort("CCCC", parent="CCC", quotas={"cpu": "1"})
-    s.cq("a", cohort="AAA", quotas={"cpu": "0"}, preemption={"reclaimWithinCohort": "Any"})
-    s.cq("b", cohort="BBB", quotas={"cpu": "0"})
+    s.cohort("cccc", parent="ccc", quotas={"cpu": "1"})
+    s.cq("a", cohort="aaa", quotas={"cpu": "0"}, preemption={"reclaimWithinCohort": "Any"})
+    s.cq("b", cohort="bbb", quotas={"cpu": "0"})
     s.lq("ns/q-a", "a")
     s.lq("ns/q-b", "b")
     hold(s, [("b1", "b", "1", 0)])

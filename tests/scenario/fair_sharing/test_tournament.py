@@ -35,10 +35,10 @@ def hierarchical(fair: bool) -> Scenario:
                           └─ g (0)   g0 = 100 admitted, g1 = 1 pending
     70 cpu free at A."""
     s = scenario(fair)
-    s.cohort("A", groups=[od("200")])
-    s.cohort("B", parent="A")
-    s.cohort("C", parent="A")
-    for cq, cohort in (("d", "B"), ("e", "B"), ("f", "C"), ("g", "C")):
+    s.cohort("a", groups=[od("200")])
+    s.cohort("b", parent="a")
+    s.cohort("c", parent="a")
+    for cq, cohort in (("d", "b"), ("e", "b"), ("f", "c"), ("g", "c")):
         s.cq(cq, cohort=cohort, groups=[od("0")])
         s.lq(f"ns/q-{cq}", cq)
     hold(s, "ns/d0", "d", "10")
@@ -106,9 +106,9 @@ def zero_weights(fair: bool) -> Scenario:
                   └─ c (0, weight 0)               c1 = 4 pending, priority 0
     Both zero-weight borrowers: compared by unweighted share, c (4/8) below b (8/8)."""
     s = scenario(fair)
-    s.cohort("A", groups=[od("8")])
+    s.cohort("a", groups=[od("8")])
     for cq in ("b", "c"):
-        s.cq(cq, cohort="A", groups=[od("0")], weight="0")
+        s.cq(cq, cohort="a", groups=[od("0")], weight="0")
         s.lq(f"ns/q-{cq}", cq)
     hold(s, "ns/b0", "b", "4")
     s.run()
@@ -131,9 +131,9 @@ def test_zero_weights_classical_takes_priority():
 def test_zero_weight_borrower_loses_to_any_weighted_one():
     """b (weight 0) would borrow 1/8; c (weight 1) would borrow 4/8: c first anyway."""
     s = scenario(True)
-    s.cohort("A", groups=[od("4")])
-    s.cq("b", cohort="A", groups=[od("0")], weight="0")
-    s.cq("c", cohort="A", groups=[od("0")])
+    s.cohort("a", groups=[od("4")])
+    s.cq("b", cohort="a", groups=[od("0")], weight="0")
+    s.cq("c", cohort="a", groups=[od("0")])
     s.lq("ns/q-b", "b")
     s.lq("ns/q-c", "c")
     with s.batch():
@@ -146,9 +146,9 @@ def test_high_weight_borrows_more():
     """A (cpu 8) ─┬─ b (0, weight 2) holds 2, b1 = 2 pending: (4/8 * 1000) / 2 = 250
                   └─ c (0, weight 1)          c1 = 3 pending:  3/8 * 1000     = 375"""
     s = scenario(True)
-    s.cohort("A", groups=[od("8")])
-    s.cq("b", cohort="A", groups=[od("0")], weight="2")
-    s.cq("c", cohort="A", groups=[od("0")], weight="1")
+    s.cohort("a", groups=[od("8")])
+    s.cq("b", cohort="a", groups=[od("0")], weight="2")
+    s.cq("c", cohort="a", groups=[od("0")], weight="1")
     s.lq("ns/q-b", "b")
     s.lq("ns/q-c", "c")
     hold(s, "ns/b0", "b", "2")
@@ -213,9 +213,9 @@ def test_priority_then_time_break_equal_shares():
     """Equal shares (both within nominal): higher priority, then earlier creation first
     (Kueue ``fair sharing schedule highest priority first`` / ``earliest timestamp first``)."""
     s = scenario(True)
-    s.cohort("A", groups=[od("0")])
+    s.cohort("a", groups=[od("0")])
     for cq in ("a", "b", "c"):
-        s.cq(cq, cohort="A", groups=[od("2")])
+        s.cq(cq, cohort="a", groups=[od("2")])
         s.lq(f"ns/q-{cq}", cq)
     with s.batch():
         s.submit("ns/a1", "q-a", cpu="2", priority=1, created=3)
