@@ -147,6 +147,7 @@ class ClusterState:
                 changes.append(e.ref)
         if not changes:
             return
+        self._check_model_kinds(changes)
         units = self.units
         if units is None:
             owner = self._owner_model(changes)
@@ -158,6 +159,34 @@ class ClusterState:
                 return
         units.validate(changes)
 
+    def _check_model_kinds(self, changes: list[object]) -> None:
+        """Reject another model's quota object (docs/events.md "A cluster runs one quota model"): a
+        cluster on the default model without Kueue quota objects takes the model of the first quota
+        object instead; an object of the running model's kinds commits the cluster to it.
+
+        Raises:
+            EventError: ``object.kind``, naming the object's model and the cluster's.
+        """
+        model = self.model.name
+        kinds = registry.MODEL_OF_KIND
+        if model != registry.DEFAULT and model not in kinds.values():
+            return
+        committed = model != registry.DEFAULT or bool(self.hierarchy.cluster_queues or self.hierarchy.cohorts)
+        for obj in changes:
+            if isinstance(obj, EngineConfig):
+                model, committed = obj.quota_model, obj.quota_model != registry.DEFAULT or committed
+                continue
+            kind = type(obj).__name__
+            owner = kinds.get(kind)
+            if owner is None or owner == model:
+                committed = committed or owner is not None
+                continue
+            if not committed and model == registry.DEFAULT:
+                model, committed = owner, True
+                continue
+            raise EventError("object.kind", f"{kind} is a quota object of the {owner} quota model; cluster "
+                                            f"{self.name} runs the {model} quota model")
+
     def _owner_model(self, objs: list[object]) -> str | None:
         """The model a cluster still on the default model (with no Kueue quota objects) switches to
         for the first of ``objs`` that is another model's quota object."""
@@ -165,7 +194,7 @@ class ClusterState:
             return None
         for obj in objs:
             owner = registry.MODEL_OF_KIND.get(type(obj).__name__)
-            if owner is not None:
+            if owner is not None and owner != registry.DEFAULT:
                 return owner
         return None
 

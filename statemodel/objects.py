@@ -352,7 +352,8 @@ class Pod:
     """Core ``v1`` ``Pod``, read as a unit of admission: one podSet of count 1 (model neutral).
 
     ``requests``: the effective per-pod request (Kubernetes ``PodRequests``: init containers,
-    sidecars, overhead), sorted ``(resource, amount)`` in base units.  ``priority``:
+    sidecars, overhead), sorted ``(resource, amount)`` in base units; a resource a container names
+    with 0 is kept (upstream's ``ResourceList`` keeps the key, which quota masking reads).  ``priority``:
     ``spec.priority`` (default 0).  ``creation_ms``: ``metadata.creationTimestamp`` (default: event
     time).  ``node_name``: ``spec.nodeName`` (``None`` = not bound).  ``phase``: ``status.phase``
     (default ``Pending``).  ``preemption_policy``: ``spec.preemptionPolicy``

@@ -71,7 +71,7 @@ def _parse_pod(o: dict, name: str, time_ms: int) -> Pod:
     policy = choice(spec, "preemptionPolicy", "object.spec", PREEMPTION_POLICIES, "PreemptLowerPriority")
     status = opt_obj(o, "status", "object") or {}
     phase = choice(status, "phase", "object.status", POD_PHASES, "Pending")
-    return Pod(namespace, name, uid, creation_ms, priority, tuple(sorted(kv for kv in requests.items() if kv[1])),
+    return Pod(namespace, name, uid, creation_ms, priority, tuple(sorted(requests.items())),
                labels, annotations, node_name, phase, policy)
 
 

@@ -21,8 +21,9 @@ groups form a tree under ``koordinator-root-quota``; ``v1`` Pods are the admitte
 * **Recycling** (§9, ``monitorAllQuotas``): a group whose ``used`` stays above its runtime for more
   than ``delayEvictTime`` of event time loses pods, least important first, until it fits.
 
-Decisions name the pod key as ``workload`` and the quota as ``clusterQueue``.  Kueue objects in a
-cluster running this model hold no quota (every ClusterQueue fit is ``NoFit``).  Pure.
+Decisions name the pod key as ``workload`` and the quota as ``clusterQueue``.  A cluster running this
+model rejects Kueue's quota objects (``ClusterQueue``, ``Cohort``: ``ClusterState``); the Kueue side
+of the seam answers as a model without ClusterQueue quota.  Pure.
 """
 
 from __future__ import annotations
@@ -77,6 +78,19 @@ def _add(a: Resources, b: Resources, sign: int = 1) -> Resources:
     out = dict(a)
     for r, v in b.items():
         out[r] = out.get(r, 0) + sign * v
+    return out
+
+
+def _tally(a: Resources, b: Resources, sign: int = 1) -> Resources:
+    """``a + sign * b`` without zero entries: a group's ``used`` is the same whether it was counted
+    up and down or rebuilt from its pods (a snapshot)."""
+    out = dict(a)
+    for r, v in b.items():
+        total = out.get(r, 0) + sign * v
+        if total:
+            out[r] = total
+        else:
+            out.pop(r, None)
     return out
 
 
@@ -437,12 +451,12 @@ class KoordinatorModel:
                 continue
             child = _add(child, info.request)
             if info.status == ADMITTED:
-                used = _add(used, info.request)
+                used = _tally(used, info.request)
                 if info.non_preemptible:
-                    np_used = _add(np_used, info.request)
+                    np_used = _tally(np_used, info.request)
         for name in group.children:
-            used = _add(used, self.groups[name].used)
-        group.child_request = child
+            used = _tally(used, self.groups[name].used)
+        group.child_request = {r: v for r, v in child.items() if v > 0}
         group.request = group.derived_request()
         group.used = used
         group.np_used = np_used
@@ -459,7 +473,7 @@ class KoordinatorModel:
                 group.calc_total = None
                 return
             old = group.limited()
-            group.child_request = {r: (v if v > 0 else 0) for r, v in _add(group.child_request, delta).items()}
+            group.child_request = {r: v for r, v in _add(group.child_request, delta).items() if v > 0}
             group.request = group.derived_request()
             if group.parent is None:  # system / default: outside the tree
                 return
@@ -475,7 +489,7 @@ class KoordinatorModel:
 
     def _add_used_from(self, group: Group | None, amount: Resources, sign: int) -> None:
         while group is not None and group.name != ROOT:
-            group.used = _add(group.used, amount, sign)
+            group.used = _tally(group.used, amount, sign)
             group = self.groups.get(group.parent) if group.parent is not None else None
 
     # -- runtime (§2, §4) --------------------------------------------------------------------------
@@ -627,7 +641,7 @@ class KoordinatorModel:
         info.reason, info.message, info.shortfalls = None, "", []
         self._add_used_from(group, info.request, 1)
         if info.non_preemptible:
-            group.np_used = _add(group.np_used, info.request)
+            group.np_used = _tally(group.np_used, info.request)
         if group.parent is None:  # system / default used shrink what the root shares
             self.groups[ROOT].calc_total = None
 
@@ -637,7 +651,7 @@ class KoordinatorModel:
         info.admitted_ms = None
         self._add_used_from(group, info.request, -1)
         if info.non_preemptible:
-            group.np_used = _add(group.np_used, info.request, -1)
+            group.np_used = _tally(group.np_used, info.request, -1)
         if group.parent is None:
             self.groups[ROOT].calc_total = None
         self._touch()
@@ -683,13 +697,17 @@ class KoordinatorModel:
                                     group.min.get(r, 0)) for r in exceed]
                 return [("nonPreemptible", message, shorts)]
         if self.args.enable_check_parent_quota:
+            topo = [group.name]
             node = self.groups.get(group.parent) if group.parent is not None else None
             while node is not None and node.name != ROOT:
+                topo.insert(0, node.name)
                 limit = node.runtime if self.args.enable_runtime_quota else node.max
                 exceed = _le(_add(node.used, req), limit)
                 if exceed:
-                    return [("parent", self._insufficient(node, limit, req, exceed),
-                             self._shorts(node, limit, req, exceed))]
+                    message = (f"Insufficient quotas, quotaNameTopo: [{' '.join(topo)}], runtime: {_fmt(limit)}, "
+                               f"used: {_fmt(node.used)}, pod's request: {_fmt(req)}, "
+                               f"exceedDimensions: [{' '.join(exceed)}]")
+                    return [("parent", message, self._shorts(node, limit, req, exceed))]
                 node = self.groups.get(node.parent) if node.parent is not None else None
         return failures
 

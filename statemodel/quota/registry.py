@@ -19,9 +19,11 @@ DEFAULT = "kueue"
 
 _FACTORIES: dict[str, Callable[[], QuotaModel]] = {DEFAULT: KueueModel, "koordinator": KoordinatorModel}
 
-MODEL_OF_KIND = {"ElasticQuota": "koordinator"}
-"""The model whose quota objects are of a kind: a cluster without an ``EngineConfig`` naming a model
-(and without Kueue quota objects yet) runs the model of the first such object it sees."""
+MODEL_OF_KIND = {"ClusterQueue": DEFAULT, "Cohort": DEFAULT, "ElasticQuota": "koordinator"}
+"""The model whose quota objects are of a kind (docs/events.md "A cluster runs one quota model"): a
+cluster without an ``EngineConfig`` naming a model (and without Kueue quota objects yet) runs the
+model of the first such object it sees; a cluster running one of these models rejects another's
+objects.  Models not named here (test models) accept every kind."""
 
 
 class UnknownQuotaModel(KeyError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from statemodel import snapshot
 from statemodel.driver import Driver
 from statemodel.events.decode import parse_event
-from tests.scenario.builder import admitted
+from tests.scenario.builder import Scenario, admitted
 from tests.scenario.koordinator.kbuilder import KoordScenario
 
 GPU = "nvidia.com/gpu"
@@ -274,3 +274,31 @@ def test_snapshot_plus_tail_equals_full_replay() -> None:
         restored.step(i, e)
     assert restored.engine.state() == full
     assert restored.engine.hash == s.engine.hash
+
+
+def test_a_cluster_runs_one_quota_model() -> None:
+    # docs/events.md: another model's quota object is rejected with a reason naming both models
+    kueue = Scenario()
+    kueue.cq("cq", quotas={"cpu": 10})
+    elastic_quota = KoordScenario().quota("eq", max={"cpu": 1})["object"]
+    kueue.emit("Applied", object=elastic_quota)
+    kueue.run()
+    assert [(r.path, r.problem) for r in kueue.rejections] == [
+        ("object.kind", "ElasticQuota is a quota object of the koordinator quota model; cluster default runs the "
+                        "kueue quota model")]
+    koord = KoordScenario(capacity={"cpu": 10})
+    koord.quota("eq", max={"cpu": 1})
+    koord.cq("cq", quotas={"cpu": 10})
+    koord.cohort("co")
+    koord.run()
+    assert [(r.path, r.problem) for r in koord.rejections] == [
+        ("object.kind", f"{kind} is a quota object of the kueue quota model; cluster default runs the "
+                        "koordinator quota model") for kind in ("ClusterQueue", "Cohort")]
+    # a fresh cluster takes the model of its first quota object; a Batch mixing models is refused whole
+    fresh = Scenario()
+    with fresh.batch():
+        fresh.cq("cq", quotas={"cpu": 10})
+        fresh.emit("Applied", object=elastic_quota)
+    fresh.run()
+    assert [r.path for r in fresh.rejections] == ["object.kind"]
+    assert "cq" not in fresh.state().get("clusterQueues", {})
