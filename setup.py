@@ -12,6 +12,8 @@ from setuptools import setup
 COMPILED = [
     "statemodel/quota/protocol.py",
     "statemodel/quota/kueue.py",
+    "statemodel/quota/koordinator.py",
+    "statemodel/quota/koordinator_runtime.py",
     "statemodel/hierarchy.py",
     "statemodel/workload.py",
     "statemodel/queues/cluster_queue.py",

@@ -148,7 +148,7 @@ class ClusterState:
         if not changes:
             return
         self._check_model_kinds(changes)
-        units = self.units
+        units: UnitModel | None = self.units
         if units is None:
             owner = self._owner_model(changes)
             if owner is None:

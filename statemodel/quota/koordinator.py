@@ -28,6 +28,7 @@ of the seam answers as a model without ClusterQueue quota.  Pure.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from statemodel.errors import EventError
@@ -57,6 +58,9 @@ UNSCHEDULABLE = "Unschedulable"
 """Pending reason of a pod that does not fit (the scheduler's ``PodScheduled=False`` reason)."""
 PREEMPTION_REASON = "PreemptionByScheduler"
 """Reason of a ``Preempted`` decision (Kubernetes' ``DisruptionTarget`` reason for preemption)."""
+UNSCHEDULABLE_FLUSH_MS = 300_000
+"""kube-scheduler's ``podMaxInUnschedulablePodsDuration`` (5 min): unschedulable pods are tried again
+that long after they failed even when no event woke them."""
 REVOKE_REASON = "QuotaOverUsedRevoke"
 """Reason of an ``Evicted`` decision of the overuse revoke controller (recycling)."""
 
@@ -106,8 +110,7 @@ class Group:
     """
 
     __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight", "auto_min",
-                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total",
-                 "epoch")
+                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total")
 
     def __init__(self, name: str, parent: str | None) -> None:
         self.name = name
@@ -127,7 +130,6 @@ class Group:
         self.children: list[str] = []
         self.pods: dict[str, None] = {}
         self.calc_total: Resources | None = None
-        self.epoch = 0
 
     def limited(self) -> Resources:
         """``min(request, max)`` per ``max`` key (upstream ``getLimitRequestNoLock``)."""
@@ -148,12 +150,10 @@ class PodInfo:
     """A pod known to the model: its object, quota, status and pending reason.
 
     ``request``: the effective request masked to its quota's ``max`` keys (what quota counts).
-    ``failed_at``: the ``(model epoch, quota epoch)`` of its last failed attempt (not retried
-    until one changes).
     """
 
     __slots__ = ("key", "obj", "quota", "request", "status", "reason", "message", "shortfalls", "admitted_ms",
-                 "observed", "failed_at")
+                 "observed")
 
     def __init__(self, obj: Pod) -> None:
         self.key = obj.key
@@ -166,7 +166,6 @@ class PodInfo:
         self.shortfalls: list[Shortfall] = []
         self.admitted_ms: int | None = None
         self.observed: bool | None = None
-        self.failed_at: tuple[int, int] | None = None
 
     @property
     def non_preemptible(self) -> bool:
@@ -193,8 +192,10 @@ class KoordinatorModel:
         self.groups: dict[str, Group] = {}
         self.pods: dict[str, PodInfo] = {}
         self.over_since: dict[str, int] = {}
-        self.epoch = 0
-        self._order: list[PodInfo] | None = None
+        self.wake_all = False
+        self.active: dict[str, None] = {}
+        self.flush: list[tuple[int, str]] = []
+        self.flush_due: dict[str, int] = {}
         root = self.groups[ROOT] = Group(ROOT, None)
         root.allow_lent = True
         for name in (SYSTEM, DEFAULT):
@@ -222,8 +223,14 @@ class KoordinatorModel:
             self._touch()
 
     def _touch(self) -> None:
-        """Something that may help every pending pod changed: all are tried again."""
-        self.epoch += 1
+        """Something that may help every pending pod changed (configuration, capacity, a quota): all
+        are tried again at the next ``run``."""
+        self.wake_all = True
+
+    def _wake(self, quota: str) -> None:
+        """Pending pods of ``quota`` are tried again at the next ``run`` (upstream's queueing hints:
+        a pod of the same quota was deleted or released, or a pod arrived)."""
+        self.active[quota] = None
 
     # -- validation (upstream webhooks, §10) -----------------------------------------------------
 
@@ -275,8 +282,8 @@ class KoordinatorModel:
                 self._validate_quota(specs[name], specs, by_parent)
         for pod in pods:
             quota = self._associate(pod, specs)
-            spec = specs.get(quota)
-            if spec is not None and spec.is_parent:
+            target = specs.get(quota)
+            if target is not None and target.is_parent:
                 raise EventError(f"object.metadata.labels[{LABEL_QUOTA_NAME}]",
                                  f"pod cannot be associated with parent quota {quota}")
 
@@ -350,7 +357,6 @@ class KoordinatorModel:
             info = self.pods.pop(key, None)
             if info is not None:
                 self._forget(info)
-                self._order = None
             return True
         return False
 
@@ -505,7 +511,8 @@ class KoordinatorModel:
         """Recompute the runtimes of ``parent``'s children from ``total`` unless nothing changed."""
         if parent.calc_total is not None and parent.calc_total == total:
             return
-        children = [self.groups[n] for n in parent.children]
+        groups = self.groups
+        children = [groups[n] for n in parent.children]
         dims: dict[str, None] = {}
         for child in children:
             child.runtime = {}
@@ -520,7 +527,7 @@ class KoordinatorModel:
             autos = scaled_mins(t, mins) if scale else mins
             shares = []
             for c, auto in zip(members, autos):
-                if r in c.min or auto:
+                if auto or r in c.min:
                     c.auto_min[r] = auto
                 req = c.request.get(r, 0)
                 mx = c.max[r]
@@ -581,8 +588,6 @@ class KoordinatorModel:
         info.status = PENDING
         if pod.phase in ("Succeeded", "Failed"):
             info.status = FINISHED
-            self._order = None
-            self._touch()
             return
         self._enter(info, self._associate(pod, self.specs))
         if was_admitted:
@@ -590,7 +595,6 @@ class KoordinatorModel:
             info.admitted_ms = admitted_ms
         elif pod.node_name is not None:
             self._charge(info, not self._prefilter(info))
-        self._order = None
 
     def _enter(self, info: PodInfo, quota: str) -> None:
         """Count a (not finished) pod's request in ``quota``."""
@@ -599,7 +603,7 @@ class KoordinatorModel:
         info.request = _mask(dict(info.obj.requests), group.max)
         group.pods[info.key] = None
         self._propagate(group, info.request)
-        group.epoch += 1
+        self._wake(quota)
 
     def _forget(self, info: PodInfo) -> None:
         """Take a pod's request (and used, when admitted) out of its quota."""
@@ -609,7 +613,7 @@ class KoordinatorModel:
         if info.status != FINISHED:
             self._propagate(group, {r: -v for r, v in info.request.items()})
         group.pods.pop(info.key, None)
-        self._touch()
+        self._wake(info.quota)
 
     def _move(self, info: PodInfo, quota: str) -> None:
         """Re-associate a pod (its quota was deleted or a better match appeared)."""
@@ -632,7 +636,6 @@ class KoordinatorModel:
                 quota = self._associate(info.obj, self.specs)
                 if quota != info.quota:
                     self._move(info, quota)
-        self._order = None
 
     def _charge(self, info: PodInfo, observed: bool | None) -> None:
         group = self.groups[info.quota]
@@ -654,7 +657,7 @@ class KoordinatorModel:
             group.np_used = _tally(group.np_used, info.request, -1)
         if group.parent is None:
             self.groups[ROOT].calc_total = None
-        self._touch()
+        self._wake(info.quota)
 
     def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
         """Observed ``WorkloadAdmitted`` (charge as given), ``WorkloadEvicted`` (release, pending again),
@@ -671,7 +674,6 @@ class KoordinatorModel:
             self._forget(info)
             info.status = FINISHED
             info.reason, info.message, info.shortfalls = None, "", []
-        self._order = None
         return True
 
     # -- admission (§7, §8) ------------------------------------------------------------------------
@@ -753,30 +755,62 @@ class KoordinatorModel:
         return victims
 
     def run(self, now_ms: int) -> list[UnitDecision]:
-        """Recycle over-used groups (when monitored), then try pending pods in order until nothing
-        changes; returns the decisions in order."""
+        """Recycle over-used groups (when monitored), then try the pending pods that may fit now
+        until nothing changes; returns the decisions in order.
+
+        Which pods are tried follows upstream's queueing hints (``isSchedulableAfterPodDeletion`` /
+        ``isSchedulableAfterQuotaChanged``) and kube-scheduler's flush of unschedulable pods: a
+        released or deleted pod wakes the pending pods of its own quota, a new pod is tried, a
+        quota, node or configuration change wakes every pod, and a quota whose pods were left
+        unschedulable is tried again ``UNSCHEDULABLE_FLUSH_MS`` later.  The woken pods are tried by
+        priority, creation time, key; a pod asking what an earlier pod of the same quota, priority
+        and kind failed with in the same pass fails the same way without being checked again.
+        """
         out: list[UnitDecision] = []
         if self.args.monitor_all_quotas and self.args.enable_runtime_quota:
             self._revoke(now_ms, out)
+        flush, due = self.flush, self.flush_due
+        while flush and flush[0][0] <= now_ms:
+            at, name = heapq.heappop(flush)
+            if due.get(name) == at:
+                del due[name]
+                self.active[name] = None
         while True:
-            order = self._order
-            if order is None:
-                order = self._order = sorted((p for p in self.pods.values() if p.status == PENDING),
-                                             key=PodInfo.order)
-            changed = False
-            for info in order:
+            if self.wake_all:
+                self.wake_all = False
+                self.active = {}
+                candidates = [p for p in self.pods.values() if p.status == PENDING]
+            elif self.active:
+                names, self.active = self.active, {}
+                candidates = []
+                for name in names:
+                    group = self.groups.get(name)
+                    if group is not None:
+                        candidates += [p for p in (self.pods[k] for k in group.pods) if p.status == PENDING]
+            else:
+                return out
+            candidates.sort(key=PodInfo.order)
+            failed: dict[str, dict[tuple, PodInfo]] = {}
+            for info in candidates:
                 if info.status != PENDING:
                     continue
                 group = self.groups[info.quota]
-                stamp = (self.epoch, group.epoch)
-                if info.failed_at == stamp:
+                same = (info.obj.requests, info.obj.priority, info.non_preemptible, info.obj.preemption_policy)
+                seen = failed.get(group.name)
+                earlier = seen.get(same) if seen is not None else None
+                if earlier is not None:
+                    info.reason, info.message, info.shortfalls = earlier.reason, earlier.message, earlier.shortfalls
                     continue
                 failures = self._prefilter(info)
                 if failures:
                     victims = self._victims(info) if failures[0][0] == "runtime" else None
                     if victims is None:
-                        info.failed_at = stamp
                         info.reason, info.message, info.shortfalls = UNSCHEDULABLE, failures[0][1], failures[0][2]
+                        if failures[0][0] != "parent":
+                            failed.setdefault(group.name, {})[same] = info
+                        if group.name not in due:
+                            due[group.name] = at = now_ms + UNSCHEDULABLE_FLUSH_MS
+                            heapq.heappush(flush, (at, group.name))
                         continue
                     for v in victims:
                         message = (f"preempted by {info.key} in quota {group.name}: runtime "
@@ -786,14 +820,11 @@ class KoordinatorModel:
                         v.reason, v.message = "PendingEvaluation", f"Preempted: {message}"
                         out.append(("Preempted", v.key, group.name, {}, 0, info.key, PREEMPTION_REASON, message))
                 self._charge(info, None)
+                failed.pop(group.name, None)
                 info.admitted_ms = now_ms
                 over_min = bool(_le(group.used, group.min)) if group.min else bool(group.used)
                 out.append(("Admitted", info.key, group.name, dict(info.obj.requests), 1 if over_min else 0,
                             None, None, None))
-                changed = True
-            self._order = None
-            if not changed:
-                return out
 
     def _revoke(self, now_ms: int, out: list[UnitDecision]) -> None:
         """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
@@ -831,7 +862,6 @@ class KoordinatorModel:
                 self._release(p)
                 p.reason, p.message = "PendingEvaluation", f"Evicted: {message}"
                 out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message))
-            self._order = None
 
     # -- views and snapshots -----------------------------------------------------------------------
 
@@ -868,7 +898,7 @@ class KoordinatorModel:
                 "pods": [[_enc_pod(p.obj), p.quota, p.status, p.reason, p.message,
                           [[str(s.reason), s.resource, s.node, s.needed, s.available] for s in p.shortfalls],
                           p.admitted_ms, p.observed] for p in self.pods.values()],
-                "overSince": self.over_since, "epoch": self.epoch}
+                "overSince": self.over_since, "flush": [list(f) for f in sorted(self.flush)]}
 
     def load(self, doc: dict) -> None:
         """Rebuild from ``dump`` output (derived numbers recomputed)."""
@@ -893,8 +923,14 @@ class KoordinatorModel:
             info.admitted_ms = admitted_ms
             info.observed = observed
         self.over_since = dict(doc["overSince"])
-        self.epoch = doc["epoch"]
-        self._order = None
+        self.flush = [(at, name) for at, name in doc["flush"]]
+        heapq.heapify(self.flush)
+        self.flush_due = {}
+        for at, name in self.flush:
+            if self.flush_due.get(name, -1) < at:
+                self.flush_due[name] = at
+        self.wake_all = False
+        self.active = {}
 
     # -- the Kueue seam: ClusterQueues hold no quota under this model --------------------------------
 

@@ -77,16 +77,24 @@ def redistribute(total: int, shares: list[Share]) -> list[int]:
     runtime = [0] * len(shares)
     hungry: list[int] = []
     pool = total
+    wanted = 0
+    all_weighted = True
     for i, s in enumerate(shares):
         floor = s.min if s.min > s.guarantee else s.guarantee
         if s.request > floor:
             runtime[i] = floor
             hungry.append(i)
+            wanted += s.request - floor
+            all_weighted = all_weighted and s.weight > 0
         elif s.allow_lent:
             runtime[i] = s.request
         else:
             runtime[i] = floor
         pool -= runtime[i]
+    if all_weighted and wanted <= pool:  # every borrower is served in full (the rounds would end so)
+        for i in hungry:
+            runtime[i] = shares[i].request
+        return runtime
     while pool > 0 and hungry:
         weights = [shares[i].weight for i in hungry]
         deltas = hamilton(pool, weights, [shares[i].name for i in hungry])
