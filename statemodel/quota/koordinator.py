@@ -471,12 +471,16 @@ class KoordinatorModel:
     # -- request and used up the tree (§3) --------------------------------------------------------
 
     def _propagate(self, group: Group, delta: Resources) -> None:
-        """Add ``delta`` to ``group.childRequest`` and carry the change of its limited request up."""
+        """Add ``delta`` to ``group.childRequest`` and carry the change of its limited request up.
+
+        A parent's sibling set is marked for re-sharing only when the change can alter it: a child
+        that stayed hungry (limited request above its runtime before and after, in every changed
+        dimension) is never capped in any round of the water-filling, so its request plays no part
+        in the result and the cached runtimes stay exact."""
         while delta:
-            if group.name == ROOT:
+            if group.name == ROOT:  # its children's sibling set was marked by the child's step
                 group.request = {r: v for r, v in _add(group.request, delta).items() if v}
                 group.child_request = group.request
-                group.calc_total = None
                 return
             old = group.limited()
             group.child_request = {r: v for r, v in _add(group.child_request, delta).items() if v > 0}
@@ -489,8 +493,13 @@ class KoordinatorModel:
                 if r not in new and old[r]:
                     delta[r] = -old[r]
             parent = self.groups[group.parent]
-            if delta:
-                parent.calc_total = None
+            if delta and parent.calc_total is not None:
+                runtime = group.runtime
+                for r in delta:
+                    rt = runtime.get(r)
+                    if rt is None or old.get(r, 0) <= rt or new.get(r, 0) <= rt:
+                        parent.calc_total = None
+                        break
             group = parent
 
     def _add_used_from(self, group: Group | None, amount: Resources, sign: int) -> None:
@@ -865,20 +874,25 @@ class KoordinatorModel:
 
     # -- views and snapshots -----------------------------------------------------------------------
 
-    def view(self) -> dict:
-        """``elasticQuotas`` (by name, upstream field names, base units) and ``pods`` (by ``ns/name``)."""
+    def quota_groups(self) -> list[tuple[Group, Resources]]:
+        """Every quota group sorted by name with its runtime now (the root: what it shares), runtimes
+        brought up to date first; for views and projections (read, do not modify)."""
         for name in self.groups:
             self.runtime(name)
+        return [(self.groups[name], self._root_total() if name == ROOT else self.groups[name].runtime)
+                for name in sorted(self.groups)]
+
+    def view(self) -> dict:
+        """``elasticQuotas`` (by name, upstream field names, base units) and ``pods`` (by ``ns/name``)."""
         quotas = {}
-        for name in sorted(self.groups):
-            g = self.groups[name]
-            quotas[name] = {
+        for g, runtime in self.quota_groups():
+            quotas[g.name] = {
                 "parent": g.parent, "isParent": g.is_parent, "min": dict(sorted(g.min.items())),
                 "max": dict(sorted(g.max.items())), "autoScaleMin": dict(sorted(g.auto_min.items())),
                 "sharedWeight": dict(sorted(g.weight.items())), "request": dict(sorted(g.request.items())),
                 "childRequest": dict(sorted(g.child_request.items())), "used": dict(sorted(g.used.items())),
                 "nonPreemptibleUsed": dict(sorted(g.np_used.items())),
-                "runtime": dict(sorted((self._root_total() if name == ROOT else g.runtime).items())),
+                "runtime": dict(sorted(runtime.items())),
                 "guaranteed": {}, "allowLentResource": g.allow_lent, "pods": len(g.pods)}
         pods = {}
         for key in sorted(self.pods):

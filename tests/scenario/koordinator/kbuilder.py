@@ -15,8 +15,8 @@ P = "quota.scheduling.koordinator.sh/"
 class KoordScenario(Scenario):
     """A scenario whose cluster runs the ``koordinator`` model (``EngineConfig`` first)."""
 
-    def __init__(self, capacity: dict | None = None, **args: Any) -> None:
-        super().__init__()
+    def __init__(self, capacity: dict | None = None, cluster: str = "default", **args: Any) -> None:
+        super().__init__(cluster)
         self.config(**args)
         if capacity is not None:
             self.node("n1", capacity)
