@@ -6,7 +6,9 @@ its cohort tree, from its ClusterQueue up to the root — the numbers the admiss
 and lending limits, subtree quota, local (non-lendable) quota, usage, ``available`` and
 ``potentialAvailable``, per flavor and resource the workload asks for.  For an admitted workload
 the same numbers include its own charge, and the admission (flavors, borrowing height, time) is
-listed.  Quantities are integers in base units.
+listed.  Quantities are integers in base units.  A unit of a model that admits its own units (a
+Koordinator pod) is explained by that model (``UnitModel.explain``: its quota's runtime level by
+level, how each level's share was computed, and the PreFilter shortfall).
 """
 
 from __future__ import annotations
@@ -44,14 +46,19 @@ def _level(model: QuotaModel, kind: str, name: str, frs: list[tuple[str, str]]) 
 
 
 def explain(cluster: "ClusterState", key: str) -> dict:
-    """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready.
+    """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready (a pod of a
+    ``koordinator`` cluster: the model's explanation, ``UnitModel.explain``).
 
     Raises:
-        UnknownWorkload: no such workload in the cluster.
+        UnknownWorkload: no such workload (or unit) in the cluster.
     """
     info = cluster.workloads.get(key)
     if info is None:
-        raise UnknownWorkload(key)
+        units = cluster.units
+        unit = units.explain(key) if units is not None else None
+        if unit is None:
+            raise UnknownWorkload(key)
+        return unit
     position_cq = position_lq = None
     queue = cluster.queues.get(info.cluster_queue) if info.cluster_queue and info.status == PENDING else None
     if queue is not None and key in queue.members:

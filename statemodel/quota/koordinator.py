@@ -153,11 +153,13 @@ class PodInfo:
     """
 
     __slots__ = ("key", "obj", "quota", "request", "status", "reason", "message", "shortfalls", "admitted_ms",
-                 "observed")
+                 "observed", "non_preemptible")
 
     def __init__(self, obj: Pod) -> None:
         self.key = obj.key
         self.obj = obj
+        self.non_preemptible = False
+        self.set_object(obj)
         self.quota = DEFAULT
         self.request: Resources = {}
         self.status = PENDING
@@ -167,10 +169,11 @@ class PodInfo:
         self.admitted_ms: int | None = None
         self.observed: bool | None = None
 
-    @property
-    def non_preemptible(self) -> bool:
-        """Label ``preemptible: "false"`` (upstream ``IsPodNonPreemptible``)."""
-        return dict(self.obj.labels).get(LABEL_PREEMPTIBLE) == "false"
+    def set_object(self, obj: Pod) -> None:
+        """Take ``obj`` as the pod's current object; ``non_preemptible``: label ``preemptible: "false"``
+        (upstream ``IsPodNonPreemptible``)."""
+        self.obj = obj
+        self.non_preemptible = dict(obj.labels).get(LABEL_PREEMPTIBLE) == "false"
 
     def order(self) -> tuple[int, int, str]:
         """Scheduling order: priority (higher first), creation time, key."""
@@ -194,6 +197,9 @@ class KoordinatorModel:
         self.over_since: dict[str, int] = {}
         self.wake_all = False
         self.active: dict[str, None] = {}
+        self.fresh: dict[str, None] = {}
+        self.watch: dict[str, None] = {}
+        self.watch_all = False
         self.flush: list[tuple[int, str]] = []
         self.flush_due: dict[str, int] = {}
         root = self.groups[ROOT] = Group(ROOT, None)
@@ -224,8 +230,17 @@ class KoordinatorModel:
 
     def _touch(self) -> None:
         """Something that may help every pending pod changed (configuration, capacity, a quota): all
-        are tried again at the next ``run``."""
+        are tried again at the next ``run`` (and the revoke monitor looks at every group)."""
         self.wake_all = True
+        self.watch_all = True
+
+    def _stale(self, parent: Group) -> None:
+        """``parent``'s children's runtimes must be shared again; with the revoke monitor on, they are
+        watched (a runtime that shrinks may start an overuse)."""
+        parent.calc_total = None
+        if self.args.monitor_all_quotas:
+            for child in parent.children:
+                self.watch[child] = None
 
     def _wake(self, quota: str) -> None:
         """Pending pods of ``quota`` are tried again at the next ``run`` (upstream's queueing hints:
@@ -417,13 +432,12 @@ class KoordinatorModel:
             self._insert_child(self.groups[ROOT], name)
         return group
 
-    @staticmethod
-    def _insert_child(parent: Group, name: str) -> None:
+    def _insert_child(self, parent: Group, name: str) -> None:
         children = parent.children
         if name not in children:
             children.append(name)
             children.sort()
-        parent.calc_total = None
+        self._stale(parent)
 
     def _detach(self, group: Group) -> None:
         """Take ``group`` out of its parent: its limited request and used leave the ancestors."""
@@ -434,7 +448,7 @@ class KoordinatorModel:
         self._add_used_from(parent, group.used, -1)
         if group.name in parent.children:
             parent.children.remove(group.name)
-        parent.calc_total = None
+        self._stale(parent)
 
     def _attach(self, group: Group) -> None:
         assert group.parent is not None
@@ -466,7 +480,7 @@ class KoordinatorModel:
         group.request = group.derived_request()
         group.used = used
         group.np_used = np_used
-        group.calc_total = None
+        self._stale(group)
 
     # -- request and used up the tree (§3) --------------------------------------------------------
 
@@ -498,13 +512,16 @@ class KoordinatorModel:
                 for r in delta:
                     rt = runtime.get(r)
                     if rt is None or old.get(r, 0) <= rt or new.get(r, 0) <= rt:
-                        parent.calc_total = None
+                        self._stale(parent)
                         break
             group = parent
 
     def _add_used_from(self, group: Group | None, amount: Resources, sign: int) -> None:
+        watch = self.args.monitor_all_quotas and sign > 0
         while group is not None and group.name != ROOT:
             group.used = _tally(group.used, amount, sign)
+            if watch:
+                self.watch[group.name] = None
             group = self.groups.get(group.parent) if group.parent is not None else None
 
     # -- runtime (§2, §4) --------------------------------------------------------------------------
@@ -544,6 +561,11 @@ class KoordinatorModel:
             for c, rt in zip(members, redistribute(t, shares)):
                 c.runtime[r] = rt
         parent.calc_total = dict(total)
+        if self.args.monitor_all_quotas:  # a parent whose runtime moved: its children's shares move too
+            for child in children:
+                if child.children:
+                    for name in child.children:
+                        self.watch[name] = None
 
     def runtime(self, name: str) -> Resources:
         """The runtime of quota ``name`` now (its ``max`` for the system and default groups)."""
@@ -593,7 +615,7 @@ class KoordinatorModel:
         if info is None or info.status == FINISHED:
             info = self.pods[pod.key] = PodInfo(pod)
             was_admitted = False
-        info.obj = pod
+        info.set_object(pod)
         info.status = PENDING
         if pod.phase in ("Succeeded", "Failed"):
             info.status = FINISHED
@@ -612,7 +634,7 @@ class KoordinatorModel:
         info.request = _mask(dict(info.obj.requests), group.max)
         group.pods[info.key] = None
         self._propagate(group, info.request)
-        self._wake(quota)
+        self.fresh[info.key] = None
 
     def _forget(self, info: PodInfo) -> None:
         """Take a pod's request (and used, when admitted) out of its quota."""
@@ -655,7 +677,7 @@ class KoordinatorModel:
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request)
         if group.parent is None:  # system / default used shrink what the root shares
-            self.groups[ROOT].calc_total = None
+            self._stale(self.groups[ROOT])
 
     def _release(self, info: PodInfo) -> None:
         group = self.groups[info.quota]
@@ -665,7 +687,7 @@ class KoordinatorModel:
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request, -1)
         if group.parent is None:
-            self.groups[ROOT].calc_total = None
+            self._stale(self.groups[ROOT])
         self._wake(info.quota)
 
     def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
@@ -771,7 +793,8 @@ class KoordinatorModel:
         ``isSchedulableAfterQuotaChanged``) and kube-scheduler's flush of unschedulable pods: a
         released or deleted pod wakes the pending pods of its own quota, a new pod is tried, a
         quota, node or configuration change wakes every pod, and a quota whose pods were left
-        unschedulable is tried again ``UNSCHEDULABLE_FLUSH_MS`` later.  The woken pods are tried by
+        unschedulable is tried again ``UNSCHEDULABLE_FLUSH_MS`` later; a new pod (or one that moved
+        to another quota) is tried alone.  The woken pods are tried by
         priority, creation time, key; a pod asking what an earlier pod of the same quota, priority
         and kind failed with in the same pass fails the same way without being checked again.
         """
@@ -787,15 +810,18 @@ class KoordinatorModel:
         while True:
             if self.wake_all:
                 self.wake_all = False
-                self.active = {}
+                self.active, self.fresh = {}, {}
                 candidates = [p for p in self.pods.values() if p.status == PENDING]
-            elif self.active:
+            elif self.active or self.fresh:
                 names, self.active = self.active, {}
+                keys, self.fresh = self.fresh, {}
                 candidates = []
                 for name in names:
                     group = self.groups.get(name)
                     if group is not None:
                         candidates += [p for p in (self.pods[k] for k in group.pods) if p.status == PENDING]
+                candidates += [p for p in (self.pods.get(k) for k in keys)
+                               if p is not None and p.status == PENDING and p.quota not in names]
             else:
                 return out
             candidates.sort(key=PodInfo.order)
@@ -837,9 +863,26 @@ class KoordinatorModel:
 
     def _revoke(self, now_ms: int, out: list[UnitDecision]) -> None:
         """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
-        evicts pods least important first until ``used <= runtime``."""
+        evicts pods least important first until ``used <= runtime``.
+
+        Only groups that may have changed are looked at (a due-time index instead of every group at
+        every event): the groups already over their runtime (their clock runs), groups whose used
+        grew, and children of sibling sets whose runtimes were shared again; every group after a
+        configuration, capacity or quota change.  Groups are visited by name."""
         delay = self.args.delay_evict_time_ms
-        for name in [n for n, g in self.groups.items() if g.used and n not in (ROOT, SYSTEM)]:
+        if self.watch_all:
+            names = list(self.groups)
+        else:
+            names = list(self.over_since) + list(self.watch)
+        seen: dict[str, None] = {}
+        while names:  # sharing a runtime again may watch the next level: follow it down now
+            for name in names:
+                if name in self.groups and name not in seen:
+                    seen[name] = None
+                    self.runtime(name)
+            names = [n for n in self.watch if n not in seen]
+        self.watch, self.watch_all = {}, False
+        for name in sorted(n for n in seen if self.groups[n].used and n not in (ROOT, SYSTEM)):
             group = self.groups[name]
             runtime = self.runtime(name)
             if not _le(group.used, runtime):
@@ -873,6 +916,53 @@ class KoordinatorModel:
                 out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message))
 
     # -- views and snapshots -----------------------------------------------------------------------
+
+    def explain(self, key: str) -> dict | None:
+        """Why pod ``key`` is where it is: status, quota, the reason and message of its last attempt,
+        PreFilter now (``preFilter``: upstream's message, ``None`` when it would pass; ``shortfalls``:
+        the numbers, ``shortBy = needed - available``), request, and
+        for every level from its quota up to the root the numbers its runtime comes from, per
+        resource of the pod's request: what the parent shares (``parentTotal``), ``min`` /
+        ``autoScaleMin``, ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
+        (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
+        its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
+        does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
+        info = self.pods.get(key)
+        if info is None:
+            return None
+        self.runtime(info.quota)
+        resources = sorted(info.request)
+        levels = []
+        node: Group | None = self.groups[info.quota]
+        while node is not None:
+            parent = self.groups.get(node.parent) if node.parent is not None else None
+            if node.parent is None:
+                total = self._root_total() if node.name == ROOT else node.max
+                runtime = total
+            else:
+                total = self._root_total() if node.parent == ROOT else self.groups[node.parent].runtime
+                runtime = node.runtime
+            per: dict[str, dict] = {}
+            for r in resources:
+                floor = node.auto_min.get(r, node.min.get(r, 0))
+                limited = min(node.request.get(r, 0), node.max.get(r, 0)) if r in node.max else 0
+                role = "borrower" if limited > floor else ("lender" if node.allow_lent else "keepsMin")
+                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": floor,
+                          "max": node.max.get(r), "sharedWeight": node.weight.get(r, 0),
+                          "request": node.request.get(r, 0), "limitedRequest": limited, "role": role,
+                          "used": node.used.get(r, 0), "runtime": runtime.get(r, 0)}
+            levels.append({"quota": node.name, "parent": node.parent, "allowLentResource": node.allow_lent,
+                           "resources": per})
+            node = parent
+        failures = self._prefilter(info) if info.status == PENDING else []
+        return {"pod": key, "status": info.status, "quota": info.quota, "priority": info.obj.priority,
+                "preemptible": not info.non_preemptible, "nodeName": info.obj.node_name,
+                "reason": info.reason, "message": info.message,
+                "preFilter": failures[0][1] if failures else None,
+                "shortfalls": [{"reason": str(s.reason), "resource": s.resource, "quota": s.node, "needed": s.needed,
+                                "available": s.available, "shortBy": s.needed - s.available}
+                               for s in (failures[0][2] if failures else [])],
+                "request": dict(info.obj.requests), "levels": levels}
 
     def quota_groups(self) -> list[tuple[Group, Resources]]:
         """Every quota group sorted by name with its runtime now (the root: what it shares), runtimes
@@ -944,7 +1034,8 @@ class KoordinatorModel:
             if self.flush_due.get(name, -1) < at:
                 self.flush_due[name] = at
         self.wake_all = False
-        self.active = {}
+        self.active, self.fresh = {}, {}
+        self.watch, self.watch_all = {}, False
 
     # -- the Kueue seam: ClusterQueues hold no quota under this model --------------------------------
 

@@ -292,5 +292,8 @@ class UnitModel(Protocol):
     def run(self, now_ms: int) -> list[UnitDecision]:
         """Run admission (and the model's timed work) at engine time ``now_ms`` to a fixpoint."""
 
+    def explain(self, key: str) -> dict | None:
+        """Why unit ``key`` is where it is (JSON-ready), ``None`` when the model has no such unit."""
+
     def view(self) -> dict:
         """The model's sections of the state JSON (e.g. ``elasticQuotas`` and ``pods``)."""

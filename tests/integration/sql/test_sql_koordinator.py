@@ -1,4 +1,4 @@
-"""The ``elastic_quotas`` projection and docs/sql.md query 12 on SQLite and PostgreSQL, against a
+"""The ``elastic_quotas`` projection, docs/sql.md query 12 and ``whatif`` on SQLite and PostgreSQL, against a
 ``koordinator`` history worked by hand: the design doc's flat example in cpu (A min 10 max 40
 asking 5, B 15/60 asking 20, C 20/50 asking 40, D 15/80 asking 70, cluster 100 cores), rounded in
 millicores: floors 5,000 + 15,000 + 20,000 + 15,000 leave 45,000 for B, C, D by weights (their max)
@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import sqlalchemy as sa
 
 from replay.sql_sink import replay_to_db
+from replay.whatif import whatif
 from statemodel import sql_schema as s
 from tests.integration.sql.test_sql_docs import queries
+from tests.scenario.builder import rfc3339
 from tests.scenario.koordinator.kbuilder import KoordScenario
 
 
@@ -71,3 +74,28 @@ def test_projection_rows_equal_the_state(db: str, tmp_path: Path) -> None:
             q["min"], q["max"], q["autoScaleMin"], q["sharedWeight"], q["request"], q["childRequest"], q["used"],
             q["nonPreemptibleUsed"], q["runtime"])
     assert rows["koordinator-root-quota"].runtime == {"cpu": 100_000}
+
+
+def test_whatif_on_a_koordinator_history(db: str, tmp_path: Path) -> None:
+    # team (min 4, max 10) on a 4-cpu cluster: p1 (4 cpu) runs 10..100, p2 (2 cpu) waits from 20 and is
+    # admitted at 100.  What if a 2-cpu node had joined at 50: the root shares 6, team's runtime is
+    # min(request 6, max 10, 6) = 6 and p2 fits at 50
+    k = KoordScenario(capacity={"cpu": 4}, cluster="lab")
+    k.quota("team", min={"cpu": 4}, max={"cpu": 10}, at=5)
+    k.pod("team/p1", cpu=4, at=10)
+    k.pod("team/p2", cpu=2, at=20)
+    k.finish("team/p1", at=100)
+    k.finish("team/p2", at=200)
+    path = tmp_path / "history.ndjson"
+    path.write_bytes(k.events_ndjson())
+    replay_to_db(str(path), db, batch_size=3, snapshot_every=2)
+    extra = KoordScenario(cluster="unused")
+    node = extra.node("n2", {"cpu": 2}, at=50)
+    del node["cluster"]
+    patch = tmp_path / "patch.ndjson"
+    patch.write_bytes(orjson.dumps(dict(node, id="more-nodes")) + b"\n")
+    report = whatif(db, str(patch), from_ms=None).to_json()
+    (change,) = report["decisionChanges"]
+    assert (change["workload"], change["type"], change["change"]) == ("team/p2", "Admitted", "changed")
+    assert change["base"]["time"] == rfc3339(100) and change["whatif"]["time"] == rfc3339(50)
+    assert change["deltaMs"] == -50_000
