@@ -107,10 +107,13 @@ class Group:
 
     ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it.
     ``calc_total``: the total its children's runtimes were last computed from (``None`` = stale).
+    ``served``: per resource where that computation gave every child all it asks, the sum of the
+    children's runtimes.
     """
 
     __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight", "auto_min",
-                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total")
+                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total",
+                 "served")
 
     def __init__(self, name: str, parent: str | None) -> None:
         self.name = name
@@ -130,6 +133,7 @@ class Group:
         self.children: list[str] = []
         self.pods: dict[str, None] = {}
         self.calc_total: Resources | None = None
+        self.served: dict[str, int] = {}
 
     def limited(self) -> Resources:
         """``min(request, max)`` per ``max`` key (upstream ``getLimitRequestNoLock``)."""
@@ -192,6 +196,7 @@ class KoordinatorModel:
         self.args = ElasticQuotaArgs()
         self.capacity: Resources = {}
         self.specs: dict[str, ElasticQuota] = {}
+        self.spec_children: dict[str, dict[str, None]] = {}
         self.groups: dict[str, Group] = {}
         self.pods: dict[str, PodInfo] = {}
         self.over_since: dict[str, int] = {}
@@ -289,9 +294,13 @@ class KoordinatorModel:
             elif isinstance(change, Pod):
                 pods.append(change)
         by_parent: dict[str, list[ElasticQuota]] = {}
-        if touched:
-            for spec in specs.values():
-                by_parent.setdefault(spec.parent, []).append(spec)
+        for name in touched:  # the children after the change of the parents the checks read
+            if name not in specs:
+                continue
+            for parent in (name, specs[name].parent):
+                if parent not in by_parent:
+                    kids = set(self.spec_children.get(parent, {})) | set(touched)
+                    by_parent[parent] = [specs[k] for k in sorted(kids) if k in specs and specs[k].parent == parent]
         for name in touched:
             if name in specs:
                 self._validate_quota(specs[name], specs, by_parent)
@@ -377,7 +386,11 @@ class KoordinatorModel:
 
     def _apply_quota(self, eq: ElasticQuota) -> None:
         name = eq.name
+        old_spec = self.specs.get(name)
+        if old_spec is not None:
+            self.spec_children.get(old_spec.parent, {}).pop(name, None)
         self.specs[name] = eq
+        self.spec_children.setdefault(eq.parent, {})[name] = None
         group = self.groups.get(name)
         if name in (SYSTEM, DEFAULT):
             assert group is not None
@@ -409,7 +422,7 @@ class KoordinatorModel:
         group = self.groups.get(name)
         if name in (ROOT, SYSTEM, DEFAULT) or group is None or group.spec is None:
             return
-        del self.specs[name]
+        self.spec_children.get(self.specs.pop(name).parent, {}).pop(name, None)
         for key in list(group.pods):
             self._move(self.pods[key], DEFAULT)
         self._detach(group)
@@ -511,10 +524,35 @@ class KoordinatorModel:
                 runtime = group.runtime
                 for r in delta:
                     rt = runtime.get(r)
-                    if rt is None or old.get(r, 0) <= rt or new.get(r, 0) <= rt:
+                    if rt is not None and old.get(r, 0) > rt and new.get(r, 0) > rt:
+                        continue
+                    if not self._still_served(parent, group, r, new.get(r, 0)):
                         self._stale(parent)
                         break
             group = parent
+
+    def _still_served(self, parent: Group, child: Group, r: str, limited: int) -> bool:
+        """When ``parent``'s children were all given what they ask in ``r`` and still are with
+        ``child``'s new limited request, set ``child``'s runtime and keep the others (the
+        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise."""
+        served = parent.served.get(r)
+        old = child.runtime.get(r)
+        if served is None or old is None or parent.calc_total is None:
+            return False
+        floor = child.auto_min.get(r, 0)
+        if limited > floor and child.weight.get(r, 0) <= 0:
+            return False
+        take = limited if limited > floor or child.allow_lent else floor
+        total = served - old + take
+        if total > parent.calc_total.get(r, 0):
+            return False
+        parent.served[r] = total
+        child.runtime[r] = take
+        if self.args.monitor_all_quotas and take < old:
+            self.watch[child.name] = None
+            for name in child.children:
+                self.watch[name] = None
+        return True
 
     def _add_used_from(self, group: Group | None, amount: Resources, sign: int) -> None:
         watch = self.args.monitor_all_quotas and sign > 0
@@ -546,6 +584,7 @@ class KoordinatorModel:
             for r in child.max:
                 dims[r] = None
         scale = self.args.enable_min_quota_scale
+        served: dict[str, int] = {}
         for r in sorted(dims):
             members = [c for c in children if r in c.max]
             t = total.get(r, 0)
@@ -558,8 +597,15 @@ class KoordinatorModel:
                 req = c.request.get(r, 0)
                 mx = c.max[r]
                 shares.append(Share(c.name, req if req < mx else mx, auto, 0, c.weight.get(r, 0), c.allow_lent))
-            for c, rt in zip(members, redistribute(t, shares)):
+            whole = 0
+            full = True
+            for c, share, rt in zip(members, shares, redistribute(t, shares)):
                 c.runtime[r] = rt
+                whole += rt
+                full = full and (share.request <= share.min or rt == share.request)
+            if full and whole <= t:
+                served[r] = whole
+        parent.served = served
         parent.calc_total = dict(total)
         if self.args.monitor_all_quotas:  # a parent whose runtime moved: its children's shares move too
             for child in children:
