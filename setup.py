@@ -13,6 +13,8 @@ COMPILED = [
     "statemodel/quota/protocol.py",
     "statemodel/quota/kueue.py",
     "statemodel/quota/kueue_fair_sharing.py",
+    "statemodel/quota/koordinator.py",
+    "statemodel/quota/koordinator_runtime.py",
     "statemodel/hierarchy.py",
     "statemodel/workload.py",
     "statemodel/queues/cluster_queue.py",

@@ -26,6 +26,7 @@ from pathlib import Path
 from replay.sim.importers.jobs import ImportResult
 from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
 from replay.reports.plots import write_plots
+from replay.sim.koordinator_quota import to_elastic_quotas
 from replay.sim.quota_tree import generate_quota
 from replay.reports.tables import Report, build_report
 from replay.reports.page import write_index
@@ -83,9 +84,11 @@ def default_out(trace: str) -> Path:
 
 
 def load_inputs(trace: str, mapping: str | None, quota: str | None,
-                until: str | None) -> tuple[ImportResult, QuotaConfig, int | None]:
+                until: str | None, model: str = "kueue") -> tuple[ImportResult, QuotaConfig, int | None]:
     """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
-    shared by ``quotaledger demo`` and ``quotaledger simulate``.
+    shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``model`` ``koordinator``: a Kueue
+    configuration (generated or loaded) is translated to ElasticQuotas
+    (``replay.sim.koordinator_quota``); a loaded one that already holds ElasticQuotas is kept.
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
@@ -97,6 +100,8 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
     try:
         imported = load_trace(trace, mapping)
         config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+        if model == "koordinator" and config.model != "koordinator":
+            config = to_elastic_quotas(config, capacity_node=not imported.nodes)
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
     try:
@@ -119,7 +124,7 @@ def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20)
 
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
              out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
-             on_note: Callable[[str], None] | None = None) -> DemoResult:
+             on_note: Callable[[str], None] | None = None, model: str = "kueue") -> DemoResult:
     """Run the demo (module docstring) and write its output folder.
 
     Args:
@@ -133,6 +138,8 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
             the trace start, or an RFC 3339 time).
         progress: progress callback (:data:`Progress`).
         on_note: called with human-readable notes (skipped rows, the quota rule).
+        model: ``kueue`` (default) or ``koordinator``: the quota tree translated to ElasticQuotas and
+            the jobs run as Pods (``load_inputs``).
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used; the store cannot
@@ -144,7 +151,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     tick("import", 0, 1)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
     tick("import", 1, 1)
     for line in input_notes(imported, config):
         note(line)

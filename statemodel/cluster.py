@@ -33,6 +33,7 @@ from typing import Final
 
 from statemodel.decisions import ADMITTED as DECISION_ADMITTED
 from statemodel.decisions import EVICTED, PREEMPTED, Decision, DecisionType
+from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.queues.afs import FairSharingLedgers, flatten
 from statemodel.admission.flavorassigner import Assignment
@@ -51,7 +52,7 @@ from statemodel.reasons import (
     CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
 )
 from statemodel.quota import registry
-from statemodel.quota.protocol import QuotaModel
+from statemodel.quota.protocol import QuotaModel, UnitModel
 from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PendingCondition, PodSetAssignment, WorkloadInfo, WorkloadStatus
 
@@ -63,6 +64,7 @@ USAGE_BASED: Final = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
 RELEASE_ON_DECISION: Final = PreemptionReleaseOn.DECISION
 DEFAULT_STRATEGIES: Final = (FairSharingPreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
                              FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE)
+_LIFECYCLE: Final = ("WorkloadAdmitted", "WorkloadEvicted", "WorkloadFinished")
 
 
 class ClusterState:
@@ -90,6 +92,7 @@ class ClusterState:
         self.seq = 0
         self.model = registry.create(registry.DEFAULT)
         self.hierarchy = Hierarchy(self.model)
+        self.units: UnitModel | None = None
         self.flavors: dict[str, ResourceFlavor] = {}
         self.local_queues: dict[str, LocalQueue] = {}
         self.nodes = NodeLedger()
@@ -130,7 +133,101 @@ class ClusterState:
         else:
             self._apply_one(event)
         run_cycles(self)
+        if self.units is not None:
+            self._unit_decisions(self.units)
         return self.decisions
+
+    # -- models that admit their own units (statemodel.quota.protocol.UnitModel) ----------------
+
+    def attach_units(self, model: QuotaModel) -> None:
+        """Hand ``model`` the unit side of the cluster when it admits its own units (Koordinator's
+        pods), else clear it."""
+        units: UnitModel | None = model if getattr(model, "admits_units", False) else None  # type: ignore[assignment]
+        self.units = units
+        if units is not None:
+            units.configure(self.config)
+            units.set_capacity(self.nodes.totals())
+
+    def validate(self, event: Event) -> None:
+        """Reject (``EventError``) an event the unit model's webhooks refuse, before it changes
+        anything; a cluster that would switch to a unit model on this event validates against a
+        fresh one."""
+        changes: list[object] = []
+        for e in (event.events if event.type == "Batch" else (event,)):
+            if e.type == "Applied" and e.obj is not None:
+                changes.append(e.obj)
+            elif e.type == "Deleted" and e.ref is not None:
+                changes.append(e.ref)
+        if not changes:
+            return
+        self._check_model_kinds(changes)
+        units: UnitModel | None = self.units
+        if units is None:
+            owner = self._owner_model(changes)
+            if owner is None:
+                return
+            fresh = registry.create(owner)
+            units = fresh if getattr(fresh, "admits_units", False) else None  # type: ignore[assignment]
+            if units is None:
+                return
+        units.validate(changes)
+
+    def _check_model_kinds(self, changes: list[object]) -> None:
+        """Reject another model's quota object (docs/events.md "A cluster runs one quota model"): a
+        cluster on the default model without Kueue quota objects takes the model of the first quota
+        object instead; an object of the running model's kinds commits the cluster to it.
+
+        Raises:
+            EventError: ``object.kind``, naming the object's model and the cluster's.
+        """
+        model = self.model.name
+        kinds = registry.MODEL_OF_KIND
+        if model != registry.DEFAULT and model not in kinds.values():
+            return
+        committed = model != registry.DEFAULT or bool(self.hierarchy.cluster_queues or self.hierarchy.cohorts)
+        for obj in changes:
+            if isinstance(obj, EngineConfig):
+                model, committed = obj.quota_model, obj.quota_model != registry.DEFAULT or committed
+                continue
+            kind = type(obj).__name__
+            owner = kinds.get(kind)
+            if owner is None or owner == model:
+                committed = committed or owner is not None
+                continue
+            if not committed and model == registry.DEFAULT:
+                model, committed = owner, True
+                continue
+            raise EventError("object.kind", f"{kind} is a quota object of the {owner} quota model; cluster "
+                                            f"{self.name} runs the {model} quota model")
+
+    def _owner_model(self, objs: list[object]) -> str | None:
+        """The model a cluster still on the default model (with no Kueue quota objects) switches to
+        for the first of ``objs`` that is another model's quota object."""
+        if self.model.name != registry.DEFAULT or self.hierarchy.cluster_queues or self.hierarchy.cohorts:
+            return None
+        for obj in objs:
+            owner = registry.MODEL_OF_KIND.get(type(obj).__name__)
+            if owner is not None and owner != registry.DEFAULT:
+                return owner
+        return None
+
+    def _unit_object(self, obj: object) -> bool:
+        """Route an object to the unit model (switching to it first when ``_owner_model`` says so)."""
+        if self.units is None:
+            owner = self._owner_model([obj])
+            if owner is None:
+                return False
+            self.use_model(registry.create(owner))
+        units = self.units
+        return units is not None and units.apply_object(obj)
+
+    def _unit_decisions(self, units: UnitModel) -> None:
+        for kind, key, quota, usage, borrowing, preemptor, reason, message in units.run(self.clock_ms):
+            self.seq += 1
+            decision_type = DecisionType(kind)
+            pod_sets = [PodSetAssignment("main", 1, {}, usage)] if decision_type == DECISION_ADMITTED else None
+            self.decisions.append(Decision(self.seq, self._cause, self.clock_ms, self.name, decision_type, key, quota,
+                                           pod_sets, borrowing, preemptor, reason, message))
 
     def _apply_one(self, event: Event) -> None:
         if event.time_ms > self.clock_ms:
@@ -140,8 +237,10 @@ class ClusterState:
             obj = event.obj
             if isinstance(obj, Workload):
                 self._apply_workload(obj)
-            else:
+            elif not self._unit_object(obj):
                 self._apply_config(obj)
+        elif self.units is not None and kind in _LIFECYCLE and (event.workload or "") not in self.workloads:
+            self.units.lifecycle(kind, event.workload or "", event.reason)
         elif kind == "WorkloadFinished":
             self._finish(event.workload)
         elif kind == "WorkloadAdmitted":
@@ -187,6 +286,8 @@ class ClusterState:
             self.flavors[obj.name] = obj
         elif isinstance(obj, Node):
             self.nodes.apply(obj)
+            if self.units is not None:
+                self.units.set_capacity(self.nodes.totals())
         elif isinstance(obj, EngineConfig):
             self._set_engine_config(obj)
         self._configuration_changed()
@@ -195,6 +296,9 @@ class ClusterState:
         """Delete the object ``ref`` names.  Deleting what does not exist changes nothing at all: no
         configuration change, so no waiting workload is woken and no pending message is rewritten."""
         kind, name = ref.kind, ref.name
+        if self.units is not None and self.units.delete_object(kind, f"{ref.namespace}/{name}" if ref.namespace
+                                                                else name):
+            return
         if kind == "Workload":
             info = self.workloads.pop(f"{ref.namespace}/{name}", None)
             if info is not None:
@@ -219,6 +323,8 @@ class ClusterState:
         elif kind == "Node":
             if self.nodes.delete(name) is None:
                 return
+            if self.units is not None:
+                self.units.set_capacity(self.nodes.totals())
         elif kind == "EngineConfig":
             if self.config == EngineConfig():
                 return
@@ -229,6 +335,8 @@ class ClusterState:
         self.config = config
         if config.quota_model != self.model.name:
             self.use_model(registry.create(config.quota_model))
+        elif self.units is not None:
+            self.units.configure(config)
         admitted = [(info.local_queue, flatten(info.charge))
                     for per_cq in self.admitted.values() for info in per_cq.values()]
         self.afs.configure(config.admission_fair_sharing, self.clock_ms, admitted)
@@ -260,6 +368,7 @@ class ClusterState:
         (The caller marks the configuration changed, which wakes every waiter.)"""
         self.model = model
         self.hierarchy.attach(model)
+        self.attach_units(model)
         for cq_name, per_cq in self.admitted.items():
             if cq_name in self.hierarchy.cluster_queues:
                 for info in per_cq.values():

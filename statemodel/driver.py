@@ -160,8 +160,8 @@ class Driver:
                 the event names its own).
 
         Raises:
-            Any exception of ``Engine.apply`` propagates: an engine failure is a bug, not a rejected
-            record.
+            Any exception of ``Engine.apply`` but ``EventError`` (a rejection by the cluster's state)
+            propagates: an engine failure is a bug, not a rejected record.
         """
         engine = self.engine
         if isinstance(item, EventError):
@@ -171,7 +171,12 @@ class Driver:
         state = engine.clusters.get(name)
         clock_before = state.clock_ms if state is not None else None
         applied = engine.applied
-        decisions = engine.apply(item)
+        try:
+            decisions = engine.apply(item)
+        except EventError as err:  # refused by the cluster's state (a webhook rule): a rejection
+            err.event_id = item.id
+            engine.reject(item.id, err)
+            return StepResult(position, record, name, None, (), err, False, None, None, None)
         if state is None:
             state = engine.clusters[name]
         return StepResult(position, record, name, item, tuple(decisions) if decisions else (), None,

@@ -44,6 +44,11 @@ class Engine:
     def apply(self, event: Event) -> list[Decision]:
         """Apply one validated event; returns the decisions it caused (``[]`` for a duplicate id).
 
+        Raises:
+            EventError: the cluster's quota model refuses the event as upstream's validating webhooks
+                would (``ClusterState.validate``); nothing changed, the caller counts a rejection.
+
+
         A ``Batch`` is one step: its inner events are applied in order and admission runs once after
         the last; inner ids count as seen, and an inner duplicate is skipped.
         """
@@ -56,6 +61,7 @@ class Engine:
         if event.id in seen:
             self.duplicates += 1
             return []
+        self.clusters[name].validate(event)
         seen.add(event.id)
         if event.type == "Batch":
             inner = []

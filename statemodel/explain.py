@@ -14,6 +14,10 @@ it preempted itself, and — for a pending workload — what it is waiting for: 
 victims (``releaseOn: Eviction``, Kueue's ``WaitingForPreemptedWorkloads``), the next admission
 cycle (``releaseOn: Decision``), or the ``spec.preemption`` policy of its ClusterQueue that forbids
 preempting the workloads holding the quota it needs (reference/kueue.md §4.1; docs/preemption.md).
+
+A unit of a model that admits its own units (a Koordinator pod) is explained by that model
+(``UnitModel.explain``: its quota's runtime level by level, how each level's share was computed,
+and the PreFilter shortfall).
 """
 
 from __future__ import annotations
@@ -55,18 +59,23 @@ def _level(model: QuotaModel, kind: str, name: str, frs: list[tuple[str, str]]) 
 
 
 def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -> dict:
-    """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready.
+    """The explanation of workload ``key`` (``ns/name``) in ``cluster`` now, JSON-ready (a pod of a
+    ``koordinator`` cluster: the model's explanation, ``UnitModel.explain``).
 
     ``decisions``: the cluster's decisions so far as EVENTS.md JSON objects, in order (optional);
     its ``Preempted`` decisions naming ``key`` as victim or preemptor fill ``preemption.history``
     (times, reasons and messages), see :func:`preemption`.
 
     Raises:
-        UnknownWorkload: no such workload in the cluster.
+        UnknownWorkload: no such workload (or unit) in the cluster.
     """
     info = cluster.workloads.get(key)
     if info is None:
-        raise UnknownWorkload(key)
+        units = cluster.units
+        unit = units.explain(key) if units is not None else None
+        if unit is None:
+            raise UnknownWorkload(key)
+        return unit
     position_cq = position_lq = None
     queue = cluster.queues.get(info.cluster_queue) if info.cluster_queue and info.status == PENDING else None
     if queue is not None and key in queue.members:

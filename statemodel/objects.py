@@ -284,8 +284,9 @@ class EngineConfig:
     ``admission_fair_sharing`` is ``None`` when the section is absent (AFS off, as Kueue's ``afs.Enabled``).
     ``quota_model`` is ``spec.quotaModel`` (default ``kueue``), the name of the cluster's quota model
     in ``statemodel.quota.registry``.  ``preemption_release_on`` is ``spec.preemption.releaseOn``
-    (default ``Decision``).  New fields go last, so a snapshot written before a field existed (fewer
-    positional values) restores with its default.
+    (default ``Decision``); ``koordinator`` is ``spec.koordinator`` (the ``koordinator`` model's plugin
+    arguments, ``None`` = upstream defaults).  New fields go last, so a snapshot written before a field
+    existed (fewer positional values) restores with its default.
     """
 
     admission_fair_sharing: "AdmissionFairSharingConfig | None" = None
@@ -293,6 +294,7 @@ class EngineConfig:
     preemption_strategies: tuple[FairSharingPreemptionStrategy, ...] = ()
     quota_model: str = "kueue"
     preemption_release_on: PreemptionReleaseOn = PreemptionReleaseOn.DECISION
+    koordinator: "ElasticQuotaArgs | None" = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +311,88 @@ class AdmissionFairSharingConfig:
     reset_inactivity_period_ms: int = 0
 
 
-KubeObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload | Node | EngineConfig
+GROUP_MAX_DEFAULT = (("cpu", (2**63 - 1) // 5), ("memory", (2**63 - 1) // 5))
+"""Upstream ``DefaultQuotaGroupMax`` / ``SystemQuotaGroupMax``: ``MaxInt64/5`` of cpu and memory
+(here in base units: millicores and bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticQuotaArgs:
+    """Koordinator ``ElasticQuotaArgs`` that change semantics (``spec.koordinator`` of an
+    ``EngineConfig``), with the upstream defaults (reference/koordinator.md §12); durations in ms,
+    group maxima as sorted ``(resource, amount)`` pairs in base units.
+
+    ``guarantee_usage`` is the feature gate ``ElasticQuotaGuaranteeUsage`` (default off).
+    """
+
+    delay_evict_time_ms: int = 120_000
+    monitor_all_quotas: bool = False
+    enable_check_parent_quota: bool = False
+    enable_runtime_quota: bool = True
+    enable_min_quota_scale: bool = True
+    disable_default_quota_preemption: bool = True
+    default_quota_group_max: tuple[tuple[str, int], ...] = GROUP_MAX_DEFAULT
+    system_quota_group_max: tuple[tuple[str, int], ...] = GROUP_MAX_DEFAULT
+    guarantee_usage: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticQuota:
+    """Koordinator ``scheduling.sigs.k8s.io/v1alpha1`` ``ElasticQuota`` with its
+    ``quota.scheduling.koordinator.sh/*`` labels and annotations (reference/koordinator.md §1).
+
+    ``min`` / ``max`` / ``shared_weight``: sorted ``(resource, amount)`` pairs in base units;
+    ``shared_weight`` is ``None`` when the annotation is missing or all zero (the model then uses
+    ``max``).  ``parent``: the parent quota's name (``koordinator-root-quota`` when unset).
+    ``namespaces``: the ``namespaces`` annotation (sorted).  ``allow_force_update`` skips the
+    min-sum checks of the webhook.
+    """
+
+    name: str
+    namespace: str
+    min: tuple[tuple[str, int], ...]
+    max: tuple[tuple[str, int], ...]
+    parent: str
+    is_parent: bool
+    allow_lent_resource: bool
+    shared_weight: tuple[tuple[str, int], ...] | None
+    namespaces: tuple[str, ...] = ()
+    allow_force_update: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """Core ``v1`` ``Pod``, read as a unit of admission: one podSet of count 1 (model neutral).
+
+    ``requests``: the effective per-pod request (Kubernetes ``PodRequests``: init containers,
+    sidecars, overhead), sorted ``(resource, amount)`` in base units; a resource a container names
+    with 0 is kept (upstream's ``ResourceList`` keeps the key, which quota masking reads).  ``priority``:
+    ``spec.priority`` (default 0).  ``creation_ms``: ``metadata.creationTimestamp`` (default: event
+    time).  ``node_name``: ``spec.nodeName`` (``None`` = not bound).  ``phase``: ``status.phase``
+    (default ``Pending``).  ``preemption_policy``: ``spec.preemptionPolicy``
+    (``PreemptLowerPriority`` or ``Never``).  ``labels`` / ``annotations``: sorted pairs.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    creation_ms: int
+    priority: int
+    requests: tuple[tuple[str, int], ...]
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    node_name: str | None = None
+    phase: str = "Pending"
+    preemption_policy: str = "PreemptLowerPriority"
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+KubeObject = (ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload | Node | EngineConfig | ElasticQuota
+              | Pod)
 
 
 @dataclass(frozen=True, slots=True)

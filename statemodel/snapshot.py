@@ -143,6 +143,7 @@ def _load_model(c: ClusterState, d: dict) -> None:
     model.load(d["doc"])
     c.model = model
     c.hierarchy.model = model
+    c.units = model if getattr(model, "admits_units", False) else None  # type: ignore[assignment]
 
 
 def _dump_hierarchy(c: ClusterState) -> dict:

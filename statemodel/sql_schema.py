@@ -342,6 +342,29 @@ nodes = Table(
 )
 """Projection of the current state: the core ``v1`` Nodes the engine knows (used for placement)."""
 
+elastic_quotas = Table(
+    "elastic_quotas",
+    metadata,
+    Column("cluster", String, primary_key=True),
+    Column("name", String, primary_key=True),
+    Column("parent", String, nullable=True, comment="parent quota; NULL for the root and the system/default groups"),
+    Column("is_parent", Boolean, nullable=False),
+    Column("allow_lent_resource", Boolean, nullable=False),
+    Column("min", JSONType, nullable=False, comment=f"resource -> amount in {BASE_UNITS}"),
+    Column("max", JSONType, nullable=False, comment=f"resource -> amount in {BASE_UNITS}"),
+    Column("auto_scale_min", JSONType, nullable=False, comment="min after min scaling, resource -> amount"),
+    Column("shared_weight", JSONType, nullable=False, comment="resource -> weight"),
+    Column("request", JSONType, nullable=False, comment="resource -> amount (pending and running pods)"),
+    Column("child_request", JSONType, nullable=False, comment="resource -> amount"),
+    Column("used", JSONType, nullable=False, comment="resource -> amount (running pods)"),
+    Column("non_preemptible_used", JSONType, nullable=False, comment="resource -> amount"),
+    Column("runtime", JSONType, nullable=False, comment="resource -> amount the group may use now"),
+    Column("pods", BigInteger, nullable=False, comment="pending and running pods of the group (count)"),
+    comment="Projection: Koordinator ElasticQuota groups (the koordinator quota model).",
+)
+"""Projection of the current state: the quota groups of a cluster running the ``koordinator`` model
+(state JSON ``elasticQuotas``), upstream ``QuotaCalculateInfo`` numbers as JSON maps in base units."""
+
 # --------------------------------------------------------------------------- ingest bookkeeping
 
 dead_letters = Table(
@@ -397,5 +420,5 @@ Index(None, outbox.c.published, outbox.c.cluster, outbox.c.first_seq)
 
 __all__ = [
     "metadata", "events", "decisions", "snapshots", "cohorts", "cluster_queues", "local_queues",
-    "quotas", "workloads", "fair_sharing", "nodes", "dead_letters", "ingest_offsets", "outbox",
+    "quotas", "workloads", "fair_sharing", "nodes", "elastic_quotas", "dead_letters", "ingest_offsets", "outbox",
 ]

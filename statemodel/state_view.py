@@ -296,6 +296,7 @@ def _cluster(cluster: "ClusterState") -> dict:
         "workloads": workloads,
         "nodes": cluster.nodes.view(),
         "capacity": cluster.nodes.totals(),
+        **(cluster.units.view() if cluster.units is not None else {}),
     }
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, writing
-from quotaledger.commands.options import MAPPING_OPTION, QUOTA_OPTION, TRACE_OPTION, UNTIL_OPTION
+from quotaledger.commands.options import MAPPING_OPTION, MODEL_OPTION, QUOTA_OPTION, TRACE_OPTION, UNTIL_OPTION
 from quotaledger.views.output import console, err_console
 
 
@@ -20,6 +20,7 @@ def demo(
         None, "--db", help="SQLAlchemy URL of the store (default: a SQLite file in the output folder)."),
     out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
     until: Optional[str] = UNTIL_OPTION,
+    model: str = MODEL_OPTION,
 ) -> None:
     """The main job on a real trace: import it, build the quota tree (written as editable manifests),
     simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
@@ -27,10 +28,12 @@ def demo(
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 
+    if model not in ("kueue", "koordinator"):
+        raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator)", 2)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
-                          on_note=lambda text: err.print(text, markup=False, highlight=False))
+                          on_note=lambda text: err.print(text, markup=False, highlight=False), model=model)
     print_demo(console(), result)
 
 
@@ -45,6 +48,7 @@ def simulate(
     tick: str = typer.Option("5m", "--tick", help="Tick interval (duration; 0 = no ticks)."),
     finish_at_horizon: bool = typer.Option(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
+    model: str = MODEL_OPTION,
 ) -> None:
     """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
 
@@ -57,7 +61,9 @@ def simulate(
     from replay.sim.traces import parse_until
 
     err = err_console()
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until)
+    if model not in ("kueue", "koordinator"):
+        raise CommandError(f"--model: {model!r} is not a quota model the simulator runs (kueue, koordinator)", 2)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
     try:
         tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
     except ValueError as exc:

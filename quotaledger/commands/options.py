@@ -56,3 +56,6 @@ def snapshot_interval_ms(text: str | None) -> int | None:
     if every_ms < 1:
         raise CommandError("--snapshot-every-time must be positive")
     return every_ms
+MODEL_OPTION = typer.Option(
+    "kueue", "--model", help="Quota model: kueue, or koordinator (the Kueue quota tree translated to ElasticQuotas: "
+                             "min = nominal, max = nominal + borrowingLimit; jobs run as Pods).")

@@ -10,7 +10,11 @@ from quotaledger.views.display import qty
 
 
 def print_explanation(console: Console, out: dict) -> None:
-    """Print a workload's status, reason, request and the numbers of every level of its tree."""
+    """Print a workload's status, reason, request and the numbers of every level of its tree (a
+    Koordinator pod: ``print_pod_explanation``)."""
+    if "pod" in out:
+        print_pod_explanation(console, out)
+        return
     console.print(f"[bold]{out['workload']}[/bold]  {out['status']}  "
                   f"ClusterQueue {out['clusterQueue'] or '-'}  LocalQueue {out['localQueue']}  "
                   f"priority {out['priority']}  queued {out['queuedAt']}")
@@ -93,3 +97,40 @@ def _levels_table(title: str, levels: list[dict]) -> Table:
                                                            "localQuota", "usage", "available", "potentialAvailable")))
                 first = False
     return table
+
+
+def print_pod_explanation(console: Console, out: dict) -> None:
+    """Print a Koordinator pod's status, PreFilter reason and shortfalls, request, and how its quota's
+    runtime comes about level by level (``KoordinatorModel.explain``)."""
+    console.print(f"[bold]{out['pod']}[/bold]  {out['status']}  quota {out['quota']}  priority {out['priority']}"
+                  f"{'' if out['preemptible'] else '  non-preemptible'}")
+    if out["reason"]:
+        console.print(f"  last attempt [bold]{out['reason']}[/bold]: {out['message']}")
+    if out["preFilter"]:
+        console.print(f"  PreFilter now: {out['preFilter']}")
+    if out["shortfalls"]:
+        table = Table(title="what it is short of (PreFilter: used + request <= runtime)", title_justify="left",
+                      box=box.SIMPLE_HEAD)
+        for header in ("quota", "resource", "reason"):
+            table.add_column(header)
+        for header in ("needed", "available", "short by"):
+            table.add_column(header, justify="right")
+        for row in out["shortfalls"]:
+            res = row["resource"]
+            table.add_row(row["quota"], res, row["reason"], qty(res, row["needed"]), qty(res, row["available"]),
+                          qty(res, row["shortBy"]))
+        console.print(table)
+    console.print("  request: " + ", ".join(f"{res} {qty(res, amount)}" for res, amount in out["request"].items()))
+    table = Table(title="runtime level by level (each level's share of what its parent shares)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("quota", "resource", "role"):
+        table.add_column(header)
+    for header in ("parent shares", "min", "autoScaleMin", "max", "weight", "request", "limited", "used", "runtime"):
+        table.add_column(header, justify="right")
+    for level in out["levels"]:
+        for res, n in level["resources"].items():
+            table.add_row(level["quota"], res, n["role"], qty(res, n["parentTotal"]), qty(res, n["min"]),
+                          qty(res, n["autoScaleMin"]), "-" if n["max"] is None else qty(res, n["max"]),
+                          str(n["sharedWeight"]), qty(res, n["request"]), qty(res, n["limitedRequest"]),
+                          qty(res, n["used"]), qty(res, n["runtime"]))
+    console.print(table)

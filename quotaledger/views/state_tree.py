@@ -204,8 +204,45 @@ def _indent(prefix: str) -> str:
     return out
 
 
+def elastic_quota_tree(name: str, cs: dict) -> Table:
+    """The Koordinator quota tree of one cluster (state JSON ``elasticQuotas``): groups under
+    ``koordinator-root-quota`` drawn with guides, then the system and default groups; one row per
+    resource of the group's ``max`` (the root: of what it shares) with ``min``, ``max``,
+    ``request``, ``used``, ``runtime`` and the group's pods (pending and running)."""
+    quotas = cs.get("elasticQuotas", {})
+    children: dict[str | None, list[str]] = {}
+    for q in sorted(quotas):
+        children.setdefault(quotas[q].get("parent"), []).append(q)
+    table = Table(title=f"cluster {name}  elastic quotas  (time {cs.get('time')})", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("quota")
+    table.add_column("resource")
+    for header in ("min", "max", "request", "used", "runtime", "pods"):
+        table.add_column(header, justify="right")
+
+    def add(label: str, q: dict) -> None:
+        resources = sorted(q.get("max") or q.get("runtime") or {}) or ["-"]
+        for i, res in enumerate(resources):
+            cells = [qty(res, q.get(field, {}).get(res, 0)) if res != "-" else "-"
+                     for field in ("min", "max", "request", "used", "runtime")]
+            table.add_row(label if i == 0 else "", res, *cells, str(q.get("pods", 0)) if i == 0 else "")
+
+    def walk(q: str, prefix: str, guide: str) -> None:
+        add(prefix + guide + q, quotas[q])
+        kids = children.get(q, [])
+        for i, child in enumerate(kids):
+            walk(child, _indent(prefix + guide), "└─ " if i == len(kids) - 1 else "├─ ")
+
+    for top in children.get(None, []):
+        walk(top, "", "")
+    return table
+
+
 def print_state_tree(console: Console, state: dict) -> None:
-    """Print the tree table of every cluster of a state JSON, then its engine version, time and hash."""
+    """Print the tree table of every cluster of a state JSON (and its Koordinator quota tree when it
+    runs the ``koordinator`` model), then its engine version, time and hash."""
     for name, cs in state.get("clusters", {}).items():
         console.print(cluster_tree(name, cs))
+        if cs.get("elasticQuotas"):
+            console.print(elastic_quota_tree(name, cs))
     console.print(f"engine {state.get('engineVersion')}  time {state.get('time')}  hash {state.get('hash')}")

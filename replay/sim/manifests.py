@@ -21,10 +21,11 @@ from replay.sim.importers.jobs import Job, quantity_string, slug
 
 __all__ = ["QuotaConfig", "QuotaConfigError", "load_manifests", "write_manifests", "queue_names", "KIND_ORDER"]
 
-KIND_ORDER = ("EngineConfig", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
+KIND_ORDER = ("EngineConfig", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "ElasticQuota", "Node")
 """Apply order of configuration kinds (a ClusterQueue's flavors and cohort exist before it)."""
 _FILES = {"EngineConfig": "00-engine-config.yaml", "ResourceFlavor": "10-resource-flavors.yaml",
-          "Cohort": "20-cohorts.yaml", "ClusterQueue": "30-cluster-queues.yaml", "LocalQueue": "40-local-queues.yaml"}
+          "Cohort": "20-cohorts.yaml", "ClusterQueue": "30-cluster-queues.yaml", "LocalQueue": "40-local-queues.yaml",
+          "ElasticQuota": "50-elastic-quotas.yaml", "Node": "60-nodes.yaml"}
 
 
 class QuotaConfigError(ValueError):
@@ -55,11 +56,20 @@ class QuotaConfig:
     notes: list[str] = field(default_factory=list)
     _lq_cq: dict[tuple[str, str], str] = field(default_factory=dict, init=False, repr=False)
     _cq_groups: dict[str, list[tuple[list[str], list[str]]]] = field(default_factory=dict, init=False, repr=False)
+    _leaves: set[str] = field(default_factory=set, init=False, repr=False)
+
+    @property
+    def model(self) -> str:
+        """The quota model the configuration is for: ``koordinator`` when it holds ElasticQuotas
+        (jobs run as Pods labelled with their quota), else ``kueue``."""
+        return "koordinator" if self._leaves else "kueue"
 
     def __post_init__(self) -> None:
         for o in self.objects:
             kind, meta, spec = o.get("kind"), o.get("metadata") or {}, o.get("spec") or {}
-            if kind == "LocalQueue":
+            if kind == "ElasticQuota":
+                self._leaves.add(meta.get("name", ""))
+            elif kind == "LocalQueue":
                 self._lq_cq[(meta.get("namespace", ""), meta.get("name", ""))] = spec.get("clusterQueue", "")
             elif kind == "ClusterQueue":
                 groups = []
@@ -73,8 +83,8 @@ class QuotaConfig:
         return queue_names(self.root, job.tenant)[2]
 
     def has_local_queue(self, lq: tuple[str, str]) -> bool:
-        """Whether the configuration defines this LocalQueue."""
-        return lq in self._lq_cq
+        """Whether the configuration defines this LocalQueue (ElasticQuotas: the quota named like it)."""
+        return lq in self._lq_cq or lq[1] in self._leaves
 
     def admission(self, job: Job) -> dict | None:
         """Kueue ``status.admission`` for a job loaded as already running (pre-admitted), or
@@ -83,7 +93,7 @@ class QuotaConfig:
         Flavor per resource group: the job's own flavor when the group lists it, else the group's
         first flavor.  ``resourceUsage`` is the podSet total (count × per-pod), as Kueue.
         """
-        cq = self._lq_cq.get(self.local_queue(job))
+        cq = self._lq_cq.get(self.local_queue(job))  # none under ElasticQuotas: such jobs are submitted
         if cq is None or cq not in self._cq_groups:
             return None
         flavors: dict[str, str] = {}

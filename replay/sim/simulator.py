@@ -52,6 +52,7 @@ from statemodel.engine import Engine
 __all__ = ["SimulationResult", "simulate", "DEFAULT_TICK_MS"]
 
 API = "kueue.x-k8s.io/v1beta2"
+POD_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
 DEFAULT_TICK_MS = 300_000
 """Tick interval: 5 minutes, Kueue's default ``usageSamplingInterval``."""
 
@@ -126,6 +127,20 @@ def workload_object(job: Job, namespace: str, queue: str, admission: dict | None
     return obj
 
 
+def pod_object(job: Job, namespace: str, quota: str, bound: bool = False) -> dict:
+    """The ``v1`` Pod of a job under the ``koordinator`` model: labelled with its quota, requesting
+    the job's total (``count`` pods × per-pod requests: the job is one unit, as a gang); ``bound``
+    (a job already running when the trace starts): ``spec.nodeName`` ``observed``, an observed
+    binding charged as given."""
+    spec: dict = {"containers": [{"name": "main", "resources": {"requests": {
+        r: quantity_string(r, a) for r, a in sorted(job.total().items())}}}]}
+    if bound:
+        spec["nodeName"] = "observed"
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": slug(job.id), "namespace": namespace, "labels": {POD_QUOTA_LABEL: quota}},
+            "spec": spec}
+
+
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
              until_ms: int | None = None, tick_ms: int = DEFAULT_TICK_MS, finish_at_horizon: bool = False,
              progress: Callable[[int], None] | None = None, engine: Engine | None = None,
@@ -156,6 +171,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     """
     driver = Driver(engine)
     engine = driver.engine
+    pods = quota.model == "koordinator"
     res = SimulationResult(start_ms=trace.trace_start_ms)
     horizon = trace.trace_end_ms if until_ms is None else until_ms
     res.until_ms = horizon
@@ -252,12 +268,16 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
             for i, job in enumerate(trace.jobs):
                 if job.preexisting and job.submit_ms <= horizon:
                     admission = quota.admission(job)
-                    if admission is None:  # cannot be pre-admitted under this config: submit it instead
+                    if pods and quota.has_local_queue(queues[i]):
+                        unit = pod_object(job, *queues[i], bound=True)
+                    elif admission is None:  # cannot be pre-admitted under this config: submit it instead
                         schedule(job.submit_ms, _SUBMIT, i)
                         continue
+                    else:
+                        unit = workload_object(job, *queues[i], admission)
                     key = keys[i]
                     emit({"id": f"submit/{key}", "time": job.submit_ms, "cluster": cluster, "type": "Applied",
-                          "object": workload_object(job, *queues[i], admission)})
+                          "object": unit})
                     res.preadmitted += 1
                     state[key] = "admitted"
                     res.admitted_at[key] = job.submit_ms
@@ -286,8 +306,9 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 job = trace.jobs[i]
                 if kind == _SUBMIT:
                     state[key] = "pending"
+                    unit = pod_object(job, *queues[i]) if pods else workload_object(job, *queues[i])
                     decisions = emit({"id": f"submit/{key}", "time": at, "cluster": cluster, "type": "Applied",
-                                      "object": workload_object(job, *queues[i])})
+                                      "object": unit})
                     res.submitted += 1
                     if job.run_ms is None and job.delete_ms is not None:
                         schedule(max(job.delete_ms, at), _WITHDRAW, i)
@@ -317,8 +338,10 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                         state[key] = "done"
                         ns, name = key.split("/", 1)
                         decisions = emit({"id": f"withdraw/{key}", "time": at, "cluster": cluster, "type": "Deleted",
-                                          "object": {"apiVersion": API, "kind": "Workload",
-                                                     "metadata": {"name": name, "namespace": ns}}})
+                                          "object": {"apiVersion": "v1", "kind": "Pod",
+                                                     "metadata": {"name": name, "namespace": ns}} if pods else
+                                          {"apiVersion": API, "kind": "Workload",
+                                           "metadata": {"name": name, "namespace": ns}}})
                         res.withdrawn += 1
                     else:
                         continue

@@ -2,8 +2,9 @@
 
 ``EngineConfig`` carries the engine-wide settings of one cluster: the Kueue Configuration fields
 the engine implements (``admissionFairSharing``, ``fairSharing``; durations in ms, weights in exact
-thousandths), ``spec.quotaModel``, the quota model the cluster runs, and
-``spec.preemption.releaseOn``, when a victim's quota is freed (docs/events.md "Additions").  Pure.
+thousandths), ``spec.quotaModel``, the quota model the cluster runs,
+``spec.preemption.releaseOn``, when a victim's quota is freed, and ``spec.koordinator``, the
+Koordinator ``ElasticQuotaArgs`` that change semantics (docs/events.md "Additions").  Pure.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj, shown
+from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj, qmap, shown
 from statemodel.events.names import qualified_name_problem
 from statemodel.objects import (
     AdmissionFairSharingConfig,
+    GROUP_MAX_DEFAULT,
+    ElasticQuotaArgs,
     EngineConfig,
     FairSharingPreemptionStrategy,
     KubeObject,
@@ -76,6 +79,41 @@ def _quota_model(spec: dict, p: str) -> str:
     return choice(spec, "quotaModel", p, {name: name for name in known}, registry.DEFAULT)
 
 
+def _koordinator_args(spec: dict, p: str) -> ElasticQuotaArgs | None:
+    """``spec.koordinator``: ``ElasticQuotaArgs`` field names, upstream defaults (reference §12)."""
+    k = opt_obj(spec, "koordinator", p)
+    if k is None:
+        return None
+    kp = f"{p}.koordinator"
+    known = ("delayEvictTime", "monitorAllQuotas", "enableCheckParentQuota", "enableRuntimeQuota",
+             "enableMinQuotaScale", "disableDefaultQuotaPreemption", "defaultQuotaGroupMax",
+             "systemQuotaGroupMax", "revokePodInterval", "featureGates")
+    for key in k:
+        if key not in known:
+            fail(f"{kp}.{key}", f"unknown field: must be one of {', '.join(known)}")
+    delay = k.get("delayEvictTime")
+    delay_ms = 120_000 if delay is None else parse_duration(delay, f"{kp}.delayEvictTime")
+    interval = k.get("revokePodInterval")
+    if interval is not None and parse_duration(interval, f"{kp}.revokePodInterval") <= 0:
+        fail(f"{kp}.revokePodInterval", "must be greater than 0")
+
+    def group_max(key: str) -> tuple[tuple[str, int], ...]:
+        raw = k.get(key)
+        return GROUP_MAX_DEFAULT if raw is None else tuple(sorted(qmap(raw, f"{kp}.{key}").items()))
+
+    gates = opt_obj(k, "featureGates", kp) or {}
+    for gate in gates:
+        if gate != "ElasticQuotaGuaranteeUsage":
+            fail(f"{kp}.featureGates.{gate}", "unknown feature gate: must be ElasticQuotaGuaranteeUsage")
+    if opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False):
+        fail(f"{kp}.featureGates.ElasticQuotaGuaranteeUsage", "feature gate not implemented by this engine")
+    return ElasticQuotaArgs(
+        delay_ms, opt_bool(k, "monitorAllQuotas", kp, False), opt_bool(k, "enableCheckParentQuota", kp, False),
+        opt_bool(k, "enableRuntimeQuota", kp, True), opt_bool(k, "enableMinQuotaScale", kp, True),
+        opt_bool(k, "disableDefaultQuotaPreemption", kp, True), group_max("defaultQuotaGroupMax"),
+        group_max("systemQuotaGroupMax"), opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False))
+
+
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
     """Kueue Configuration fields (admission fair sharing, fair sharing), the cluster's quota model and
     when a preempted workload's quota is freed (``spec.preemption.releaseOn``)."""
@@ -130,7 +168,7 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
     pr = opt_obj(spec, "preemption", p)
     if pr is not None:
         release_on = choice(pr, "releaseOn", f"{p}.preemption", _RELEASE_ON, PreemptionReleaseOn.DECISION)
-    return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on)
+    return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on, _koordinator_args(spec, p))
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

@@ -1,22 +1,36 @@
-"""Parsers of the core Kubernetes API group (``v1``): Node.
+"""Parsers of the core Kubernetes API group (``v1``): Node and Pod.
 
 A ``Node`` is read as ``kubectl get node -o json`` prints it: ``metadata.labels``,
 ``status.allocatable`` (quantities in base units), ``spec.unschedulable`` and ``spec.taints``.
-Pure.
+
+A ``Pod`` is read as a unit of admission for the models that admit pods (docs/events.md
+"Additions"), in a model-neutral way: ``metadata.labels`` / ``annotations`` (each model reads its
+own keys), ``metadata.uid`` and ``creationTimestamp``, ``spec.priority``, the effective per-pod
+request of ``spec`` (Kubernetes ``PodRequests``, as a Workload's podSet template), ``spec.nodeName``
+(an observed binding), ``spec.preemptionPolicy`` and ``status.phase``.  Pure.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from statemodel.events.fields import as_obj, choice, fail, members, opt_bool, opt_list, opt_obj, opt_str, qmap, req_str, smap
+from statemodel.events.fields import (
+    INT32_MAX, INT32_MIN, as_obj, choice, fail, int_in, members, opt_bool, opt_list, opt_obj, opt_str, qmap, req_str,
+    smap,
+)
+from statemodel.events.kueue import pod_requests
 from statemodel.events.names import label_value_problem, qualified_name_problem
-from statemodel.objects import KubeObject, Node, Taint, TaintEffect
+from statemodel.objects import KubeObject, Node, Pod, Taint, TaintEffect
+from statemodel.timefmt import parse_time
 
 API_VERSION = "v1"
 """The core group's only version."""
 
 _TAINT_EFFECTS = members(*TaintEffect)
+POD_PHASES = {p: p for p in ("Pending", "Running", "Succeeded", "Failed", "Unknown")}
+"""``status.phase`` values (Kubernetes ``PodPhase``)."""
+PREEMPTION_POLICIES = {p: p for p in ("PreemptLowerPriority", "Never")}
+"""``spec.preemptionPolicy`` values (Kubernetes ``PreemptionPolicy``)."""
 
 
 def _parse_node(o: dict, name: str, time_ms: int) -> Node:
@@ -47,7 +61,30 @@ def _parse_node(o: dict, name: str, time_ms: int) -> Node:
     return Node(name, labels, tuple(sorted(alloc.items())), unschedulable, tuple(taints))
 
 
+def _parse_pod(o: dict, name: str, time_ms: int) -> Pod:
+    """A ``v1`` Pod as a unit (module docstring); ``metadata.namespace`` is required."""
+    meta = o["metadata"]
+    namespace = req_str(meta, "namespace", "object.metadata")
+    labels = smap(meta.get("labels"), "object.metadata.labels")
+    annotations = smap(meta.get("annotations"), "object.metadata.annotations")
+    uid = opt_str(meta, "uid", "object.metadata", f"{namespace}/{name}")
+    created = meta.get("creationTimestamp")
+    creation_ms = time_ms if created is None else parse_time(created, "object.metadata.creationTimestamp")
+    spec = opt_obj(o, "spec", "object")
+    if spec is None:
+        fail("object.spec", "required")
+    priority = spec.get("priority")
+    priority = 0 if priority is None else int_in(priority, "object.spec.priority", INT32_MIN, INT32_MAX)
+    requests = pod_requests(spec, "object.spec")
+    node_name = opt_str(spec, "nodeName", "object.spec", None)
+    policy = choice(spec, "preemptionPolicy", "object.spec", PREEMPTION_POLICIES, "PreemptLowerPriority")
+    status = opt_obj(o, "status", "object") or {}
+    phase = choice(status, "phase", "object.status", POD_PHASES, "Pending")
+    return Pod(namespace, name, uid, creation_ms, priority, tuple(sorted(requests.items())),
+               labels, annotations, node_name, phase, policy)
+
+
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {
-    API_VERSION: {"Node": (_parse_node, False)},
+    API_VERSION: {"Node": (_parse_node, False), "Pod": (_parse_pod, True)},
 }
 """apiVersion → kind → ``(parser, namespaced)``."""

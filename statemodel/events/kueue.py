@@ -429,6 +429,19 @@ def _pod_requests(tspec: dict) -> dict[str, int]:
     return reqs
 
 
+def pod_requests(tspec: dict, path: str) -> dict[str, int]:
+    """Effective per-pod requests of the pod spec ``tspec`` found at ``path`` (the rules of
+    ``_pod_requests``; zero amounts kept), for the parsers of other groups (the core ``v1`` Pod).
+
+    Raises:
+        EventError: a container's requests, limits or the overhead are invalid (path under ``path``).
+    """
+    try:
+        return _pod_requests(tspec)
+    except EventError as e:
+        raise rebase(path, e) from None
+
+
 def _pod_set(ps: Any) -> PodSet:
     """One ``spec.podSets[i]``; relative error paths."""
     if not isinstance(ps, dict):

@@ -346,3 +346,50 @@ class QuotaModel(Protocol):
 
     def load(self, doc: dict) -> None:
         """Restore a fresh model from ``dump`` output of the same ``version``."""
+
+
+UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None]
+"""A decision a unit model made: ``(type, unit key, quota name, usage per resource, borrowing,
+preemptor, reason, message)``; ``type`` is a ``statemodel.decisions.DecisionType`` value."""
+
+
+class UnitModel(Protocol):
+    """A quota model that owns its own objects and admitted units (Koordinator: ``ElasticQuota``
+    groups and ``v1`` Pods) instead of Kueue's ClusterQueues and Workloads; the cluster hands it
+    those objects, the lifecycle events naming its units and the node capacity, and asks it to run
+    admission after every event.  A model is one when it has ``admits_units = True``."""
+
+    admits_units: bool
+
+    def validate(self, changes: list[object]) -> None:
+        """Check the ``Applied`` objects and ``Deleted`` references of one event (a Batch: all of
+        them, as one change) against the model's state, as upstream's validating webhooks do.
+
+        Raises:
+            EventError: naming the field and the rule broken; nothing was changed.
+        """
+
+    def apply_object(self, obj: object) -> bool:
+        """Apply an object of the model's kinds; ``False`` when it is not one (nothing changed)."""
+
+    def delete_object(self, kind: str, key: str) -> bool:
+        """Delete an object of the model's kinds by kind and key; ``False`` when it is not one."""
+
+    def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
+        """An observed ``WorkloadAdmitted`` / ``WorkloadEvicted`` / ``WorkloadFinished`` naming unit
+        ``key``; ``False`` when the model has no such unit."""
+
+    def configure(self, config: object) -> None:
+        """The cluster's ``EngineConfig`` changed (the model reads its own section)."""
+
+    def set_capacity(self, totals: dict[str, int]) -> None:
+        """The cluster's capacity per resource (schedulable nodes' allocatable, base units)."""
+
+    def run(self, now_ms: int) -> list[UnitDecision]:
+        """Run admission (and the model's timed work) at engine time ``now_ms`` to a fixpoint."""
+
+    def explain(self, key: str) -> dict | None:
+        """Why unit ``key`` is where it is (JSON-ready), ``None`` when the model has no such unit."""
+
+    def view(self) -> dict:
+        """The model's sections of the state JSON (e.g. ``elasticQuotas`` and ``pods``)."""

@@ -1,6 +1,7 @@
 """Quota models by name: ``EngineConfig.spec.quotaModel`` → a factory of fresh ``QuotaModel``s.
 
-``kueue`` (KEP-79 cohorts, ``statemodel.quota.kueue``) is the default and always present.  A new
+``kueue`` (KEP-79 cohorts, ``statemodel.quota.kueue``) is the default and always present;
+``koordinator`` (elastic quota, ``statemodel.quota.koordinator``) is shipped beside it.  A new
 model registers itself with ``register`` (tests register theirs from the test package).  The
 registry is read when a cluster is created or its ``EngineConfig`` names another model.
 """
@@ -9,13 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from statemodel.quota.koordinator import KoordinatorModel
 from statemodel.quota.kueue import KueueModel
 from statemodel.quota.protocol import QuotaModel
 
 DEFAULT = "kueue"
 """The model of a cluster whose ``EngineConfig`` names none (or that has no ``EngineConfig``)."""
 
-_FACTORIES: dict[str, Callable[[], QuotaModel]] = {DEFAULT: KueueModel}
+_FACTORIES: dict[str, Callable[[], QuotaModel]] = {DEFAULT: KueueModel, "koordinator": KoordinatorModel}
+
+MODEL_OF_KIND = {"ClusterQueue": DEFAULT, "Cohort": DEFAULT, "ElasticQuota": "koordinator"}
+"""The model whose quota objects are of a kind (docs/events.md "A cluster runs one quota model"): a
+cluster without an ``EngineConfig`` naming a model (and without Kueue quota objects yet) runs the
+model of the first such object it sees; a cluster running one of these models rejects another's
+objects.  Models not named here (test models) accept every kind."""
 
 
 class UnknownQuotaModel(KeyError):

@@ -566,9 +566,8 @@ OBJECT_ERRORS = [
     (CQ, "metadata", DELETE, "object.metadata", "required"),
     (CQ, "metadata.name", "", "object.metadata.name", "must not be empty"),
     (CQ, "metadata.name", 5, "object.metadata.name", "must be a string"),
-    ({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota", "metadata": {"name": "q"}}, "spec", {}, "object.kind", RESERVED_KIND_PROBLEM),
     ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec", {}, "object.kind", RESERVED_KIND_PROBLEM),
-    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "spec", {}, "object.kind", "unknown kind 'Pod'"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "spec", {}, "object.metadata.namespace", "required"),
     # resource groups
     (CQ, "spec.resourceGroups", {}, RG, "must be a list"),
     (CQ, "spec.resourceGroups.0.coveredResources", DELETE, f"{RG}[0].coveredResources", "required"),

@@ -90,9 +90,12 @@ def test_quota_model_kueue(spec: dict) -> None:
     assert engine_config(spec).quota_model == "kueue"
 
 
+def test_quota_model_koordinator_is_shipped() -> None:
+    assert engine_config({"quotaModel": "koordinator"}).quota_model == "koordinator"
+
+
 @pytest.mark.parametrize(("value", "problem"), [
     ("volcano", "quota model 'volcano' is not implemented by this engine: must be one of {known}"),
-    ("koordinator", "quota model 'koordinator' is not implemented by this engine: must be one of {known}"),
     ("Kueue", "unsupported value 'Kueue': must be one of {known}"),
     ("", "unsupported value '': must be one of {known}"),
     (1, "must be a string"),

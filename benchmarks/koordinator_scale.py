@@ -1,0 +1,179 @@
+"""Engine throughput of the ``koordinator`` quota model, next to the ``kueue`` model on the same shape.
+
+The shape is ``kueue_scale.py``'s: N leaf quota groups (100, 1,000, 10,000) of min 20 cpu and max
+120 cpu (a Kueue ClusterQueue's nominal 20 + borrowingLimit 100) under a three-level tree: mid
+groups under ``koordinator-root-quota`` → parent groups of at most 100 leaves (10 parents per mid)
+→ leaves; each parent's and mid's min is the sum of its children's, its max the sum of their
+max.  The cluster is one Node whose cpu is the sum of the leaves' min (the Kueue cohort tree's
+nominal capacity).  50,000 pods in Kueue's 35 : 11 : 4 mix (1 cpu 200 ms priority 50, 5 cpu 500 ms
+priority 100, 20 cpu 1,000 ms priority 200) are dealt round-robin over the leaves, each pod
+labelled with its quota; closed loop: every admitted pod finishes (``WorkloadFinished``) after its
+run time.
+
+The event files are generated closed-loop, then the engine alone (``decode_event`` +
+``Engine.apply``) is timed over them (best of 2 passes, the cyclic GC paused).  The ``kueue`` model
+runs ``kueue_scale.py``'s file of the same size (ClusterQueues nominal 20, borrowingLimit 100, one-pod
+Workloads of the same mix).  Prints events/s and µs per admission for both, and the ratios the
+model must meet: koordinator events/s ≥ 0.5 × kueue's, µs/admission at the largest size ≤ 2 × at
+the smallest.
+
+    python benchmarks/koordinator_scale.py                   # 100, 1,000 and 10,000 groups
+    python benchmarks/koordinator_scale.py --sizes 1000 --no-kueue
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import heapq
+import time
+from pathlib import Path
+
+import orjson
+
+from kueue_scale import CLASSES, EPOCH_MS
+from kueue_scale import generate as generate_kueue
+from statemodel.engine import Engine
+from statemodel.events.decode import decode_event
+
+EQ_API = "scheduling.sigs.k8s.io/v1alpha1"
+LABELS = "quota.scheduling.koordinator.sh/"
+LEAF_MIN, LEAF_MAX = 20, 120  # cores
+
+
+def tree(n_groups: int) -> list[tuple[str, str | None, int, bool]]:
+    """``(name, parent, leaves below, is_parent)`` of the three-level tree, parents first; a ``None``
+    parent is the root."""
+    parents = max(1, (n_groups + 99) // 100)
+    mids = (parents + 9) // 10
+    out: list[tuple[str, str | None, int, bool]] = []
+    per_parent = [0] * parents
+    for i in range(n_groups):
+        per_parent[min(i // 100, parents - 1)] += 1
+    for m in range(mids):
+        out.append((f"m{m}", None, sum(per_parent[m * 10:(m + 1) * 10]), True))
+    for p in range(parents):
+        out.append((f"c{p}", f"m{p // 10}", per_parent[p], True))
+    for i in range(n_groups):
+        out.append((f"q{i}", f"c{min(i // 100, parents - 1)}", 1, False))
+    return out
+
+
+def config_events(n_groups: int) -> list[dict]:
+    """EngineConfig (``koordinator``), the Node and the ElasticQuota tree, as EVENTS.md dicts."""
+    out: list[dict] = [
+        {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
+         "spec": {"quotaModel": "koordinator"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
+         "status": {"allocatable": {"cpu": str(LEAF_MIN * n_groups)}}}]
+    for name, parent, leaves, is_parent in tree(n_groups):
+        labels = {LABELS + "is-parent": "true"} if is_parent else {}
+        if parent is not None:
+            labels[LABELS + "parent"] = parent
+        out.append({"apiVersion": EQ_API, "kind": "ElasticQuota",
+                    "metadata": {"name": name, "namespace": "quotas", "labels": labels},
+                    "spec": {"min": {"cpu": str(LEAF_MIN * leaves)}, "max": {"cpu": str(LEAF_MAX * leaves)}}})
+    return [{"type": "Applied", "object": o} for o in out]
+
+
+def generate(n_groups: int, path: Path, total: int = 50_000) -> dict:
+    """Write the closed-loop event file for ``n_groups`` leaf groups; return counts and the hash."""
+    engine = Engine()
+    seq = 0
+    lines: list[bytes] = []
+
+    def emit(event: dict, at_ms: int) -> list:
+        nonlocal seq
+        seq += 1
+        line = orjson.dumps({"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event})
+        lines.append(line)
+        return engine.apply(decode_event(line))
+
+    for event in config_events(n_groups):
+        emit(event, 0)
+    pending: list[tuple[int, int, str, dict | str]] = []
+    order = 0
+    runtimes: dict[str, int] = {}
+    for cls, cpu, run_ms, prio, every, count in CLASSES:
+        for j in range(total * count // 50):
+            i, k = j % n_groups, j // n_groups
+            name = f"{cls}-{k}"
+            runtimes[f"ns{i}/{name}"] = run_ms
+            order += 1
+            pod = {"type": "Applied", "object": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": f"ns{i}", "labels": {LABELS + "name": f"q{i}"}},
+                "spec": {"priority": prio, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}
+            heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", pod))
+    admissions = 0
+    while pending:
+        at, _, what, payload = heapq.heappop(pending)
+        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
+        for decision in emit(event, at):
+            if decision.kind == "Admitted":
+                admissions += 1
+                order += 1
+                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+
+
+def measure(path: Path, passes: int = 2) -> dict:
+    """The engine over ``path``, best of ``passes``, the cyclic GC paused."""
+    lines = path.read_bytes().splitlines()
+    best = None
+    gc.disable()
+    try:
+        for _ in range(passes):
+            gc.collect()
+            engine = Engine()
+            admissions = 0
+            start = time.perf_counter()
+            for line in lines:
+                for decision in engine.apply(decode_event(line)):
+                    admissions += decision.kind == "Admitted"
+            elapsed = time.perf_counter() - start
+            if best is None or elapsed < best[0]:
+                best = (elapsed, admissions, engine.hash)
+    finally:
+        gc.enable()
+    assert best is not None
+    seconds, admissions, digest = best
+    return {"events": len(lines), "admissions": admissions, "eps": len(lines) / seconds,
+            "us_per_admission": seconds * 1e6 / max(1, admissions), "hash": digest}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated leaf group counts")
+    parser.add_argument("--pods", default=50_000, type=int, help="pods (and Kueue workloads) in all")
+    parser.add_argument("--workdir", default="benchmarks/out", type=Path)
+    parser.add_argument("--no-kueue", action="store_true", help="skip the kueue model's run")
+    parser.add_argument("--passes", default=2, type=int)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        path = args.workdir / f"koordinator-scale-{n}.ndjson"
+        gen = generate(n, path, args.pods)
+        result = measure(path, args.passes)
+        assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
+        line = (f"{n:>6} groups  koordinator {result['events']:>7} events {result['admissions']:>7} admissions "
+                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission")
+        if not args.no_kueue:
+            kpath = args.workdir / f"kueue-scale-{n}.ndjson"
+            kgen = generate_kueue(n, kpath, False, args.pods)
+            kueue = measure(kpath, args.passes)
+            assert kueue["hash"] == kgen["hash"]
+            line += (f" | kueue {kueue['events']:>7} events {kueue['eps']:>8,.0f} ev/s "
+                     f"{kueue['us_per_admission']:7.1f} µs/admission | ratio {result['eps'] / kueue['eps']:.2f}")
+        print(line, flush=True)
+        rows.append((n, result))
+    if len(rows) > 1:
+        base = rows[0][1]["us_per_admission"]
+        for n, result in rows[1:]:
+            print(f"µs/admission at {n} groups = {result['us_per_admission'] / base:.2f} × that at {rows[0][0]} groups")
+
+
+if __name__ == "__main__":
+    main()

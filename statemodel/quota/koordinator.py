@@ -1,0 +1,1183 @@
+"""``koordinator``: Koordinator's multi-hierarchy elastic quota as a quota model (seed 002,
+reference/koordinator.md §1-12, upstream ``pkg/scheduler/plugins/elasticquota/``).
+
+The model owns its objects and units (``statemodel.quota.protocol.UnitModel``): ``ElasticQuota``
+groups form a tree under ``koordinator-root-quota``; ``v1`` Pods are the admitted units.
+
+* **Request** (§3) is aggregated bottom-up: a leaf's ``childRequest`` is the sum of its pods'
+  requests (masked to its ``max`` keys), ``request = childRequest`` (a non-lending group:
+  ``max(childRequest, min)``), and a parent's ``childRequest`` is the sum of its children's
+  ``min(request, max)``.  Each change walks up only while the limited request changes.
+* **Runtime** (§2, §4) is computed top-down, lazily: each parent keeps its children's runtimes
+  until a child's limited request, min, weight or the parent's own runtime changes; then only that
+  sibling set is recomputed (``koordinator_runtime.redistribute``, with min scaling when the total
+  falls below the children's mins).  The root shares the cluster capacity minus what the system
+  and default groups use.
+* **Admission** (§7, PreFilter): ``used + request <= runtime`` of the pod's quota (``max`` without
+  ``enableRuntimeQuota``), non-preemptible pods within ``min``, ancestors too with
+  ``enableCheckParentQuota``; pending pods are tried by priority, creation time, key.
+* **Inner-quota preemption** (§8, PostFilter): lower-priority preemptible pods of the same quota,
+  the fewest needed so that ``used - preempted + request <= runtime``.
+* **Recycling** (§9, ``monitorAllQuotas``): a group whose ``used`` stays above its runtime for more
+  than ``delayEvictTime`` of event time loses pods, least important first, until it fits.
+
+Decisions name the pod key as ``workload`` and the quota as ``clusterQueue``.  A cluster running this
+model rejects Kueue's quota objects (``ClusterQueue``, ``Cohort``: ``ClusterState``); the Kueue side
+of the seam answers as a model without ClusterQueue quota.  Pure.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+from statemodel.errors import EventError
+from statemodel.objects import (
+    GROUP_MAX_DEFAULT, ElasticQuota, ElasticQuotaArgs, EngineConfig, FlavorResource, ObjectRef, Pod, ResourceGroup,
+)
+from statemodel.quantity import format_quantity
+from statemodel.quota.koordinator_runtime import Share, redistribute, scaled_mins
+from statemodel.quota.protocol import (
+    CLUSTER_QUEUE, Entitlement, FitResult, NoFit, PodSetTotals, PoolKey, Shortfall, UnitDecision, WakeRule,
+)
+from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
+
+NAME = "koordinator"
+ROOT = "koordinator-root-quota"
+SYSTEM = "koordinator-system-quota"
+DEFAULT = "koordinator-default-quota"
+"""The special groups (upstream ``extension.RootQuotaName`` / ``SystemQuotaName`` / ``DefaultQuotaName``)."""
+LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
+LABEL_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
+
+PENDING = "Pending"
+ADMITTED = "Admitted"
+FINISHED = "Finished"
+"""Pod statuses in the state JSON (the values of ``statemodel.workload.WorkloadStatus``)."""
+UNSCHEDULABLE = "Unschedulable"
+"""Pending reason of a pod that does not fit (the scheduler's ``PodScheduled=False`` reason)."""
+PREEMPTION_REASON = "PreemptionByScheduler"
+"""Reason of a ``Preempted`` decision (Kubernetes' ``DisruptionTarget`` reason for preemption)."""
+UNSCHEDULABLE_FLUSH_MS = 300_000
+"""kube-scheduler's ``podMaxInUnschedulablePodsDuration`` (5 min): unschedulable pods are tried again
+that long after they failed even when no event woke them."""
+REVOKE_REASON = "QuotaOverUsedRevoke"
+"""Reason of an ``Evicted`` decision of the overuse revoke controller (recycling)."""
+
+Resources = dict[str, int]
+
+
+def _fmt(res: Resources) -> str:
+    """A resource list as Go prints a ``ResourceList`` map, keys sorted: ``map[cpu:2 memory:1Gi]``."""
+    return "map[" + " ".join(f"{r}:{format_quantity(r, res[r])}" for r in sorted(res)) + "]"
+
+
+def _le(a: Resources, b: Resources) -> list[str]:
+    """The dimensions where ``a <= b`` fails, checking only keys present in both (upstream
+    ``quotav1.LessThanOrEqual``: it walks ``b`` and skips keys ``a`` lacks); sorted."""
+    return sorted(r for r, limit in b.items() if r in a and a[r] > limit)
+
+
+def _add(a: Resources, b: Resources, sign: int = 1) -> Resources:
+    out = dict(a)
+    for r, v in b.items():
+        out[r] = out.get(r, 0) + sign * v
+    return out
+
+
+def _tally(a: Resources, b: Resources, sign: int = 1) -> Resources:
+    """``a + sign * b`` without zero entries: a group's ``used`` is the same whether it was counted
+    up and down or rebuilt from its pods (a snapshot)."""
+    out = dict(a)
+    for r, v in b.items():
+        total = out.get(r, 0) + sign * v
+        if total:
+            out[r] = total
+        else:
+            out.pop(r, None)
+    return out
+
+
+def _mask(res: Resources, keys: Resources) -> Resources:
+    return {r: v for r, v in res.items() if r in keys}
+
+
+class Group:
+    """One quota group with upstream ``QuotaInfo.CalculateInfo`` numbers (base units, per resource).
+
+    ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it.
+    ``calc_total``: the total its children's runtimes were last computed from (``None`` = stale).
+    ``served``: per resource where that computation gave every child all it asks, the sum of the
+    children's runtimes.
+    """
+
+    __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight", "auto_min",
+                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total",
+                 "served")
+
+    def __init__(self, name: str, parent: str | None) -> None:
+        self.name = name
+        self.spec: ElasticQuota | None = None
+        self.parent = parent
+        self.is_parent = True
+        self.allow_lent = True
+        self.min: Resources = {}
+        self.max: Resources = {}
+        self.weight: Resources = {}
+        self.auto_min: Resources = {}
+        self.request: Resources = {}
+        self.child_request: Resources = {}
+        self.used: Resources = {}
+        self.np_used: Resources = {}
+        self.runtime: Resources = {}
+        self.children: list[str] = []
+        self.pods: dict[str, None] = {}
+        self.calc_total: Resources | None = None
+        self.served: dict[str, int] = {}
+
+    def limited(self) -> Resources:
+        """``min(request, max)`` per ``max`` key (upstream ``getLimitRequestNoLock``)."""
+        req = self.request
+        return {r: (req.get(r, 0) if req.get(r, 0) < m else m) for r, m in self.max.items()}
+
+    def derived_request(self) -> Resources:
+        """``childRequest``, raised to ``min`` when the group does not lend (§3, §5)."""
+        req = {r: v for r, v in self.child_request.items() if v}
+        if not self.allow_lent:
+            for r, m in self.min.items():
+                if m > req.get(r, 0):
+                    req[r] = m
+        return req
+
+
+class PodInfo:
+    """A pod known to the model: its object, quota, status and pending reason.
+
+    ``request``: the effective request masked to its quota's ``max`` keys (what quota counts).
+    """
+
+    __slots__ = ("key", "obj", "quota", "request", "status", "reason", "message", "shortfalls", "admitted_ms",
+                 "observed", "non_preemptible")
+
+    def __init__(self, obj: Pod) -> None:
+        self.key = obj.key
+        self.obj = obj
+        self.non_preemptible = False
+        self.set_object(obj)
+        self.quota = DEFAULT
+        self.request: Resources = {}
+        self.status = PENDING
+        self.reason: str | None = None
+        self.message = ""
+        self.shortfalls: list[Shortfall] = []
+        self.admitted_ms: int | None = None
+        self.observed: bool | None = None
+
+    def set_object(self, obj: Pod) -> None:
+        """Take ``obj`` as the pod's current object; ``non_preemptible``: label ``preemptible: "false"``
+        (upstream ``IsPodNonPreemptible``)."""
+        self.obj = obj
+        self.non_preemptible = dict(obj.labels).get(LABEL_PREEMPTIBLE) == "false"
+
+    def order(self) -> tuple[int, int, str]:
+        """Scheduling order: priority (higher first), creation time, key."""
+        return (-self.obj.priority, self.obj.creation_ms, self.key)
+
+
+class KoordinatorModel:
+    """The ``koordinator`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
+
+    name = NAME
+    version = 1
+    tracks_demand = False
+    admits_units = True
+
+    def __init__(self) -> None:
+        self.args = ElasticQuotaArgs()
+        self.capacity: Resources = {}
+        self.specs: dict[str, ElasticQuota] = {}
+        self.spec_children: dict[str, dict[str, None]] = {}
+        self.groups: dict[str, Group] = {}
+        self.pods: dict[str, PodInfo] = {}
+        self.over_since: dict[str, int] = {}
+        self.wake_all = False
+        self.active: dict[str, None] = {}
+        self.fresh: dict[str, None] = {}
+        self.watch: dict[str, None] = {}
+        self.watch_all = False
+        self.flush: list[tuple[int, str]] = []
+        self.flush_due: dict[str, int] = {}
+        root = self.groups[ROOT] = Group(ROOT, None)
+        root.allow_lent = True
+        for name in (SYSTEM, DEFAULT):
+            g = self.groups[name] = Group(name, None)
+            g.is_parent = False
+            g.max = dict(GROUP_MAX_DEFAULT)
+
+    # -- configuration ---------------------------------------------------------------------------
+
+    def configure(self, config: object) -> None:
+        """Adopt ``spec.koordinator`` of an ``EngineConfig`` (upstream defaults when absent)."""
+        args = config.koordinator if isinstance(config, EngineConfig) and config.koordinator else ElasticQuotaArgs()
+        self.args = args
+        for name, maximum in ((SYSTEM, args.system_quota_group_max), (DEFAULT, args.default_quota_group_max)):
+            if name not in self.specs:
+                self._respec_special(self.groups[name], dict(maximum), {})
+        for group in self.groups.values():
+            group.calc_total = None
+        self._touch()
+
+    def set_capacity(self, totals: dict[str, int]) -> None:
+        """The cluster total the root shares (schedulable nodes' allocatable)."""
+        if totals != self.capacity:
+            self.capacity = dict(totals)
+            self._touch()
+
+    def _touch(self) -> None:
+        """Something that may help every pending pod changed (configuration, capacity, a quota): all
+        are tried again at the next ``run`` (and the revoke monitor looks at every group)."""
+        self.wake_all = True
+        self.watch_all = True
+
+    def _stale(self, parent: Group) -> None:
+        """``parent``'s children's runtimes must be shared again; with the revoke monitor on, they are
+        watched (a runtime that shrinks may start an overuse)."""
+        parent.calc_total = None
+        if self.args.monitor_all_quotas:
+            for child in parent.children:
+                self.watch[child] = None
+
+    def _wake(self, quota: str) -> None:
+        """Pending pods of ``quota`` are tried again at the next ``run`` (upstream's queueing hints:
+        a pod of the same quota was deleted or released, or a pod arrived)."""
+        self.active[quota] = None
+
+    # -- validation (upstream webhooks, §10) -----------------------------------------------------
+
+    def validate(self, changes: list[object]) -> None:
+        """Reject a change that upstream's validating webhooks would refuse (module docstring of
+        ``statemodel.events.koordinator`` for the checks done at decoding):
+
+        * root and system quotas cannot be modified; root, system and default cannot be deleted;
+        * the parent must exist (in the tree after the change) and have ``is-parent=true``, unless
+          the quota is directly under root; the parent chain has no loop;
+        * ``is-parent`` cannot become false while the quota has children, nor true while pods are
+          bound to it; a quota with children or pods cannot be deleted;
+        * unless ``allow-force-update``: below the first level, Σ siblings' min + own min <= the
+          parent's min; a parent's children's mins sum to at most its own min
+          (``LessThanOrEqualCompletely``: every key, a missing key counts 0);
+        * a pod may not be associated with a parent quota.
+
+        Raises:
+            EventError: the field and the rule (nothing is changed).
+        """
+        quota_changes = any(isinstance(c, ElasticQuota) or (isinstance(c, ObjectRef) and c.kind == "ElasticQuota")
+                            for c in changes)
+        specs = dict(self.specs) if quota_changes else self.specs
+        touched: list[str] = []
+        pods: list[Pod] = []
+        for change in changes:
+            if isinstance(change, ElasticQuota):
+                if change.name in (ROOT, SYSTEM):
+                    raise EventError("object.metadata.name", f"quota {change.name} cannot be modified")
+                specs[change.name] = change
+                touched.append(change.name)
+            elif isinstance(change, ObjectRef) and change.kind == "ElasticQuota":
+                if change.name in (ROOT, SYSTEM, DEFAULT):
+                    raise EventError("object.metadata.name", f"quota {change.name} cannot be deleted")
+                if any(spec.parent == change.name for spec in specs.values()):
+                    raise EventError("object.metadata.name", f"quota {change.name} has child quotas")
+                group = self.groups.get(change.name)
+                if group is not None and any(self.pods[k].status != FINISHED for k in group.pods):
+                    raise EventError("object.metadata.name", f"quota {change.name} has pods")
+                specs.pop(change.name, None)
+            elif isinstance(change, Pod):
+                pods.append(change)
+        by_parent: dict[str, list[ElasticQuota]] = {}
+        for name in touched:  # the children after the change of the parents the checks read
+            if name not in specs:
+                continue
+            for parent in (name, specs[name].parent):
+                if parent not in by_parent:
+                    kids = set(self.spec_children.get(parent, {})) | set(touched)
+                    by_parent[parent] = [specs[k] for k in sorted(kids) if k in specs and specs[k].parent == parent]
+        for name in touched:
+            if name in specs:
+                self._validate_quota(specs[name], specs, by_parent)
+        for pod in pods:
+            quota = self._associate(pod, specs)
+            target = specs.get(quota)
+            if target is not None and target.is_parent:
+                raise EventError(f"object.metadata.labels[{LABEL_QUOTA_NAME}]",
+                                 f"pod cannot be associated with parent quota {quota}")
+
+    def _validate_quota(self, eq: ElasticQuota, specs: dict[str, ElasticQuota],
+                        by_parent: dict[str, list[ElasticQuota]]) -> None:
+        labels = "object.metadata.labels"
+        children = by_parent.get(eq.name, [])
+        old = self.specs.get(eq.name)
+        if not eq.is_parent and children:
+            raise EventError(f"{labels}[quota.scheduling.koordinator.sh/is-parent]",
+                             f"quota {eq.name} has child quotas and must stay a parent")
+        if eq.is_parent and (old is None or not old.is_parent):
+            group = self.groups.get(eq.name)
+            if group is not None and any(self.pods[k].status == ADMITTED for k in group.pods):
+                raise EventError(f"{labels}[quota.scheduling.koordinator.sh/is-parent]",
+                                 f"quota {eq.name} has bound pods and cannot become a parent")
+        parent_field = f"{labels}[quota.scheduling.koordinator.sh/parent]"
+        if eq.parent != ROOT:
+            pspec = specs.get(eq.parent)
+            if pspec is None:
+                raise EventError(parent_field, f"parent quota {eq.parent} does not exist")
+            if not pspec.is_parent:
+                raise EventError(parent_field, f"parent quota {eq.parent} is not a parent (is-parent is not true)")
+            seen = {eq.name}
+            parent = eq.parent
+            while parent != ROOT and parent in specs:
+                if parent in seen:
+                    raise EventError(parent_field, f"the parent chain of quota {eq.name} loops through {parent}")
+                seen.add(parent)
+                parent = specs[parent].parent
+        if eq.allow_force_update:
+            return
+        if eq.parent != ROOT:
+            pspec = specs[eq.parent]
+            total: Resources = {}
+            for sibling in by_parent.get(eq.parent, []):
+                total = _add(total, dict(sibling.min))
+            pmin = dict(pspec.min)
+            over = sorted(r for r, v in total.items() if v > pmin.get(r, 0))
+            if over:
+                raise EventError("object.spec.min", f"the min of the children of {eq.parent} sums to "
+                                 f"{_fmt(total)}, more than its min {_fmt(pmin)} ({', '.join(over)})")
+        if children:
+            total = {}
+            for s in children:
+                total = _add(total, dict(s.min))
+            own = dict(eq.min)
+            over = sorted(r for r, v in total.items() if v > own.get(r, 0))
+            if over:
+                raise EventError("object.spec.min", f"the min of the children of {eq.name} sums to "
+                                 f"{_fmt(total)}, more than its min {_fmt(own)} ({', '.join(over)})")
+
+    # -- objects ---------------------------------------------------------------------------------
+
+    def apply_object(self, obj: object) -> bool:
+        """Apply an ``ElasticQuota`` or a ``Pod``; ``False`` for any other object."""
+        if isinstance(obj, ElasticQuota):
+            self._apply_quota(obj)
+            return True
+        if isinstance(obj, Pod):
+            self._apply_pod(obj)
+            return True
+        return False
+
+    def delete_object(self, kind: str, key: str) -> bool:
+        """Delete an ``ElasticQuota`` (by name) or a ``Pod`` (by ``ns/name``)."""
+        if kind == "ElasticQuota":
+            self._delete_quota(key)
+            return True
+        if kind == "Pod":
+            info = self.pods.pop(key, None)
+            if info is not None:
+                self._forget(info)
+            return True
+        return False
+
+    def _apply_quota(self, eq: ElasticQuota) -> None:
+        name = eq.name
+        old_spec = self.specs.get(name)
+        if old_spec is not None:
+            self.spec_children.get(old_spec.parent, {}).pop(name, None)
+        self.specs[name] = eq
+        self.spec_children.setdefault(eq.parent, {})[name] = None
+        group = self.groups.get(name)
+        if name in (SYSTEM, DEFAULT):
+            assert group is not None
+            self._respec_special(group, dict(eq.max), dict(eq.min))
+        else:
+            if group is None:
+                group = self.groups[name] = Group(name, None)
+            else:
+                self._detach(group)
+            group.spec = eq
+            group.parent = eq.parent
+            group.is_parent = eq.is_parent
+            group.allow_lent = eq.allow_lent_resource
+            group.min = dict(eq.min)
+            group.max = dict(eq.max)
+            group.weight = dict(eq.shared_weight) if eq.shared_weight is not None else dict(eq.max)
+            self._recount(group)
+            self._attach(group)
+        self._reassociate()
+        self._touch()
+
+    def _respec_special(self, group: Group, maximum: Resources, minimum: Resources) -> None:
+        group.max = maximum
+        group.min = minimum
+        group.weight = dict(maximum)
+        self._recount(group)
+
+    def _delete_quota(self, name: str) -> None:
+        group = self.groups.get(name)
+        if name in (ROOT, SYSTEM, DEFAULT) or group is None or group.spec is None:
+            return
+        self.spec_children.get(self.specs.pop(name).parent, {}).pop(name, None)
+        for key in list(group.pods):
+            self._move(self.pods[key], DEFAULT)
+        self._detach(group)
+        if group.children:  # still a parent of placeholders' children: keep it as a placeholder
+            group.spec = None
+            group.min, group.max, group.weight = {}, {}, {}
+            group.parent = ROOT
+            self._recount(group)
+            self._attach(group)
+        else:
+            del self.groups[name]
+        self.over_since.pop(name, None)
+        self._reassociate()
+        self._touch()
+
+    def _parent_group(self, name: str) -> Group:
+        group = self.groups.get(name)
+        if group is None:  # a parent named before it exists: a placeholder under root until it comes
+            group = self.groups[name] = Group(name, ROOT)
+            self._insert_child(self.groups[ROOT], name)
+        return group
+
+    def _insert_child(self, parent: Group, name: str) -> None:
+        children = parent.children
+        if name not in children:
+            children.append(name)
+            children.sort()
+        self._stale(parent)
+
+    def _detach(self, group: Group) -> None:
+        """Take ``group`` out of its parent: its limited request and used leave the ancestors."""
+        if group.parent is None or group.parent not in self.groups:
+            return
+        parent = self.groups[group.parent]
+        self._propagate(parent, {r: -v for r, v in group.limited().items()})
+        self._add_used_from(parent, group.used, -1)
+        if group.name in parent.children:
+            parent.children.remove(group.name)
+        self._stale(parent)
+
+    def _attach(self, group: Group) -> None:
+        assert group.parent is not None
+        parent = self._parent_group(group.parent)
+        self._insert_child(parent, group.name)
+        self._propagate(parent, group.limited())
+        self._add_used_from(parent, group.used, 1)
+
+    def _recount(self, group: Group) -> None:
+        """Recompute a group's own numbers from its pods (its ``max`` keys may have changed)."""
+        child: Resources = {}
+        for name in group.children:
+            child = _add(child, self.groups[name].limited())
+        used: Resources = {}
+        np_used: Resources = {}
+        for key in group.pods:
+            info = self.pods[key]
+            info.request = _mask(dict(info.obj.requests), group.max)
+            if info.status == FINISHED:
+                continue
+            child = _add(child, info.request)
+            if info.status == ADMITTED:
+                used = _tally(used, info.request)
+                if info.non_preemptible:
+                    np_used = _tally(np_used, info.request)
+        for name in group.children:
+            used = _tally(used, self.groups[name].used)
+        group.child_request = {r: v for r, v in child.items() if v > 0}
+        group.request = group.derived_request()
+        group.used = used
+        group.np_used = np_used
+        self._stale(group)
+
+    # -- request and used up the tree (§3) --------------------------------------------------------
+
+    def _propagate(self, group: Group, delta: Resources) -> None:
+        """Add ``delta`` to ``group.childRequest`` and carry the change of its limited request up.
+
+        A parent's sibling set is marked for re-sharing only when the change can alter it: a child
+        that stayed hungry (limited request above its runtime before and after, in every changed
+        dimension) is never capped in any round of the water-filling, so its request plays no part
+        in the result and the cached runtimes stay exact."""
+        while delta:
+            if group.name == ROOT:  # its children's sibling set was marked by the child's step
+                group.request = {r: v for r, v in _add(group.request, delta).items() if v}
+                group.child_request = group.request
+                return
+            old = group.limited()
+            group.child_request = {r: v for r, v in _add(group.child_request, delta).items() if v > 0}
+            group.request = group.derived_request()
+            if group.parent is None:  # system / default: outside the tree
+                return
+            new = group.limited()
+            delta = {r: new[r] - old.get(r, 0) for r in new if new[r] != old.get(r, 0)}
+            for r in old:
+                if r not in new and old[r]:
+                    delta[r] = -old[r]
+            parent = self.groups[group.parent]
+            if delta and parent.calc_total is not None:
+                runtime = group.runtime
+                for r in delta:
+                    rt = runtime.get(r)
+                    if rt is not None and old.get(r, 0) > rt and new.get(r, 0) > rt:
+                        continue
+                    if not self._still_served(parent, group, r, new.get(r, 0)):
+                        self._stale(parent)
+                        break
+            group = parent
+
+    def _still_served(self, parent: Group, child: Group, r: str, limited: int) -> bool:
+        """When ``parent``'s children were all given what they ask in ``r`` and still are with
+        ``child``'s new limited request, set ``child``'s runtime and keep the others (the
+        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise."""
+        served = parent.served.get(r)
+        old = child.runtime.get(r)
+        if served is None or old is None or parent.calc_total is None:
+            return False
+        floor = child.auto_min.get(r, 0)
+        if limited > floor and child.weight.get(r, 0) <= 0:
+            return False
+        take = limited if limited > floor or child.allow_lent else floor
+        total = served - old + take
+        if total > parent.calc_total.get(r, 0):
+            return False
+        parent.served[r] = total
+        child.runtime[r] = take
+        if self.args.monitor_all_quotas and take < old:
+            self.watch[child.name] = None
+            for name in child.children:
+                self.watch[name] = None
+        return True
+
+    def _add_used_from(self, group: Group | None, amount: Resources, sign: int) -> None:
+        watch = self.args.monitor_all_quotas and sign > 0
+        while group is not None and group.name != ROOT:
+            group.used = _tally(group.used, amount, sign)
+            if watch:
+                self.watch[group.name] = None
+            group = self.groups.get(group.parent) if group.parent is not None else None
+
+    # -- runtime (§2, §4) --------------------------------------------------------------------------
+
+    def _root_total(self) -> Resources:
+        total = dict(self.capacity)
+        for name in (SYSTEM, DEFAULT):
+            for r, v in self.groups[name].used.items():
+                total[r] = total.get(r, 0) - v
+        return total
+
+    def _calc(self, parent: Group, total: Resources) -> None:
+        """Recompute the runtimes of ``parent``'s children from ``total`` unless nothing changed."""
+        if parent.calc_total is not None and parent.calc_total == total:
+            return
+        groups = self.groups
+        children = [groups[n] for n in parent.children]
+        dims: dict[str, None] = {}
+        for child in children:
+            child.runtime = {}
+            child.auto_min = {}
+            for r in child.max:
+                dims[r] = None
+        scale = self.args.enable_min_quota_scale
+        served: dict[str, int] = {}
+        for r in sorted(dims):
+            members = [c for c in children if r in c.max]
+            t = total.get(r, 0)
+            mins = [c.min.get(r, 0) for c in members]
+            autos = scaled_mins(t, mins) if scale else mins
+            shares = []
+            for c, auto in zip(members, autos):
+                if auto or r in c.min:
+                    c.auto_min[r] = auto
+                req = c.request.get(r, 0)
+                mx = c.max[r]
+                shares.append(Share(c.name, req if req < mx else mx, auto, 0, c.weight.get(r, 0), c.allow_lent))
+            whole = 0
+            full = True
+            for c, share, rt in zip(members, shares, redistribute(t, shares)):
+                c.runtime[r] = rt
+                whole += rt
+                full = full and (share.request <= share.min or rt == share.request)
+            if full and whole <= t:
+                served[r] = whole
+        parent.served = served
+        parent.calc_total = dict(total)
+        if self.args.monitor_all_quotas:  # a parent whose runtime moved: its children's shares move too
+            for child in children:
+                if child.children:
+                    for name in child.children:
+                        self.watch[name] = None
+
+    def runtime(self, name: str) -> Resources:
+        """The runtime of quota ``name`` now (its ``max`` for the system and default groups)."""
+        group = self.groups[name]
+        if group.parent is None:
+            if name == ROOT:
+                return self._root_total()
+            group.runtime = dict(group.max)
+            return group.runtime
+        path = []
+        node: Group | None = group
+        while node is not None and node.name != ROOT:
+            path.append(node)
+            node = self.groups.get(node.parent) if node.parent is not None else None
+        total = self._root_total()
+        parent = self.groups[ROOT]
+        for node in reversed(path):
+            self._calc(parent, total)
+            total = node.runtime
+            parent = node
+        return group.runtime
+
+    # -- pods --------------------------------------------------------------------------------------
+
+    def _associate(self, pod: Pod, specs: dict[str, ElasticQuota]) -> str:
+        """The quota of ``pod`` (upstream ``GetQuotaName``): the quota-name label (the default group
+        when it names no quota), else a quota named like the namespace, else the quota whose
+        ``namespaces`` annotation lists it (first by name), else the default group."""
+        label = dict(pod.labels).get(LABEL_QUOTA_NAME)
+        if label:
+            return label if label in specs or label in (SYSTEM, DEFAULT) else DEFAULT
+        if pod.namespace in specs:
+            return pod.namespace
+        for name in sorted(specs):
+            if pod.namespace in specs[name].namespaces:
+                return name
+        return DEFAULT
+
+    def _apply_pod(self, pod: Pod) -> None:
+        info = self.pods.get(pod.key)
+        was_admitted = False
+        admitted_ms = None
+        if info is not None:
+            was_admitted = info.status == ADMITTED
+            admitted_ms = info.admitted_ms
+            self._forget(info)
+        if info is None or info.status == FINISHED:
+            info = self.pods[pod.key] = PodInfo(pod)
+            was_admitted = False
+        info.set_object(pod)
+        info.status = PENDING
+        if pod.phase in ("Succeeded", "Failed"):
+            info.status = FINISHED
+            return
+        self._enter(info, self._associate(pod, self.specs))
+        if was_admitted:
+            self._charge(info, info.observed)
+            info.admitted_ms = admitted_ms
+        elif pod.node_name is not None:
+            self._charge(info, not self._prefilter(info))
+
+    def _enter(self, info: PodInfo, quota: str) -> None:
+        """Count a (not finished) pod's request in ``quota``."""
+        group = self.groups[quota]
+        info.quota = quota
+        info.request = _mask(dict(info.obj.requests), group.max)
+        group.pods[info.key] = None
+        self._propagate(group, info.request)
+        self.fresh[info.key] = None
+
+    def _forget(self, info: PodInfo) -> None:
+        """Take a pod's request (and used, when admitted) out of its quota."""
+        group = self.groups[info.quota]
+        if info.status == ADMITTED:
+            self._release(info)
+        if info.status != FINISHED:
+            self._propagate(group, {r: -v for r, v in info.request.items()})
+        group.pods.pop(info.key, None)
+        self._wake(info.quota)
+
+    def _move(self, info: PodInfo, quota: str) -> None:
+        """Re-associate a pod (its quota was deleted or a better match appeared)."""
+        admitted = info.status == ADMITTED
+        observed, admitted_ms = info.observed, info.admitted_ms
+        self._forget(info)
+        if info.status == FINISHED:
+            info.quota = quota
+            return
+        info.status = PENDING
+        self._enter(info, quota)
+        if admitted:
+            self._charge(info, observed)
+            info.admitted_ms = admitted_ms
+
+    def _reassociate(self) -> None:
+        """Pending pods follow the quotas that exist now (PreFilter asks ``GetQuotaName`` every cycle)."""
+        for info in list(self.pods.values()):
+            if info.status == PENDING:
+                quota = self._associate(info.obj, self.specs)
+                if quota != info.quota:
+                    self._move(info, quota)
+
+    def _charge(self, info: PodInfo, observed: bool | None) -> None:
+        group = self.groups[info.quota]
+        info.status = ADMITTED
+        info.observed = observed
+        info.reason, info.message, info.shortfalls = None, "", []
+        self._add_used_from(group, info.request, 1)
+        if info.non_preemptible:
+            group.np_used = _tally(group.np_used, info.request)
+        if group.parent is None:  # system / default used shrink what the root shares
+            self._stale(self.groups[ROOT])
+
+    def _release(self, info: PodInfo) -> None:
+        group = self.groups[info.quota]
+        info.status = PENDING
+        info.admitted_ms = None
+        self._add_used_from(group, info.request, -1)
+        if info.non_preemptible:
+            group.np_used = _tally(group.np_used, info.request, -1)
+        if group.parent is None:
+            self._stale(self.groups[ROOT])
+        self._wake(info.quota)
+
+    def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
+        """Observed ``WorkloadAdmitted`` (charge as given), ``WorkloadEvicted`` (release, pending again),
+        ``WorkloadFinished`` (release, finished) of pod ``key``."""
+        info = self.pods.get(key)
+        if info is None:
+            return False
+        if event_type == "WorkloadAdmitted" and info.status == PENDING:
+            self._charge(info, not self._prefilter(info))
+        elif event_type == "WorkloadEvicted" and info.status == ADMITTED:
+            self._release(info)
+            info.reason, info.message = "PendingEvaluation", f"Evicted: {reason or 'Evicted'}"
+        elif event_type == "WorkloadFinished" and info.status != FINISHED:
+            self._forget(info)
+            info.status = FINISHED
+            info.reason, info.message, info.shortfalls = None, "", []
+        return True
+
+    # -- admission (§7, §8) ------------------------------------------------------------------------
+
+    def _prefilter(self, info: PodInfo) -> list[tuple[str, str, list[Shortfall]]]:
+        """What fails for ``info`` now: ``(kind, message, shortfalls)`` with kind ``runtime``,
+        ``nonPreemptible`` or ``parent``; empty when it fits (upstream ``PreFilter``)."""
+        group = self.groups[info.quota]
+        req = info.request
+        limit = self.runtime(group.name) if self.args.enable_runtime_quota else group.max
+        failures = []
+        exceed = _le(_add(group.used, req), limit)
+        if exceed:
+            failures.append(("runtime", self._insufficient(group, limit, req, exceed), self._shorts(group, limit, req, exceed)))
+            return failures
+        if info.non_preemptible:
+            exceed = _le(_add(group.np_used, req), group.min)
+            if exceed:
+                message = (f"Insufficient non-preemptible quotas, quotaName: {group.name}, min: {_fmt(group.min)}, "
+                           f"nonPreemptibleUsed: {_fmt(group.np_used)}, pod's request: {_fmt(req)}, "
+                           f"exceedDimensions: [{' '.join(exceed)}]")
+                shorts = [Shortfall(WAITING_FOR_QUOTA, "", r, group.name, group.np_used.get(r, 0) + req.get(r, 0),
+                                    group.min.get(r, 0)) for r in exceed]
+                return [("nonPreemptible", message, shorts)]
+        if self.args.enable_check_parent_quota:
+            topo = [group.name]
+            node = self.groups.get(group.parent) if group.parent is not None else None
+            while node is not None and node.name != ROOT:
+                topo.insert(0, node.name)
+                limit = node.runtime if self.args.enable_runtime_quota else node.max
+                exceed = _le(_add(node.used, req), limit)
+                if exceed:
+                    message = (f"Insufficient quotas, quotaNameTopo: [{' '.join(topo)}], runtime: {_fmt(limit)}, "
+                               f"used: {_fmt(node.used)}, pod's request: {_fmt(req)}, "
+                               f"exceedDimensions: [{' '.join(exceed)}]")
+                    return [("parent", message, self._shorts(node, limit, req, exceed))]
+                node = self.groups.get(node.parent) if node.parent is not None else None
+        return failures
+
+    @staticmethod
+    def _insufficient(group: Group, limit: Resources, req: Resources, exceed: list[str]) -> str:
+        return (f"Insufficient quotas, quotaName: {group.name}, runtime: {_fmt(limit)}, used: {_fmt(group.used)}, "
+                f"pod's request: {_fmt(req)}, exceedDimensions: [{' '.join(exceed)}]")
+
+    @staticmethod
+    def _shorts(group: Group, limit: Resources, req: Resources, exceed: list[str]) -> list[Shortfall]:
+        return [Shortfall(WAITING_FOR_QUOTA, "", r, group.name, group.used.get(r, 0) + req.get(r, 0), limit[r])
+                for r in exceed]
+
+    def _victims(self, info: PodInfo) -> list[PodInfo] | None:
+        """Inner-quota preemption (upstream ``SelectVictimsOnNode`` with ``canPreempt``): the fewest
+        lower-priority preemptible pods of the same quota, reprieved most important first, such that
+        ``used - victims + request <= runtime``; ``None`` when that cannot be reached."""
+        if info.obj.preemption_policy == "Never":
+            return None
+        group = self.groups[info.quota]
+        if group.name == DEFAULT and self.args.disable_default_quota_preemption:
+            return None
+        priority = info.obj.priority
+        candidates = [self.pods[k] for k in group.pods]
+        candidates = [v for v in candidates
+                      if v.status == ADMITTED and not v.non_preemptible and v.obj.priority < priority]
+        if not candidates:
+            return None
+        limit = self.runtime(group.name) if self.args.enable_runtime_quota else group.max
+        used = group.used
+        for v in candidates:
+            used = _add(used, v.request, -1)
+        if _le(_add(used, info.request), limit):
+            return None
+        candidates.sort(key=lambda v: (-v.obj.priority, v.admitted_ms or 0, v.key))
+        victims = []
+        for v in candidates:
+            trial = _add(used, v.request)
+            if _le(_add(trial, info.request), limit):
+                victims.append(v)
+            else:
+                used = trial
+        return victims
+
+    def run(self, now_ms: int) -> list[UnitDecision]:
+        """Recycle over-used groups (when monitored), then try the pending pods that may fit now
+        until nothing changes; returns the decisions in order.
+
+        Which pods are tried follows upstream's queueing hints (``isSchedulableAfterPodDeletion`` /
+        ``isSchedulableAfterQuotaChanged``) and kube-scheduler's flush of unschedulable pods: a
+        released or deleted pod wakes the pending pods of its own quota, a new pod is tried, a
+        quota, node or configuration change wakes every pod, and a quota whose pods were left
+        unschedulable is tried again ``UNSCHEDULABLE_FLUSH_MS`` later; a new pod (or one that moved
+        to another quota) is tried alone.  The woken pods are tried by
+        priority, creation time, key; a pod asking what an earlier pod of the same quota, priority
+        and kind failed with in the same pass fails the same way without being checked again.
+        """
+        out: list[UnitDecision] = []
+        if self.args.monitor_all_quotas and self.args.enable_runtime_quota:
+            self._revoke(now_ms, out)
+        flush, due = self.flush, self.flush_due
+        while flush and flush[0][0] <= now_ms:
+            at, name = heapq.heappop(flush)
+            if due.get(name) == at:
+                del due[name]
+                self.active[name] = None
+        while True:
+            if self.wake_all:
+                self.wake_all = False
+                self.active, self.fresh = {}, {}
+                candidates = [p for p in self.pods.values() if p.status == PENDING]
+            elif self.active or self.fresh:
+                names, self.active = self.active, {}
+                keys, self.fresh = self.fresh, {}
+                candidates = []
+                for name in names:
+                    group = self.groups.get(name)
+                    if group is not None:
+                        candidates += [p for p in (self.pods[k] for k in group.pods) if p.status == PENDING]
+                candidates += [p for p in (self.pods.get(k) for k in keys)
+                               if p is not None and p.status == PENDING and p.quota not in names]
+            else:
+                return out
+            candidates.sort(key=PodInfo.order)
+            failed: dict[str, dict[tuple, PodInfo]] = {}
+            for info in candidates:
+                if info.status != PENDING:
+                    continue
+                group = self.groups[info.quota]
+                same = (info.obj.requests, info.obj.priority, info.non_preemptible, info.obj.preemption_policy)
+                seen = failed.get(group.name)
+                earlier = seen.get(same) if seen is not None else None
+                if earlier is not None:
+                    info.reason, info.message, info.shortfalls = earlier.reason, earlier.message, earlier.shortfalls
+                    continue
+                failures = self._prefilter(info)
+                if failures:
+                    victims = self._victims(info) if failures[0][0] == "runtime" else None
+                    if victims is None:
+                        info.reason, info.message, info.shortfalls = UNSCHEDULABLE, failures[0][1], failures[0][2]
+                        if failures[0][0] != "parent":
+                            failed.setdefault(group.name, {})[same] = info
+                        if group.name not in due:
+                            due[group.name] = at = now_ms + UNSCHEDULABLE_FLUSH_MS
+                            heapq.heappush(flush, (at, group.name))
+                        continue
+                    for v in victims:
+                        message = (f"preempted by {info.key} in quota {group.name}: runtime "
+                                   f"{_fmt(self.runtime(group.name))}, used {_fmt(group.used)}, "
+                                   f"preemptor's request {_fmt(info.request)}")
+                        self._release(v)
+                        v.reason, v.message = "PendingEvaluation", f"Preempted: {message}"
+                        out.append(("Preempted", v.key, group.name, {}, 0, info.key, PREEMPTION_REASON, message))
+                self._charge(info, None)
+                failed.pop(group.name, None)
+                info.admitted_ms = now_ms
+                over_min = bool(_le(group.used, group.min)) if group.min else bool(group.used)
+                out.append(("Admitted", info.key, group.name, dict(info.obj.requests), 1 if over_min else 0,
+                            None, None, None))
+
+    def _revoke(self, now_ms: int, out: list[UnitDecision]) -> None:
+        """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
+        evicts pods least important first until ``used <= runtime``.
+
+        Only groups that may have changed are looked at (a due-time index instead of every group at
+        every event): the groups already over their runtime (their clock runs), groups whose used
+        grew, and children of sibling sets whose runtimes were shared again; every group after a
+        configuration, capacity or quota change.  Groups are visited by name."""
+        delay = self.args.delay_evict_time_ms
+        if self.watch_all:
+            names = list(self.groups)
+        else:
+            names = list(self.over_since) + list(self.watch)
+        seen: dict[str, None] = {}
+        while names:  # sharing a runtime again may watch the next level: follow it down now
+            for name in names:
+                if name in self.groups and name not in seen:
+                    seen[name] = None
+                    self.runtime(name)
+            names = [n for n in self.watch if n not in seen]
+        self.watch, self.watch_all = {}, False
+        for name in sorted(n for n in seen if self.groups[n].used and n not in (ROOT, SYSTEM)):
+            group = self.groups[name]
+            runtime = self.runtime(name)
+            if not _le(group.used, runtime):
+                self.over_since.pop(name, None)
+                continue
+            since = self.over_since.setdefault(name, now_ms)
+            if now_ms - since <= delay:
+                continue
+            self.over_since[name] = now_ms
+            pods = [self.pods[k] for k in group.pods if self.pods[k].status == ADMITTED]
+            pods.sort(key=lambda p: (p.obj.priority, -(p.admitted_ms or 0), p.key))
+            used = dict(group.used)
+            removed = []
+            for p in pods:
+                if not _le(used, runtime):
+                    break
+                if p.non_preemptible:
+                    continue
+                used = _mask(_add(used, p.request, -1), p.request)
+                removed.append(p)
+            if not _le(used, runtime):
+                for p in reversed(list(removed)):
+                    if not _le(_add(used, p.request), runtime):
+                        used = _add(used, p.request)
+                        removed.remove(p)
+            for p in removed:
+                message = (f"quota {name} used {_fmt(group.used)} above its runtime {_fmt(runtime)} for more than "
+                           f"{delay // 1000}s")
+                self._release(p)
+                p.reason, p.message = "PendingEvaluation", f"Evicted: {message}"
+                out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message))
+
+    # -- views and snapshots -----------------------------------------------------------------------
+
+    def explain(self, key: str) -> dict | None:
+        """Why pod ``key`` is where it is: status, quota, the reason and message of its last attempt,
+        PreFilter now (``preFilter``: upstream's message, ``None`` when it would pass; ``shortfalls``:
+        the numbers, ``shortBy = needed - available``), request, and
+        for every level from its quota up to the root the numbers its runtime comes from, per
+        resource of the pod's request: what the parent shares (``parentTotal``), ``min`` /
+        ``autoScaleMin``, ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
+        (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
+        its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
+        does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
+        info = self.pods.get(key)
+        if info is None:
+            return None
+        self.runtime(info.quota)
+        resources = sorted(info.request)
+        levels = []
+        node: Group | None = self.groups[info.quota]
+        while node is not None:
+            parent = self.groups.get(node.parent) if node.parent is not None else None
+            if node.parent is None:
+                total = self._root_total() if node.name == ROOT else node.max
+                runtime = total
+            else:
+                total = self._root_total() if node.parent == ROOT else self.groups[node.parent].runtime
+                runtime = node.runtime
+            per: dict[str, dict] = {}
+            for r in resources:
+                floor = node.auto_min.get(r, node.min.get(r, 0))
+                limited = min(node.request.get(r, 0), node.max.get(r, 0)) if r in node.max else 0
+                role = "borrower" if limited > floor else ("lender" if node.allow_lent else "keepsMin")
+                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": floor,
+                          "max": node.max.get(r), "sharedWeight": node.weight.get(r, 0),
+                          "request": node.request.get(r, 0), "limitedRequest": limited, "role": role,
+                          "used": node.used.get(r, 0), "runtime": runtime.get(r, 0)}
+            levels.append({"quota": node.name, "parent": node.parent, "allowLentResource": node.allow_lent,
+                           "resources": per})
+            node = parent
+        failures = self._prefilter(info) if info.status == PENDING else []
+        return {"pod": key, "status": info.status, "quota": info.quota, "priority": info.obj.priority,
+                "preemptible": not info.non_preemptible, "nodeName": info.obj.node_name,
+                "reason": info.reason, "message": info.message,
+                "preFilter": failures[0][1] if failures else None,
+                "shortfalls": [{"reason": str(s.reason), "resource": s.resource, "quota": s.node, "needed": s.needed,
+                                "available": s.available, "shortBy": s.needed - s.available}
+                               for s in (failures[0][2] if failures else [])],
+                "request": dict(info.obj.requests), "levels": levels}
+
+    def quota_groups(self) -> list[tuple[Group, Resources]]:
+        """Every quota group sorted by name with its runtime now (the root: what it shares), runtimes
+        brought up to date first; for views and projections (read, do not modify)."""
+        for name in self.groups:
+            self.runtime(name)
+        return [(self.groups[name], self._root_total() if name == ROOT else self.groups[name].runtime)
+                for name in sorted(self.groups)]
+
+    def view(self) -> dict:
+        """``elasticQuotas`` (by name, upstream field names, base units) and ``pods`` (by ``ns/name``)."""
+        quotas = {}
+        for g, runtime in self.quota_groups():
+            quotas[g.name] = {
+                "parent": g.parent, "isParent": g.is_parent, "min": dict(sorted(g.min.items())),
+                "max": dict(sorted(g.max.items())), "autoScaleMin": dict(sorted(g.auto_min.items())),
+                "sharedWeight": dict(sorted(g.weight.items())), "request": dict(sorted(g.request.items())),
+                "childRequest": dict(sorted(g.child_request.items())), "used": dict(sorted(g.used.items())),
+                "nonPreemptibleUsed": dict(sorted(g.np_used.items())),
+                "runtime": dict(sorted(runtime.items())),
+                "guaranteed": {}, "allowLentResource": g.allow_lent, "pods": len(g.pods)}
+        pods = {}
+        for key in sorted(self.pods):
+            p = self.pods[key]
+            pods[key] = {"quota": p.quota, "status": p.status, "priority": p.obj.priority,
+                         "requests": dict(p.obj.requests), "nodeName": p.obj.node_name,
+                         "preemptible": not p.non_preemptible, "reason": p.reason, "message": p.message,
+                         "observed": p.observed,
+                         "shortfalls": [{"reason": str(s.reason), "resource": s.resource, "quota": s.node,
+                                         "needed": s.needed, "available": s.available} for s in p.shortfalls]}
+        return {"elasticQuotas": quotas, "pods": pods}
+
+    def dump(self) -> dict:
+        """Specs in application order, pods with status, the clock of overuse, capacity and args."""
+        return {"args": _enc_args(self.args), "capacity": self.capacity,
+                "specs": [_enc_quota(s) for s in self.specs.values()],
+                "pods": [[_enc_pod(p.obj), p.quota, p.status, p.reason, p.message,
+                          [[str(s.reason), s.resource, s.node, s.needed, s.available] for s in p.shortfalls],
+                          p.admitted_ms, p.observed] for p in self.pods.values()],
+                "overSince": self.over_since, "flush": [list(f) for f in sorted(self.flush)]}
+
+    def load(self, doc: dict) -> None:
+        """Rebuild from ``dump`` output (derived numbers recomputed)."""
+        self.configure(EngineConfig(koordinator=_dec_args(doc["args"])))
+        self.capacity = dict(doc["capacity"])
+        for raw in doc["specs"]:
+            self._apply_quota(_dec_quota(raw))
+        for obj, quota, status, reason, message, shorts, admitted_ms, observed in doc["pods"]:
+            pod = _dec_pod(obj)
+            info = self.pods[pod.key] = PodInfo(pod)
+            if status != FINISHED:
+                self._enter(info, quota)
+                if status == ADMITTED:
+                    self._charge(info, observed)
+            else:
+                info.quota = quota
+            info.status = status
+            info.reason, info.message = reason, message
+            info.shortfalls = [Shortfall(WAITING_FOR_QUOTA if r == str(WAITING_FOR_QUOTA) else EXCEEDS_MAX_QUOTA,
+                                         "", res, node, needed, available)
+                               for r, res, node, needed, available in shorts]
+            info.admitted_ms = admitted_ms
+            info.observed = observed
+        self.over_since = dict(doc["overSince"])
+        self.flush = [(at, name) for at, name in doc["flush"]]
+        heapq.heapify(self.flush)
+        self.flush_due = {}
+        for at, name in self.flush:
+            if self.flush_due.get(name, -1) < at:
+                self.flush_due[name] = at
+        self.wake_all = False
+        self.active, self.fresh = {}, {}
+        self.watch, self.watch_all = {}, False
+
+    # -- the Kueue seam: ClusterQueues hold no quota under this model --------------------------------
+
+    def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
+        """Kueue specs are not quota here."""
+
+    def remove(self, kind: str, name: str) -> None:
+        """Kueue nodes are not tracked."""
+
+    def link(self, kind: str, name: str, parent: str) -> None:
+        """Kueue edges are not tracked."""
+
+    def unlink(self, kind: str, name: str) -> None:
+        """Kueue edges are not tracked."""
+
+    def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
+        """Not called (``tracks_demand`` is false)."""
+
+    def fit(self, leaf: str, request: list[tuple[FlavorResource, int]]) -> FitResult:
+        """A ClusterQueue has no quota under this model: ``ExceedsMaxQuota`` with 0 available."""
+        return NoFit(tuple(Shortfall(EXCEEDS_MAX_QUOTA, f, r, leaf, amount, 0) for (f, r), amount in request))
+
+    def fits(self, leaf: str, usage: dict[FlavorResource, int]) -> bool:
+        """Never (no ClusterQueue quota)."""
+        return not any(usage.values())
+
+    def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """Observed Kueue admissions hold no quota here."""
+
+    def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
+        """Nothing was charged."""
+
+    def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
+        """Nothing to release; the undo does nothing."""
+        return lambda: None
+
+    def in_use(self, leaf: str) -> bool:
+        """No ClusterQueue holds usage."""
+        return False
+
+    def available(self, leaf: str, fr: FlavorResource) -> int:
+        """0: no ClusterQueue quota."""
+        return 0
+
+    def pool(self, leaf: str) -> PoolKey:
+        """Each ClusterQueue alone."""
+        return (True, leaf)
+
+    def pool_free(self, pool: PoolKey, fr: FlavorResource) -> int:
+        """0: no ClusterQueue quota."""
+        return 0
+
+    def wake_rule(self, leaf: str, fr: FlavorResource, needed: int) -> WakeRule:
+        """Waits on released quota of its own (never any)."""
+        return WakeRule((True, leaf), False)
+
+    def path(self, leaf: str) -> list[tuple[str, str]]:
+        """Just the ClusterQueue."""
+        return [(CLUSTER_QUEUE, leaf)]
+
+    def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
+        """No Kueue rows."""
+        return []
+
+
+def _pairs(rows: list) -> tuple[tuple[str, int], ...]:
+    return tuple((str(k), v) for k, v in rows)
+
+
+def _enc_args(a: ElasticQuotaArgs) -> list:
+    return [a.delay_evict_time_ms, a.monitor_all_quotas, a.enable_check_parent_quota, a.enable_runtime_quota,
+            a.enable_min_quota_scale, a.disable_default_quota_preemption, [list(p) for p in a.default_quota_group_max],
+            [list(p) for p in a.system_quota_group_max], a.guarantee_usage]
+
+
+def _dec_args(row: list) -> ElasticQuotaArgs:
+    return ElasticQuotaArgs(row[0], row[1], row[2], row[3], row[4], row[5], _pairs(row[6]), _pairs(row[7]), row[8])
+
+
+def _enc_quota(q: ElasticQuota) -> list:
+    return [q.name, q.namespace, [list(p) for p in q.min], [list(p) for p in q.max], q.parent, q.is_parent,
+            q.allow_lent_resource, None if q.shared_weight is None else [list(p) for p in q.shared_weight],
+            list(q.namespaces), q.allow_force_update]
+
+
+def _dec_quota(row: list) -> ElasticQuota:
+    return ElasticQuota(row[0], row[1], _pairs(row[2]), _pairs(row[3]), row[4], row[5], row[6],
+                        None if row[7] is None else _pairs(row[7]), tuple(row[8]), row[9])
+
+
+def _enc_pod(p: Pod) -> list:
+    return [p.namespace, p.name, p.uid, p.creation_ms, p.priority, [list(r) for r in p.requests],
+            [list(lb) for lb in p.labels], [list(a) for a in p.annotations], p.node_name, p.phase,
+            p.preemption_policy]
+
+
+def _dec_pod(row: list) -> Pod:
+    return Pod(row[0], row[1], row[2], row[3], row[4], _pairs(row[5]), tuple((k, v) for k, v in row[6]),
+               tuple((k, v) for k, v in row[7]), row[8], row[9], row[10])
