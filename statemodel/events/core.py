@@ -19,7 +19,7 @@ from statemodel.events.fields import (
     smap,
 )
 from statemodel.events.kueue import pod_requests
-from statemodel.events.names import label_value_problem, qualified_name_problem
+from statemodel.events.names import annotation_value_problem, label_value_problem, qualified_name_problem
 from statemodel.objects import KubeObject, Node, Pod, Taint, TaintEffect
 from statemodel.timefmt import parse_time
 
@@ -66,7 +66,7 @@ def _parse_pod(o: dict, name: str, time_ms: int) -> Pod:
     meta = o["metadata"]
     namespace = req_str(meta, "namespace", "object.metadata")
     labels = smap(meta.get("labels"), "object.metadata.labels")
-    annotations = smap(meta.get("annotations"), "object.metadata.annotations")
+    annotations = smap(meta.get("annotations"), "object.metadata.annotations", value_rule=annotation_value_problem)
     uid = opt_str(meta, "uid", "object.metadata", f"{namespace}/{name}")
     created = meta.get("creationTimestamp")
     creation_ms = time_ms if created is None else parse_time(created, "object.metadata.creationTimestamp")

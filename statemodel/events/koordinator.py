@@ -21,6 +21,7 @@ from typing import Callable
 import orjson
 
 from statemodel.events.fields import fail, opt_obj, qmap, smap
+from statemodel.events.names import annotation_value_problem
 from statemodel.objects import ElasticQuota, KubeObject
 
 API_VERSION = "scheduling.sigs.k8s.io/v1alpha1"
@@ -68,7 +69,7 @@ def _parse_elastic_quota(o: dict, name: str, time_ms: int) -> ElasticQuota:
     """An ``ElasticQuota`` (module docstring): defaults parent root, leaf, lending allowed."""
     meta = o["metadata"]
     labels = dict(smap(meta.get("labels"), "object.metadata.labels"))
-    annotations = dict(smap(meta.get("annotations"), "object.metadata.annotations"))
+    annotations = dict(smap(meta.get("annotations"), "object.metadata.annotations", value_rule=annotation_value_problem))
     namespace = meta.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         fail("object.metadata.namespace", "must be a string")

@@ -114,6 +114,18 @@ def label_value_problem(value: str) -> str | None:
     return None
 
 
+ANNOTATIONS_MAX_BYTES = 262144
+"""Kubernetes' cap on the total size of an object's annotations (``TotalAnnotationSizeLimitB``, 256 KiB)."""
+
+
+def annotation_value_problem(value: str) -> str | None:
+    """``None`` if ``value`` can be an annotation value: any text (NUL is rejected for the whole
+    event) up to Kubernetes' 256 KiB annotation limit; else the problem."""
+    if len(value) > ANNOTATIONS_MAX_BYTES:
+        return f"must be no more than {ANNOTATIONS_MAX_BYTES} characters, got {len(value)}"
+    return None
+
+
 def text_problem(value: str, max_bytes: int) -> str | None:
     """``None`` if ``value`` is printable text of at most ``max_bytes`` UTF-8 bytes, else the problem.
 
