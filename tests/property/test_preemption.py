@@ -17,7 +17,8 @@ where contention is frequent) and gives every ClusterQueue a random
 * no workload gets a second ``Preempted`` decision while it still holds its quota;
 * with ``releaseOn: Decision`` every preemptor is admitted in the same step as its preemptions.
 
-At quiescent points the victim search itself is checked on the live state: for every pending head
+At quiescent points the quota model's index of over-quota children (what the search descends into)
+equals a recount, and the victim search itself is checked on the live state: for every pending head
 whose flavor assignment needs preemption, the targets ``find_targets`` returns make the assignment
 fit when released (with borrowing), and no single target can be spared (Kueue's fill-back
 minimality: without it the preemptor does not fit without borrowing, nor — when the whole set needs
@@ -134,6 +135,19 @@ def check_decisions(decisions: list[dict], policies: dict, info: dict, holding: 
             assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
 
 
+def check_over_quota_index(s: Scenario, frs: list) -> None:
+    """The model's index of children above their quota equals a recount from every child's numbers."""
+    cluster = s.engine.clusters[s.cluster]
+    model = cluster.model
+    for name, cohort in cluster.hierarchy.cohorts.items():
+        children = [("Cohort", c) for c in sorted(cohort.child_cohorts) if cluster.hierarchy.cohorts[c].linked]
+        children += [("ClusterQueue", q) for q in sorted(cohort.child_cluster_queues)]
+        for fr in frs:
+            expected = sorted(k for k in children if model.quota_numbers(k[0], k[1], fr)[2]
+                              > model.quota_numbers(k[0], k[1], fr)[0])
+            assert model.over_quota_children(name, [fr]) == expected, (name, fr)
+
+
 def check_searches(s: Scenario) -> None:
     """Fit and minimality of the victim search for every pending head that needs preemption."""
     cluster = s.engine.clusters[s.cluster]
@@ -232,6 +246,7 @@ def test_preemption_properties_on_random_trees_and_histories(case):
         check(s, model, {k: v for k, v in requests.items()
                          if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")}, label)
         check_searches(s)
+        check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
     # replay is byte-identical; a snapshot plus the tail equals the full replay
     events = [parse_event(e) for e in s.events]
