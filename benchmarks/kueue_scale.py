@@ -13,9 +13,16 @@ The event file is produced closed-loop (each admitted workload finishes after it
 timed in two passes over the same bytes: raw ``orjson.loads`` of every line, and the engine alone
 (``decode_event`` + ``Engine.apply``).  Prints events/s and µs per admission per size.
 
+With ``--preemption`` every size also runs with Kueue's preemption on every ClusterQueue
+(``withinClusterQueue: LowerPriority``, ``reclaimWithinCohort: Any``, ``borrowWithinCohort:
+LowerPriority``): the priority mix above makes large workloads preempt small and medium ones that
+borrow; a preempted workload's pending finish is cancelled and it runs its full time again once
+re-admitted (``releaseOn: Decision``).  Without the flag the ClusterQueues have no preemption policy.
+
     python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
     python benchmarks/kueue_scale.py --sizes 1000 --afs   # with and without admission fair sharing
     python benchmarks/kueue_scale.py --fair-sharing       # with and without fair sharing (DRS tournament)
+    python benchmarks/kueue_scale.py --preemption         # with and without preemption
 """
 
 from __future__ import annotations
@@ -52,10 +59,15 @@ def _cohort_names(n_queues: int) -> list[tuple[str, str | None]]:
     return cohorts
 
 
-def config_events(n_queues: int, afs: bool, fair: bool = False) -> list[dict]:
+PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+              "borrowWithinCohort": {"policy": "LowerPriority"}}
+
+
+def config_events(n_queues: int, afs: bool, preemption: bool = False, fair: bool = False) -> list[dict]:
     """ResourceFlavor, Cohorts, ClusterQueues and LocalQueues of the shape, as EVENTS.md dicts; with
     ``afs``, an EngineConfig turning admission fair sharing on and every ClusterQueue usage based;
-    with ``fair``, fair sharing on (``spec.fairSharing.enable``), ClusterQueue weights 1, 2, 3 in turn."""
+    with ``preemption``, every ClusterQueue's ``spec.preemption`` is ``PREEMPTION``; with ``fair``, fair
+    sharing on (``spec.fairSharing.enable``), ClusterQueue weights 1, 2, 3 in turn."""
     out: list[dict] = [{"kind": "ResourceFlavor", "metadata": {"name": "default"}}]
     if afs or fair:
         spec: dict = {}
@@ -74,7 +86,7 @@ def config_events(n_queues: int, afs: bool, fair: bool = False) -> list[dict]:
         out.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": {
             "cohortName": leaf[min(i // per_leaf, len(leaf) - 1)],
             **({"fairSharing": {"weight": str(1 + i % 3)}} if fair else {}),
-            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            **({"preemption": PREEMPTION} if preemption else {}),
             **({"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}} if afs else {}),
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "20", "borrowingLimit": "100"}]}]}]}})
@@ -83,11 +95,14 @@ def config_events(n_queues: int, afs: bool, fair: bool = False) -> list[dict]:
     return [{"type": "Applied", "object": {"apiVersion": API, **o}} for o in out]
 
 
-def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000, fair: bool = False) -> dict:
+def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000,
+             preemption: bool = False, fair: bool = False) -> dict:
     """Write the closed-loop event file for ``n_queues`` ClusterQueues; return counts.
 
     ``total`` workloads in Kueue's 35 : 11 : 4 mix are dealt round-robin over the queues (each
     queue's share submitted at its class interval); ``None`` gives every queue Kueue's own 50.
+    A preempted workload's scheduled finish is dropped (it finishes a full run time after its next
+    admission).
     """
     engine = Engine()
     seq = 0
@@ -101,7 +116,7 @@ def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 5
         lines.append(line)
         return engine.apply(decode_event(line))
 
-    for event in config_events(n_queues, afs, fair):
+    for event in config_events(n_queues, afs, preemption, fair):
         emit(event, 0)
     pending: list[tuple[int, int, str, dict | str]] = []
     order = 0
@@ -118,17 +133,28 @@ def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 5
                   "spec": {"queueName": "lq", "priority": prio,
                            "podSets": [{"name": "main", "count": 1, "requests": {"cpu": cpu}}]}}}
             heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", wl))
-    admissions = 0
+    admissions = preemptions = 0
+    running: dict[str, int] = {}  # workload -> the order of its scheduled finish
     while pending:
-        at, _, what, payload = heapq.heappop(pending)
-        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
+        at, at_order, what, payload = heapq.heappop(pending)
+        if what == "finish":
+            if running.get(payload) != at_order:
+                continue  # preempted since: that run never finishes
+            del running[payload]
+            event = {"type": "WorkloadFinished", "workload": payload}
+        else:
+            event = payload
         for decision in emit(event, at):
             if decision.kind == "Admitted":
                 admissions += 1
                 order += 1
+                running[decision.workload] = order
                 heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
+            elif decision.kind == "Preempted":
+                preemptions += 1
+                running.pop(decision.workload, None)
     path.write_bytes(b"\n".join(lines) + b"\n")
-    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+    return {"events": len(lines), "admissions": admissions, "preemptions": preemptions, "hash": engine.hash}
 
 
 def _replay(lines: list[bytes]) -> tuple[float, int, str]:
@@ -173,36 +199,42 @@ def main() -> None:
                         help="50 workloads per queue (Kueue's per-queue mix) instead of 50,000 in all")
     parser.add_argument("--afs", action="store_true",
                         help="also run every size with admission fair sharing on for every ClusterQueue")
+    parser.add_argument("--preemption", action="store_true",
+                        help="also run every size with preemption on for every ClusterQueue")
     parser.add_argument("--fair-sharing", action="store_true",
-                        help="also run every size with fair sharing on (the DRS tournament orders the heads)")
+                        help="also run every size with fair sharing on (the DRS tournament orders the heads, "
+                             "fair-sharing preemption chooses the victims)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    fair_rows: dict[str, list] = {}
+    variants = [("", False, False, False)]
+    if args.afs:
+        variants.append(("AFS", True, False, False))
+    if args.preemption:
+        variants.append(("PRE", False, True, False))
+    if args.fair_sharing:
+        variants.append(("FS", False, True, True))
+    rows: dict[str, list[tuple[int, dict]]] = {label: [] for label, _, _, _ in variants}
     for n in (int(s) for s in args.sizes.split(",")):
-        variants = [("", False, False)] + ([("AFS", True, False)] if args.afs else []) \
-            + ([("FS", False, True)] if args.fair_sharing else [])
-        for label, afs, fair in variants:
-            suffix = f"{'-pq' if args.per_queue else ''}{'-' + label.lower() if label else ''}"
+        for label, afs, preemption, fair in variants:
+            suffix = f"{'-pq' if args.per_queue else ''}{'-afs' if afs else ''}{'-preemption' if preemption else ''}{'-fair' if fair else ''}"
             path = args.workdir / f"kueue-scale-{n}{suffix}.ndjson"
-            gen = generate(n, path, afs, None if args.per_queue else 50_000, fair)
+            gen = generate(n, path, afs, None if args.per_queue else 50_000, preemption, fair)
             result = measure(path)
             assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
             print(f"{n:>6} CQs {label:<3}  {result['events']:>8} events  {result['admissions']:>7} admissions  "
+                  f"{gen['preemptions']:>6} preemptions  "
                   f"orjson {result['decode_eps']:>10,.0f} ev/s  engine {result['engine_eps']:>8,.0f} ev/s  "
                   f"{result['us_per_admission']:7.1f} µs/admission", flush=True)
             if label:
-                print(f"        {label} on: {result['engine_eps'] / rows[-1][1]['engine_eps']:.0%} "
-                      f"of the events/s without it")
-                fair_rows.setdefault(label, []).append((n, result))
-            else:
-                rows.append((n, result))
-    for label, series in [("", rows)] + list(fair_rows.items()):
-        if len(series) > 1:
-            base = series[0][1]["us_per_admission"]
-            for n, result in series[1:]:
-                print(f"{label + ' ' if label else ''}µs/admission at {n} CQs = "
-                      f"{result['us_per_admission'] / base:.2f} × that at {series[0][0]} CQs")
+                print(f"        {label} on: {result['engine_eps'] / rows[''][-1][1]['engine_eps']:.0%} of the "
+                      f"events/s without it")
+            rows[label].append((n, result))
+    for label, per_size in rows.items():
+        if len(per_size) > 1:
+            base = per_size[0][1]["us_per_admission"]
+            for n, result in per_size[1:]:
+                print(f"{label or 'plain'}: µs/admission at {n} CQs = {result['us_per_admission'] / base:.2f} × "
+                      f"that at {per_size[0][0]} CQs")
 
 
 if __name__ == "__main__":

@@ -432,9 +432,12 @@ class ClusterState:
                 self._leave_queue(queue, info)
 
     def _leave_queue(self, queue: ClusterQueueQueue, info: WorkloadInfo) -> None:
-        """Take ``info`` out of ``queue``, reporting the demand that leaves to the quota model."""
+        """Take ``info`` out of ``queue``, reporting the demand that leaves to the quota model; a head
+        that blocked the queue leaving lets the next one be tried."""
         if self.model.tracks_demand and info.key in queue.members:
             self.model.demand(queue.name, info.totals, -1)
+        if queue.blocked is info:
+            self.ready.add(queue.name)
         queue.remove(info)
 
     def _reroute(self, lq_key: str) -> None:

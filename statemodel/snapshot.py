@@ -11,7 +11,8 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``nodes`` (the node ledger's own document, ``statemodel.placement.nodes``),
 ``quotaModel`` (the model's name, its ``QuotaModel.version`` and its own ``dump`` document),
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
-``workloads`` (each with its pending message's failures as data and who preempted whom, version 3), ``queues``, ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
+``workloads`` (each with its pending message's failures as data and who preempted whom, version 3),
+``queues`` (with each queue's sticky preemptor, version 2), ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
 (admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
@@ -258,7 +259,8 @@ def _upgrade_workloads_2(doc: dict) -> dict:
 def _dump_queues(c: ClusterState) -> dict:
     return {
         "queues": [{"name": q.name, "strategy": q.strategy, "byUsage": q.by_usage, "members": list(q.members),
-                    "parked": list(q.parked), "blocked": q.blocked.key if q.blocked is not None else None}
+                    "parked": list(q.parked), "blocked": q.blocked.key if q.blocked is not None else None,
+                    "sticky": q.sticky.key if q.sticky is not None else None}
                    for q in c.queues.values()],
         "waiting": sorted(c.waiting),
         "byLocalQueue": {lq: list(m) for lq, m in c.by_local_queue.items()},
@@ -277,11 +279,18 @@ def _load_queues(c: ClusterState, d: dict) -> None:
         for key in row["parked"]:
             q.parked[key] = wl[key]
         q.blocked = wl[row["blocked"]] if row["blocked"] is not None else None
+        q.sticky = wl[row["sticky"]] if row["sticky"] is not None else None
     for key, park in parks.items():  # push() bumped them; wake entries refer to these
         wl[key].park = park
     c.waiting = set(d["waiting"])
     c.by_local_queue = {lq: {k: wl[k] for k in keys} for lq, keys in d["byLocalQueue"].items()}
     c.admitted = {cq: {k: wl[k] for k in keys} for cq, keys in d["admittedBy"].items()}
+
+
+def _upgrade_queues_1(doc: dict) -> dict:
+    """``queues`` version 1 → 2: each queue records its sticky preemptor (``sticky``); engines writing
+    version 1 never preempted, so it is ``null``.  Pure."""
+    return {**doc, "version": 2, "queues": [{**row, "sticky": None} for row in doc["queues"]]}
 
 
 def _dump_wake_index(c: ClusterState) -> dict:
@@ -358,7 +367,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "quotaModel": (1, _dump_model, _load_model),
     "hierarchy": (1, _dump_hierarchy, _load_hierarchy),
     "workloads": (3, _dump_workloads, _load_workloads),
-    "queues": (1, _dump_queues, _load_queues),
+    "queues": (2, _dump_queues, _load_queues),
     "wakeIndex": (1, _dump_wake_index, _load_wake_index),
     "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
     "scopes": (1, _dump_scopes, _load_scopes),
@@ -366,7 +375,8 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
 """Component name → (current version, dump, load), in load order."""
 
 COMPONENT_UPGRADES: dict[tuple[str, int], Any] = {("workloads", 1): _upgrade_workloads_1,
-                                                   ("workloads", 2): _upgrade_workloads_2}
+                                                   ("workloads", 2): _upgrade_workloads_2,
+                                                   ("queues", 1): _upgrade_queues_1}
 """``(component, version) -> pure function`` turning that version's document into the next version's."""
 
 

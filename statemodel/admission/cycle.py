@@ -424,7 +424,8 @@ def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]
 
     Returns ``_ISSUED`` when preemptions were issued (or are in flight): the head waits with
     ``WaitingForPreemptedWorkloads`` — with ``releaseOn: Decision`` it is tried first in the next
-    cycle, with ``Eviction`` it is set aside until a victim's eviction is observed.  Returns
+    cycle, with ``Eviction`` it blocks its queue until a victim's eviction is observed (or released
+    quota could make one of its flavors fit).  Returns
     ``_NO_TARGETS`` when there is no victim set (Kueue ``PreemptionNoCandidates``) and ``_OVERLAP``
     when the victims overlap with those of an earlier head of this cycle; the caller sets the head
     aside (``WaitingForQuota``)."""
@@ -446,9 +447,16 @@ def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]
     cluster.preempt(info, name, targets, numbers)
     info.reason = WAITING_FOR_PREEMPTED_WORKLOADS
     info.message = message
+    cand.queue.sticky = info
     if cluster.releases_on_decision():
         info.preempting = True
         cluster.ready.add(name)
     else:
-        _park(cluster, cand)
+        # Kueue's sticky preemptor: it stays at the head of its queue, blocking what is behind it,
+        # until a victim's release (or released quota, or a configuration change) wakes it
+        cand.queue.blocked = info
+        cluster.waiting.add(name)
+        cluster.wake_index.set_aside(info)
+        if assignment.wake:
+            cluster.wake_index.register(cluster.model, name, info, assignment.wake)
     return _ISSUED

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from statemodel.objects import BorrowWithinCohortPolicy, PreemptionPolicy
+from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, PreemptionPolicy
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import quantities_fit_in_quota, within_nominal
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
@@ -175,38 +175,50 @@ def by_local_queue_usage(ctx: PreemptionContext, ordered: list[Candidate]) -> li
 
 
 def _from_cluster_queue(ctx: PreemptionContext, cq_name: str, lca: str | None, advantage: bool,
-                        out: list[Candidate]) -> None:
+                        out: list[Candidate], without_borrowing: bool = True) -> None:
+    """The candidates among ``cq_name``'s admitted workloads; ``without_borrowing=False`` leaves out
+    those that may only be reclaimed without the preemptor borrowing (no attempt could use them)."""
     for info in ctx.admitted.get(cq_name, {}).values():
         variant = classify(ctx, info, cq_name, advantage)
-        if variant:
+        if variant and (without_borrowing or variant != RECLAIM_WITHOUT_BORROWING):
             out.append(Candidate(info, cq_name, lca, variant))
 
 
 def _collect_in_subtree(ctx: PreemptionContext, cohort: str, subtree_root: str, skip: str | None, advantage: bool,
-                        out: list[Candidate]) -> None:
+                        out: list[Candidate], without_borrowing: bool) -> None:
     """Kueue ``collectCandidatesInSubtree``: candidates under ``cohort`` outside the child subtree
-    ``skip``, descending only into nodes above their quota for a needed flavor-resource."""
-    hierarchy, model, frs = ctx.hierarchy, ctx.model, ctx.frs
-    entry = hierarchy.cohorts.get(cohort)
-    if entry is None:
-        return
-    for child in sorted(entry.child_cohorts):
-        if child == skip or not hierarchy.cohorts[child].linked:
-            continue
-        if within_nominal(model, COHORT, child, frs):
-            continue
-        _collect_in_subtree(ctx, child, subtree_root, skip, advantage, out)
-    for cq_name in sorted(entry.child_cluster_queues):
-        if cq_name == ctx.cluster_queue:
-            continue
-        if not within_nominal(model, CLUSTER_QUEUE, cq_name, frs):
-            _from_cluster_queue(ctx, cq_name, subtree_root, advantage, out)
+    ``skip``, descending only into nodes above their quota for a needed flavor-resource (the model's
+    ``over_quota_children``, so the cost follows the nodes that borrow, not the size of the tree)."""
+    for kind, name in ctx.model.over_quota_children(cohort, ctx.frs):
+        if kind == COHORT:
+            if name != skip:
+                _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out, without_borrowing)
+        elif name != ctx.cluster_queue:
+            _from_cluster_queue(ctx, name, subtree_root, advantage, out, without_borrowing)
+
+
+def can_fit_without_borrowing(ctx: PreemptionContext, same_queue: list[Candidate]) -> bool:
+    """Whether the preemptor could fit within its ClusterQueue's nominal quota at all: only victims of
+    its own ClusterQueue (``same_queue``) lower that ClusterQueue's usage, so if the assignment
+    exceeds the nominal quota even with all of them gone, no attempt without borrowing can succeed
+    and candidates that may only be reclaimed without borrowing are of no use."""
+    own: dict[FlavorResource, int] = {}
+    for cand in same_queue:
+        for fr, amount in cand.info.charge.items():
+            own[fr] = own.get(fr, 0) + amount
+    for fr, amount in ctx.usage.items():
+        nominal, _, usage = ctx.model.quota_numbers(CLUSTER_QUEUE, ctx.cluster_queue, fr)
+        if nominal < usage - own.get(fr, 0) + amount:
+            return False
+    return True
 
 
 def collect(ctx: PreemptionContext) -> CandidateList:
-    """Kueue ``NewCandidateIterator``: every candidate in search order (module docstring).
-    Cost: the preemptor's own admitted workloads plus the admitted workloads of the ClusterQueues
-    above their quota in the subtrees visited."""
+    """Kueue ``NewCandidateIterator``: every candidate in search order (module docstring), leaving
+    out those only an attempt without borrowing could use when no such attempt can succeed
+    (:func:`can_fit_without_borrowing`; the search's result is the same).  Cost: the preemptor's own
+    admitted workloads plus the admitted workloads of the ClusterQueues above their quota in the
+    subtrees visited."""
     same: list[Candidate] = []
     if ctx.preemption.within_cluster_queue != NEVER:
         _from_cluster_queue(ctx, ctx.cluster_queue, None, False, same)
@@ -214,10 +226,12 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     prio: list[Candidate] = []
     path = ctx.model.path(ctx.cluster_queue)
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
+        without_borrowing = can_fit_without_borrowing(ctx, same)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
         previous: str | None = None
         for _, cohort in path[1:]:
-            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio)
+            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio,
+                                without_borrowing)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
             previous = cohort

@@ -12,7 +12,8 @@ or not once the victims are gone:
 * ``[borrow, no borrow]`` otherwise.
 
 An attempt releases valid candidates in order (``QuotaModel.simulate_release``) until the whole
-assignment fits (every amount within ``available``; without borrowing also within the ClusterQueue's
+assignment fits (an attempt without borrowing that cannot succeed even once every victim of the
+preemptor's own ClusterQueue is gone is skipped: same result, none of the work) (every amount within ``available``; without borrowing also within the ClusterQueue's
 nominal quota), then *fills back*: walking the removed victims backwards from the one before the
 last, each is re-admitted and dropped from the targets if the preemptor still fits.  Every
 simulated release is undone before the function returns; the result is Kueue's "minimal-ish" set
@@ -25,7 +26,9 @@ from collections.abc import Callable
 from typing import Final
 
 from statemodel.objects import FlavorResource
-from statemodel.preemption.candidates import Candidate, borrowing_forbidden, collect, is_valid
+from statemodel.preemption.candidates import (
+    Candidate, borrowing_forbidden, can_fit_without_borrowing, collect, is_valid,
+)
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import borrowing_with
 from statemodel.quota.protocol import CLUSTER_QUEUE
@@ -94,6 +97,7 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
     order they were chosen; ``[]`` when no set of valid candidates suffices.  The quota model is
     left exactly as found (simulated releases commute: usage arithmetic is exact)."""
     cands = collect(ctx)
+    same_queue = [c for c in cands.candidates if c.cluster_queue == ctx.cluster_queue]
     forbidden = borrowing_forbidden(ctx)
     if cands.no_other_queue or (forbidden and not under_nominal(ctx)):
         attempts: tuple[bool, ...] = (True,)
@@ -103,6 +107,8 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
         attempts = (True, False)
     model = ctx.model
     for borrow in attempts:
+        if not borrow and not can_fit_without_borrowing(ctx, same_queue):
+            continue
         removed: list[tuple[Candidate, Callable[[], None]]] = []
         for cand in cands.candidates:
             if not is_valid(ctx, cand, borrow):

@@ -44,10 +44,13 @@ class ClusterQueueQueue:
     Attributes:
         by_usage: AFS order (LocalQueue score first) instead of plain priority order.
         members: every pending workload queued here; parked: the BestEffortFIFO set-aside ones;
-        blocked: the StrictFIFO head that did not fit.
+        blocked: the StrictFIFO head that did not fit (or a preemptor waiting for its victims' eviction).
+        sticky: a preemptor that issued preemptions: the head regardless of order until it is admitted,
+            leaves or is set aside (Kueue's sticky preemptor, reference/kueue.md §3.1).
     """
 
-    __slots__ = ("name", "strategy", "by_usage", "_heaps", "parked", "members", "blocked", "_per_local_queue")
+    __slots__ = ("name", "strategy", "by_usage", "_heaps", "parked", "members", "blocked", "_per_local_queue",
+                 "sticky")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -58,6 +61,7 @@ class ClusterQueueQueue:
         self.members: dict[str, WorkloadInfo] = {}
         self.blocked: WorkloadInfo | None = None
         self._per_local_queue: dict[str, int] = {}
+        self.sticky: WorkloadInfo | None = None
 
     def _enter(self, info: WorkloadInfo) -> None:
         info.token += 1
@@ -98,6 +102,8 @@ class ClusterQueueQueue:
             self.parked.pop(info.key, None)
             if self.blocked is info:
                 self.blocked = None
+            if self.sticky is info:
+                self.sticky = None
 
     def _top(self, heap: list[Entry]) -> WorkloadInfo | None:
         members, parked = self.members, self.parked
@@ -109,7 +115,11 @@ class ClusterQueueQueue:
         return None
 
     def head(self, scorer: Scorer) -> WorkloadInfo | None:
-        """The first active workload in queue order, or ``None`` (``scorer`` is used in AFS order)."""
+        """The sticky preemptor, else the first active workload in queue order, or ``None``
+        (``scorer`` is used in AFS order)."""
+        sticky = self.sticky
+        if sticky is not None and sticky.key not in self.parked:
+            return sticky
         if not self.by_usage:
             heap = self._heaps.get("")
             return self._top(heap) if heap else None
@@ -135,7 +145,10 @@ class ClusterQueueQueue:
         return info
 
     def set_aside(self, info: WorkloadInfo) -> None:
-        """A head that did not fit: park it (BestEffortFIFO) or block on it (StrictFIFO)."""
+        """A head that did not fit: park it (BestEffortFIFO) or block on it (StrictFIFO); it is no
+        longer sticky."""
+        if self.sticky is info:
+            self.sticky = None
         if self.strategy == STRICT_FIFO:
             self.blocked = info
         else:

@@ -49,11 +49,14 @@ class QuotaNode:
         height_stale: the children changed since ``height`` was computed.  Every ancestor of a stale node
             is stale too, so marking stops at the first stale ancestor (amortized O(1) per edge change,
             where eager upkeep would walk the whole chain on every change of a deep tree).
+        over: per flavor-resource, the linked children whose usage exceeds their subtree quota (Kueue:
+            not ``IsWithinNominalInResources``), keyed ``(is ClusterQueue, name)`` — so a preemption
+            search visits only the children that can hold candidates.
     """
 
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
-        "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale",
+        "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale", "over",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -71,6 +74,7 @@ class QuotaNode:
         self.cq_children = 0
         self.height = 0
         self.height_stale = False
+        self.over: dict[FlavorResource, dict[tuple[bool, str], QuotaNode]] = {}
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -89,12 +93,28 @@ class QuotaNode:
                       | {fr for fr, v in self.usage.items() if v})
 
 
+def _mark(node: QuotaNode, fr: FlavorResource) -> None:
+    """Keep ``node`` in its parent's ``over`` index for ``fr`` iff its usage exceeds its subtree quota."""
+    parent = node.parent
+    if parent is None:
+        return
+    key = (node.is_cluster_queue, node.name)
+    index = parent.over.get(fr)
+    if node.usage.get(fr, 0) > node.subtree.get(fr, 0):
+        if index is None:
+            index = parent.over[fr] = {}
+        index[key] = node
+    elif index is not None and key in index:
+        del index[key]
+
+
 def _recompute_quota(node: QuotaNode, fr: FlavorResource) -> None:
     """Recompute ``subtree`` and ``local`` of one node for one fr from its spec and children."""
     sub = node.nominal.get(fr, 0) + node.child_quota.get(fr, 0)
     node.subtree[fr] = sub
     ll = node.lending_limit.get(fr)
     node.local[fr] = sub - ll if ll is not None and sub > ll else 0
+    _mark(node, fr)
 
 
 def _contribution(node: QuotaNode, fr: FlavorResource) -> tuple[int, int]:
@@ -119,6 +139,7 @@ def _propagate(node: QuotaNode, fr: FlavorResource, before: tuple[int, int]) -> 
             _recompute_quota(parent, fr)
         if du:
             parent.usage[fr] = parent.usage.get(fr, 0) + du
+            _mark(parent, fr)
         node = parent
 
 
@@ -167,6 +188,7 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: int) -> None:
         parent = node.parent
         if parent is None:
             return
+        _mark(node, fr)
         spill = (new - local if new > local else 0) - (old - local if old > local else 0)
         if spill == 0:
             return
@@ -309,6 +331,7 @@ def link(child: QuotaNode, parent: QuotaNode) -> None:
     else:
         parent.cohort_children[child.name] = child
     for fr in sorted(set(child.subtree) | set(child.usage)):
+        _mark(child, fr)
         quota_up, usage_up = _contribution(child, fr)
         before = _contribution(parent, fr)
         if quota_up:
@@ -338,6 +361,9 @@ def unlink(child: QuotaNode) -> None:
         parent.cq_children -= 1
     else:
         del parent.cohort_children[child.name]
+    key = (child.is_cluster_queue, child.name)
+    for index in parent.over.values():
+        index.pop(key, None)
     child.parent = None
     _mark_height_stale(parent)
 
@@ -533,6 +559,19 @@ class KueueModel:
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """``lowest_fitting_subtree`` of the ClusterQueue."""
         return lowest_fitting_subtree(self._cqs[leaf], fr, amount)
+
+    def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """From the Cohort's ``over`` index: its children above their quota for one of ``frs``, sorted."""
+        node = self._cohorts.get(cohort)
+        if node is None:
+            return []
+        found: dict[tuple[bool, str], bool] = {}
+        for fr in frs:
+            index = node.over.get(fr)
+            if index:
+                for key in index:
+                    found[key] = True
+        return sorted((CLUSTER_QUEUE if is_cq else COHORT, name) for is_cq, name in found)
 
     def pool(self, leaf: str) -> PoolKey:
         """The root of the ClusterQueue's linked tree."""

@@ -319,6 +319,11 @@ class QuotaModel(Protocol):
         preemption search (``statemodel.preemption``) reads while it simulates releases.  A node the
         model does not hold answers ``(0, 0, 0)``."""
 
+    def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """``(kind, name)`` of the linked children of Cohort ``cohort`` whose usage exceeds their subtree
+        quota for at least one of ``frs`` (Kueue: not ``IsWithinNominalInResources``), sorted — the
+        only children a preemption search descends into.  Cost: proportional to the answer."""
+
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """Kueue ``FindHeightOfLowestSubtreeThatFits``: ``(height, may reclaim in hierarchy)`` — the
         borrowing height at which ``amount`` more of ``fr`` fits by quota (0 = within the leaf's

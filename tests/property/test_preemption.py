@@ -9,7 +9,8 @@ where contention is frequent) and gives every ClusterQueue a random
 
 * KEP-79's condition holds and nothing admissible waits (``test_kep79.check``, recomputed
   independently; a workload of a ClusterQueue with ``whenCanPreempt: MayStopSearch`` may wait for a
-  flavor it can preempt in although a later one fits — Kueue stops the search there);
+  flavor it can preempt in although a later one fits — Kueue stops the search there — and a queue
+  whose head waits for its victims' eviction is blocked by it, as Kueue's sticky preemptor);
 * every ``Preempted`` decision respects the preemptor ClusterQueue's policy, computed here from the
   spec: same ClusterQueue ⇒ reason ``InClusterQueue`` and ``withinClusterQueue`` allows it; other
   ClusterQueue ⇒ ``reclaimWithinCohort`` allows it, and ``InCohortReclaimWhileBorrowing`` only with
@@ -17,7 +18,8 @@ where contention is frequent) and gives every ClusterQueue a random
 * no workload gets a second ``Preempted`` decision while it still holds its quota;
 * with ``releaseOn: Decision`` every preemptor is admitted in the same step as its preemptions.
 
-At quiescent points the victim search itself is checked on the live state: for every pending head
+At quiescent points the quota model's index of over-quota children (what the search descends into)
+equals a recount, and the victim search itself is checked on the live state: for every pending head
 whose flavor assignment needs preemption, the targets ``find_targets`` returns make the assignment
 fit when released (with borrowing), and no single target can be spared (Kueue's fill-back
 minimality: without it the preemptor does not fit without borrowing, nor — when the whole set needs
@@ -134,6 +136,19 @@ def check_decisions(decisions: list[dict], policies: dict, info: dict, holding: 
             assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
 
 
+def check_over_quota_index(s: Scenario, frs: list) -> None:
+    """The model's index of children above their quota equals a recount from every child's numbers."""
+    cluster = s.engine.clusters[s.cluster]
+    model = cluster.model
+    for name, cohort in cluster.hierarchy.cohorts.items():
+        children = [("Cohort", c) for c in sorted(cohort.child_cohorts) if cluster.hierarchy.cohorts[c].linked]
+        children += [("ClusterQueue", q) for q in sorted(cohort.child_cluster_queues)]
+        for fr in frs:
+            expected = sorted(k for k in children if model.quota_numbers(k[0], k[1], fr)[2]
+                              > model.quota_numbers(k[0], k[1], fr)[0])
+            assert model.over_quota_children(name, [fr]) == expected, (name, fr)
+
+
 def check_searches(s: Scenario) -> None:
     """Fit and minimality of the victim search for every pending head that needs preemption."""
     cluster = s.engine.clusters[s.cluster]
@@ -229,9 +244,14 @@ def test_preemption_properties_on_random_trees_and_histories(case):
         check_decisions(decisions, policies, info, holding, release_on)
         # KEP-79 after every event; nothing admissible waits — except behind a flavor that stopped the
         # search because it can preempt (whenCanPreempt: MayStopSearch commits to that flavor, as in Kueue)
+        # and except behind a preemptor that waits for its victims' eviction (it blocks its queue)
+        blocked = {w["clusterQueue"] for w in s.state()["workloads"].values()
+                   if w["reason"] == "WaitingForPreemptedWorkloads"}
         check(s, model, {k: v for k, v in requests.items()
-                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")}, label)
+                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch") and v[0] not in blocked},
+              label)
         check_searches(s)
+        check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
     # replay is byte-identical; a snapshot plus the tail equals the full replay
     events = [parse_event(e) for e in s.events]

@@ -121,6 +121,9 @@ class HardLimitModel:
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         return 0, False
 
+    def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        return []
+
     def pool(self, leaf: str) -> PoolKey:
         return (True, leaf)
 

@@ -131,3 +131,18 @@ def test_release_on_eviction_waits_for_the_observed_eviction():
     decisions = s.run()
     assert admitted(decisions) == ["ns/high"]
     assert s.workload("ns/low")["status"] == "Pending"
+
+
+def test_release_on_eviction_the_waiting_preemptor_blocks_its_queue():
+    # nominal 5, low runs 4; high (4) preempts low and waits for the eviction.  small (1 cpu) would
+    # fit in the free 1, but it is behind the sticky preemptor (Kueue) until high is admitted.
+    s = one_queue(LOWER, nominal="5")
+    s.engine_config(afs=False, release_on="Eviction")
+    s.submit("ns/low", "q", cpu="4", priority=0)
+    s.run()
+    s.submit("ns/high", "q", cpu="4", priority=10)
+    assert preempted(s.run()) == [("ns/low", "ns/high", "InClusterQueue")]
+    s.submit("ns/small", "q", cpu="1", priority=0)
+    assert s.run() == []
+    s.evict("ns/low")
+    assert admitted(s.run()) == ["ns/high", "ns/small"]
