@@ -49,12 +49,13 @@ HOSTILE = [
     b'{"id":"huge","pad":"' + b"z" * 10_000_000,  # 10 MB, cut short
     b'{"id":"num-bad","cluster":"ml-east","type":"Nope","n":1e2,"z":-0.0}',
 ]
-JOINED = {1: ("t-nul", "Ap\ufffdplied", None), 2: ("a\ufffdb", "Nope", None),
-          4: ("i" * 252 + "…", "Nope", HOSTILE[4].decode()), 5: ("j" * 252 + "…", "Nope", HOSTILE[5].decode()),
+JOINED = {1: ("t-nul", "Ap\ufffdplied", None), 2: (None, "Nope", None),
+          4: (None, "Nope", HOSTILE[4].decode()), 5: (None, "Nope", HOSTILE[5].decode()),
           9: ("num-bad", "Nope", HOSTILE[9].decode())}
 """Index in ``HOSTILE`` -> (event_id, type, payload text) of the ``events`` row of those that name
-``ml-east`` (which has state by then): ids and types NUL-free and cut to 253 characters, no payload
-text holding ``\\u0000``.  The others name no cluster with state: dead letters only."""
+``ml-east`` (which has state by then): an id that is not a valid id (NUL, over 253 bytes) is the
+rejection itself and is not stored; types NUL-free and cut to 253 characters; no payload text holding
+``\\u0000``.  The others name no cluster with state: dead letters only."""
 
 AT = 5
 """The hostile lines follow the fifth clean line; the Tick follows the last."""
