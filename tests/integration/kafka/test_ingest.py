@@ -157,18 +157,20 @@ def _hostile(rng: random.Random, valid: list[bytes], i: int) -> tuple[str, bytes
 
 def _valid_hostile() -> list[bytes]:
     """Valid events that look hostile: a cohort cycle (it makes the tree inactive, the engine applies
-    it) and names with quotes and SQL metacharacters (stored verbatim through bound parameters)."""
+    it), and quotes and SQL metacharacters where a valid event may carry them — the cluster name and a
+    Workload's uid (stored verbatim through bound parameters; object names are Kubernetes names)."""
     cluster = "cycle'); DROP TABLE decisions; --"
     res = [{"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}]
     objs = [
         {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "f"}},
         {"apiVersion": API, "kind": "Cohort", "metadata": {"name": "a"}, "spec": {"parentName": "b"}},
         {"apiVersion": API, "kind": "Cohort", "metadata": {"name": "b"}, "spec": {"parentName": "a"}},
-        {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": "team\"x'--"},
+        {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": "team-x"},
          "spec": {"cohortName": "a", "resourceGroups": res}},
         {"apiVersion": API, "kind": "LocalQueue", "metadata": {"namespace": "ns", "name": "lq"},
-         "spec": {"clusterQueue": "team\"x'--"}},
-        {"apiVersion": API, "kind": "Workload", "metadata": {"namespace": "ns", "name": "w;DELETE FROM events"},
+         "spec": {"clusterQueue": "team-x"}},
+        {"apiVersion": API, "kind": "Workload",
+         "metadata": {"namespace": "ns", "name": "w", "uid": "w\";DELETE FROM events; --'"},
          "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "requests": {"cpu": "1"}}]}},
     ]
     return [orjson.dumps({"id": f"c{n}", "time": 1_700_000_000_000 + n, "cluster": cluster, "type": "Applied",
@@ -222,9 +224,9 @@ def test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone(
     assert {r["name"]: r["active"] for r in rows(db, s.cohorts, s.cohorts.c.cluster == cycle)} == {
         "a": False, "b": False}
     assert [(r["name"], r["active"]) for r in rows(db, s.cluster_queues, s.cluster_queues.c.cluster == cycle)] == [
-        ("team\"x'--", False)]
+        ("team-x", False)]
     assert [(r["key"], r["status"]) for r in rows(db, s.workloads, s.workloads.c.cluster == cycle)] == [
-        ("ns/w;DELETE FROM events", "Pending")]
+        ("ns/w", "Pending")]
     assert not rows(db, s.decisions, s.decisions.c.cluster == cycle)
     checked = verify(db)
     assert checked.ok, checked.summary()
