@@ -146,11 +146,14 @@ def _nul_path(raw: Any) -> str | None:
             if "\x00" in v:
                 return path
         elif isinstance(v, dict):
-            for k in reversed(list(v)):
+            d: dict[str, Any] = v
+            keys: list[str] = list(d)
+            for j in range(len(keys) - 1, -1, -1):
+                k = keys[j]
                 if "\x00" in k:
                     key = shown(k)
                     return f"{path}[{key}]" if path else key
-                stack.append((f"{path}.{k}" if path else k, v[k]))
+                stack.append((f"{path}.{k}" if path else k, d[k]))
         elif isinstance(v, list):
             for i in range(len(v) - 1, -1, -1):
                 stack.append((f"{path}[{i}]", v[i]))

@@ -9,6 +9,7 @@ registry is read when a cluster is created or its ``EngineConfig`` names another
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from statemodel.quota.koordinator import KoordinatorModel
 from statemodel.quota.kueue import KueueModel
@@ -17,7 +18,13 @@ from statemodel.quota.protocol import QuotaModel
 DEFAULT = "kueue"
 """The model of a cluster whose ``EngineConfig`` names none (or that has no ``EngineConfig``)."""
 
-_FACTORIES: dict[str, Callable[[], QuotaModel]] = {DEFAULT: KueueModel, "koordinator": KoordinatorModel}
+_FACTORIES: dict[str, Callable[[], QuotaModel]] = {
+    DEFAULT: KueueModel,
+    # The koordinator model admits its own units (``UnitModel``): the Kueue cycle's preemption and
+    # fair-sharing questions (``share``, ``quota_numbers``, ...) are never asked of it, because a
+    # koordinator cluster holds no ClusterQueue; it answers the rest of the protocol.
+    "koordinator": cast(Callable[[], QuotaModel], KoordinatorModel),
+}
 
 MODEL_OF_KIND = {"ClusterQueue": DEFAULT, "Cohort": DEFAULT, "ElasticQuota": "koordinator"}
 """The model whose quota objects are of a kind (docs/events.md "A cluster runs one quota model"): a
