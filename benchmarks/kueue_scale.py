@@ -21,7 +21,7 @@ re-admitted (``releaseOn: Decision``).  Without the flag the ClusterQueues have 
 
     python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
     python benchmarks/kueue_scale.py --sizes 1000 --afs   # with and without admission fair sharing
-    python benchmarks/kueue_scale.py --fair-sharing       # with and without fair sharing (DRS tournament)
+    python benchmarks/kueue_scale.py --fair-sharing       # with and without fair sharing (DRS tournament, fair-sharing preemption)
     python benchmarks/kueue_scale.py --preemption         # with and without preemption
 """
 
