@@ -218,7 +218,7 @@ def verify(url: str, source: str | None = None) -> VerifyResult:
         SinkError: the database cannot be read (unreachable, no schema).
         OSError / EOFError: SOURCE cannot be read.
     """
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     result = VerifyResult()
     try:
         with gc_paused(), ExitStack() as stack:

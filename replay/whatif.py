@@ -367,7 +367,7 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         WhatIfError: a bad patch (every bad line listed).
         OSError: the patch cannot be read.
     """
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     try:
         with db.connect() as conn:
             cluster = stored_cluster(conn, cluster)

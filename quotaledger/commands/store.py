@@ -132,7 +132,7 @@ def resolve_cluster(url: str, cluster: str | None) -> str:
 
     if cluster is not None:
         return cluster
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     try:
         with db.connect() as conn:
             return stored_cluster(conn, None)
@@ -163,7 +163,7 @@ def _preemption_decisions(url: str, cluster: str, workload: str, end: int) -> li
 
     p = s.preemptions.c
     d = s.decisions.c
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     try:
         with db.connect() as conn:
             rows = conn.execute(sa.select(d.payload).join(s.preemptions, sa.and_(
@@ -187,7 +187,7 @@ def _admitting_decision(url: str, cluster: str, workload: str, end: int) -> dict
     from statemodel.explain import explain
 
     d = s.decisions.c
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     try:
         with db.connect() as conn:
             row = conn.execute(sa.select(d.seq, d.cause_event_id, d.cause_position, d.payload).where(

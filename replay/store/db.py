@@ -6,6 +6,7 @@ itself (``RawJSON``), so it is neither parsed nor re-serialized on the way in.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -39,13 +40,29 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def create_db_engine(url: str) -> sa.Engine:
-    """A SQLAlchemy engine for ``url`` whose JSON columns use orjson (and pass ``RawJSON`` through)."""
+def create_db_engine(url: str, *, read_only: bool = False) -> sa.Engine:
+    """A SQLAlchemy engine for ``url`` whose JSON columns use orjson (and pass ``RawJSON`` through).
+
+    ``read_only``: the caller only reads (``state``, ``explain``, ``verify``, ``whatif``), so a SQLite
+    file that does not exist is an error instead of a new empty database left behind.
+
+    Raises:
+        SinkError: the URL cannot be parsed or its driver is missing; with ``read_only``, the SQLite
+            file does not exist.
+    """
     try:
-        return sa.create_engine(url, json_serializer=_dumps, json_deserializer=orjson.loads,
-                                poolclass=sa.pool.NullPool)
+        parsed = sa.engine.make_url(url)
+        engine = sa.create_engine(parsed, json_serializer=_dumps, json_deserializer=orjson.loads,
+                                  poolclass=sa.pool.NullPool)
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise SinkError(f"bad database URL {redacted(url)}: {exc}") from None
+    if read_only and parsed.get_backend_name() == "sqlite":
+        path = parsed.database or ""
+        in_memory = path in ("", ":memory:") or path.startswith("file:") or parsed.query.get("mode") == "memory"
+        if not in_memory and not os.path.exists(path):
+            raise SinkError(f"no store at {redacted(url)}: the file {path} does not exist "
+                            "(write one with `quotaledger replay --db` or `quotaledger demo`)")
+    return engine
 
 
 def redacted(url: str) -> str:

@@ -128,7 +128,7 @@ def engine_at(url: str, cluster: str, at_ms: int | None = None, seq: int | None 
     Raises:
         SinkError: unknown cluster or decision.
     """
-    db = create_db_engine(url)
+    db = create_db_engine(url, read_only=True)
     try:
         with db.connect() as conn:
             end = end_position(conn, cluster, at_ms, seq)

@@ -162,12 +162,31 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
 def test_failures_exit_with_their_code_and_one_error_line(
         tmp_path: Path, args: list[str], code: int, message: str) -> None:
     """Each failure is one ``error:`` line on stderr (no traceback) and the exit code of its kind."""
+    (tmp_path / "empty.db").touch()  # an existing file without the schema (SQLite reads it as empty)
     argv = [a.format(tmp=tmp_path, example=EXAMPLE) for a in args]
     result = _runner().invoke(app, argv)
     assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and message.format(tmp=tmp_path) in errors[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["state", "--db", "sqlite:///{db}"],
+    ["state", "--db", "sqlite:///{db}", "--at", "2025-01-01T00:00:00Z"],
+    ["explain", "ns/x", "--db", "sqlite:///{db}"],
+    ["verify", "--db", "sqlite:///{db}"],
+    ["whatif", "--db", "sqlite:///{db}", "--patch", "{example}"],
+], ids=["state", "state-at", "explain", "verify", "whatif"])
+def test_read_only_commands_do_not_create_a_store(tmp_path: Path, args: list[str]) -> None:
+    """A read-only command pointed at a SQLite file that does not exist says so (one ``error:`` line
+    naming the file) and leaves no empty database behind."""
+    missing = tmp_path / "typo.db"
+    result = _runner().invoke(app, [a.format(db=missing, example=EXAMPLE) for a in args])
+    assert result.exit_code in (1, 2), (result.stdout, result.stderr, result.exception)
+    assert f"error: no store at sqlite:///{missing}: the file {missing} does not exist" in result.stderr
+    assert not missing.exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_command_modules_do_not_import_the_app() -> None:
