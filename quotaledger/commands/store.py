@@ -34,11 +34,26 @@ def db_upgrade(
 
 
 def db_downgrade(
-    revision: str = typer.Argument("base", help="Target revision (default: base = drop everything)."),
+    revision: str = typer.Argument(
+        ..., help="Target revision, e.g. 0004 or -1; `base` drops every table and its rows."),
     db: Optional[str] = DB_OPTION,
+    yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation (for scripts)."),
 ) -> None:
-    """Downgrade the database schema to REVISION (default: ``base``, which drops every table)."""
-    _migrate("downgrade", db_url(db), revision)
+    """Downgrade the database schema to REVISION, dropping the tables and columns of the later
+    revisions with their rows.  Asks for confirmation unless ``--yes`` is given; without a terminal
+    to ask on, ``--yes`` is required (exit 2)."""
+    import sys
+
+    from replay.store.db import redacted
+
+    url = db_url(db)
+    question = f"Downgrade {redacted(url)} to {revision}? The rows of every later revision's tables are lost"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CommandError("db downgrade drops tables and their rows: give --yes to confirm", 2)
+        if not typer.confirm(question, default=False, err=True):
+            raise CommandError("db downgrade: not confirmed, nothing changed", 2)
+    _migrate("downgrade", url, revision)
 
 
 # --------------------------------------------------------------------------- verify

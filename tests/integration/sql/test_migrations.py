@@ -105,13 +105,18 @@ def test_cli_db_upgrade_and_downgrade(db: str, monkeypatch: pytest.MonkeyPatch) 
     assert result.exit_code == 0, result.output
     assert _tables(db) == TABLES
     result = runner.invoke(app, ["db", "downgrade", "--db", db])
+    assert result.exit_code == 2 and _tables(db) == TABLES  # the revision is required
+    result = runner.invoke(app, ["db", "downgrade", "base", "--db", db])  # no terminal to confirm on
+    assert result.exit_code == 2 and "give --yes to confirm" in result.output
+    assert _tables(db) == TABLES
+    result = runner.invoke(app, ["db", "downgrade", "base", "--db", db, "--yes"])
     assert result.exit_code == 0, result.output
     assert _tables(db) == set()
     monkeypatch.setenv("QUOTALEDGER_DB", db)  # the env var alone selects the database
     result = runner.invoke(app, ["db", "upgrade", "head"])
     assert result.exit_code == 0, result.output
     assert _tables(db) == TABLES
-    result = runner.invoke(app, ["db", "downgrade", "base"])
+    result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
     assert result.exit_code == 0, result.output
     assert _tables(db) == set()
 
