@@ -12,7 +12,7 @@ from quotaledger.commands.errors import guarded
 app = typer.Typer(
     name="quotaledger",
     help="Event-sourced engine for Kueue-style hierarchical quota: replay events, inspect state.",
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

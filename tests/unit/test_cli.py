@@ -251,3 +251,21 @@ def test_example_is_valid_ndjson_with_increasing_times() -> None:
         times.append(event["time"])
     assert 30 <= len(times) <= 60
     assert times == sorted(times) and len(set(times)) == len(times)
+
+
+@pytest.mark.parametrize(("words", "cword", "expected"), [
+    ("quotaledger rep", 1, "replay"),
+    ("quotaledger db down", 2, "downgrade"),
+    ("quotaledger state --j", 2, "--json"),
+])
+def test_shell_completion_completes_commands_and_options(words: str, cword: int, expected: str) -> None:
+    """Typer's shell completion is on: the bash protocol (what ``--install-completion`` installs)
+    completes command, sub-command and option names."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, _QUOTALEDGER_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword))
+    script = Path(sys.executable).with_name("quotaledger")  # the console script the package installs
+    out = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == [expected], out
