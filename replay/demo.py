@@ -34,7 +34,8 @@ from replay.runner import ReplayResult
 from replay.sim.simulator import SimulationResult, simulate
 from replay.store.db import SinkError
 from replay.sql_sink import replay_to_db
-from replay.sim.traces import load_trace, parse_until
+from replay.sim.traces import load_trace
+from replay.timespec import parse_moment
 
 __all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
 
@@ -105,9 +106,9 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
     try:
-        until_ms = parse_until(until, imported.trace_start_ms) if until else None
+        until_ms = parse_moment(until, "--until", (imported.trace_start_ms, imported.trace_end_ms)) if until else None
     except ValueError as exc:
-        raise DemoError(f"--until: {exc}") from exc
+        raise DemoError(str(exc)) from exc
     return imported, config, until_ms
 
 
@@ -134,8 +135,8 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
         db: SQLAlchemy URL of the store (default: ``sqlite:///<out>/quotaledger.db``); the trace's
             cluster is replaced there if it already exists.
         out: output folder (default :func:`default_out`).
-        until: stop the simulation here (``replay.sim.traces.parse_until``: seconds or a duration after
-            the trace start, or an RFC 3339 time).
+        until: stop the simulation here: a moment of ``replay.timespec`` (a duration after the trace's
+            first submission or before its last, a date, an RFC 3339 time).
         progress: progress callback (:data:`Progress`).
         on_note: called with human-readable notes (skipped rows, the quota rule).
         model: ``kueue`` (default) or ``koordinator``: the quota tree translated to ElasticQuotas and

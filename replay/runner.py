@@ -126,3 +126,37 @@ def run_file(
         seconds=seconds,
         lines=n_lines,
     )
+
+
+def event_time_bounds(source: str, cluster: str | None = None) -> tuple[int, int]:
+    """``(first, last)`` event time (epoch ms) of the records of ``source`` whose ``time`` is valid
+    — of ``cluster``'s records only when it is given (a record without ``cluster`` belongs to
+    ``default``) — read without applying anything: what a relative time option (``-2h``, ``7d``,
+    ``replay.timespec``) is relative to.  Reads the source once more; standard input cannot be.
+
+    Raises:
+        ValueError: ``source`` is standard input, or holds no record with a valid time.
+        OSError / ``SourceError``: the source cannot be read.
+    """
+    import orjson
+
+    from statemodel.timefmt import parse_time
+
+    if source == "-":
+        raise ValueError("a relative time needs the history's bounds: standard input cannot be read twice")
+    first: int | None = None
+    last: int | None = None
+    with open_records(source) as records:
+        for _, raw in records:
+            try:
+                record = orjson.loads(raw)
+                if cluster is not None and record.get("cluster", "default") != cluster:
+                    continue
+                at = parse_time(record["time"], "time")
+            except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, EventError):
+                continue
+            first = at if first is None or at < first else first
+            last = at if last is None or at > last else last
+    if first is None or last is None:
+        raise ValueError(f"{source} holds no event with a valid time")
+    return first, last

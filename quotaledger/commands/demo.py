@@ -58,16 +58,13 @@ def simulate(
     from replay.demo import input_notes, load_inputs
     from replay.sim.manifests import write_manifests
     from replay.sim.simulator import simulate as run_simulation
-    from replay.sim.traces import parse_until
+    from replay.timespec import parse_span
 
     err = err_console()
     if model not in ("kueue", "koordinator"):
         raise CommandError(f"--model: {model!r} is not a quota model the simulator runs (kueue, koordinator)", 2)
     imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
-    try:
-        tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
-    except ValueError as exc:
-        raise CommandError(str(exc)) from exc
+    tick_ms = parse_span(tick, "--tick")
     for line in input_notes(imported, config):
         err.print(line, markup=False, highlight=False)
     if quota_out:

@@ -9,8 +9,8 @@ propagates (a bug shows its traceback).  The codes:
   error (``SinkError``, ``SnapshotError``, SQLAlchemy, Alembic), an unknown workload or cluster,
   a Kafka failure (``SourceError``, ``ProduceError``, ``TopicAdminError``, ``IngestError``,
   ``DevBrokerError``), a trace that cannot be imported (``DemoError``);
-- 2: a bad request: an invalid time option (``EventError``), a bad what-if patch (``WhatIfError``),
-  a missing argument; ``ingest``: the broker was reset under the stored offsets
+- 2: a bad request: an invalid time or duration option (``TimeSpecError``, ``EventError``), a bad
+  what-if patch (``WhatIfError``), a missing argument, options that exclude each other; ``ingest``: the broker was reset under the stored offsets
   (``BrokerResetError``);
 - ``verify`` exits 1 for a divergence, so every failure of it exits 2 (``failure_code``).
 
@@ -73,6 +73,7 @@ def _exit_codes() -> list[tuple[tuple[type[BaseException], ...], int, Callable[[
     from replay.demo import DemoError
     from replay.sources import SourceError
     from replay.store.db import SinkError
+    from replay.timespec import TimeSpecError
     from replay.whatif import WhatIfError
     from statemodel.errors import EventError
     from statemodel.snapshot import SnapshotError
@@ -84,7 +85,7 @@ def _exit_codes() -> list[tuple[tuple[type[BaseException], ...], int, Callable[[
 
     return [
         ((CommandError,), 1, str),  # its own code: see exit_for
-        ((WhatIfError,), 2, str),
+        ((WhatIfError, TimeSpecError), 2, str),
         ((EventError,), 2, str),
         ((BrokerResetError,), 2, str),
         ((SinkError, SnapshotError, DemoError, SourceError, IngestError, DevBrokerError, TopicAdminError,

@@ -18,14 +18,17 @@ DB_OPTION = typer.Option(
          "(default: $QUOTALEDGER_DB, else sqlite:///quotaledger.db).",
 )
 
-SNAPSHOT_EVERY_TIME_HELP = "Also snapshot a cluster whenever its event time crosses a multiple of this Go duration (1h, 30m)."
+SNAPSHOT_EVERY_TIME_HELP = "Also snapshot a cluster whenever its event time crosses a multiple of this duration (30m, 1h, 1d)."
+AT_HELP = ("The state as of this moment: an RFC 3339 time, a date (2025-01-26), a duration after the start "
+           "of the history (7d) or before its end (-2h).")
 
 TRACE_OPTION = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping).")
 MAPPING_OPTION = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace.")
 QUOTA_OPTION = typer.Option(
     None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree.")
 UNTIL_OPTION = typer.Option(
-    None, "--until", help="Stop here: seconds or a duration (7d, 36h) after the trace start, or an RFC 3339 time.")
+    None, "--until", help="Stop here: a duration after the trace start (7d, 36h, seconds), before its end (-1d), "
+                          "a date or an RFC 3339 time.")
 
 
 def db_url(option: str | None) -> str:
@@ -33,28 +36,74 @@ def db_url(option: str | None) -> str:
     return option or os.environ.get("QUOTALEDGER_DB") or DEFAULT_DB
 
 
-def time_option(value: str | None, name: str) -> int | None:
-    """An RFC 3339 time option in epoch milliseconds (``None`` when not given); raises
-    ``statemodel.errors.EventError`` naming the option when it is not a time (exit 2)."""
-    from statemodel.timefmt import parse_time
+def store_moment(value: str | None, name: str, url: str, cluster: str) -> int | None:
+    """A moment option (``replay.timespec``) of a stored history, in epoch ms (``None`` when not
+    given): relative forms count from ``cluster``'s first / last archived event, and a moment
+    outside the history is warned about on stderr (the state there is the empty one, or the end).
 
-    return parse_time(value, name) if value is not None else None
+    Raises:
+        replay.timespec.TimeSpecError: not a moment (exit 2).
+        replay.store.db.SinkError: the store holds no events of ``cluster``.
+    """
+    import sys
+
+    from replay.store.db import create_db_engine
+    from replay.store.restore import history_bounds
+    from replay.timespec import parse_moment
+    from statemodel.timefmt import format_time
+
+    if value is None:
+        return None
+    db = create_db_engine(url, read_only=True)
+    try:
+        with db.connect() as conn:
+            first, last = history_bounds(conn, cluster)
+    finally:
+        db.dispose()
+    at = parse_moment(value, name, (first, last))
+    if at < first:
+        sys.stderr.write(f"warning: {name} {format_time(at)} is before the first event of cluster {cluster} "
+                         f"({format_time(first)}): the state before any event\n")
+    elif at > last:
+        sys.stderr.write(f"warning: {name} {format_time(at)} is after the last event of cluster {cluster} "
+                         f"({format_time(last)}): the state at the end of the history\n")
+    return at
+
+
+def file_moment(value: str | None, name: str, source: str, cluster: str | None = None) -> int | None:
+    """A moment option (``replay.timespec``) of an event source, in epoch ms (``None`` when not
+    given): relative forms count from the source's first / last valid event time (of ``cluster``
+    when given), read in an extra pass only when a relative form is used.
+
+    Raises:
+        replay.timespec.TimeSpecError: not a moment, or relative on standard input (exit 2).
+    """
+    from replay.runner import event_time_bounds
+    from replay.timespec import TimeSpecError, parse_moment
+
+    if value is None:
+        return None
+
+    def bounds() -> tuple[int, int]:
+        try:
+            return event_time_bounds(source, cluster)
+        except ValueError as exc:
+            raise TimeSpecError(name, str(exc)) from None
+
+    return parse_moment(value, name, bounds)
 
 
 def snapshot_interval_ms(text: str | None) -> int | None:
-    """``--snapshot-every-time`` in milliseconds (``None`` when not given); raises ``CommandError``
-    (exit 1) naming the option when it is not a positive Go duration."""
-    from statemodel.errors import EventError
-    from statemodel.timefmt import parse_duration
+    """``--snapshot-every-time`` in milliseconds (``None`` when not given), a duration of
+    ``replay.timespec``; raises ``CommandError`` (exit 2) naming the option when it is not a
+    positive duration."""
+    from replay.timespec import parse_span
 
     if text is None:
         return None
-    try:
-        every_ms = parse_duration(text, "--snapshot-every-time")
-    except EventError as exc:
-        raise CommandError(str(exc)) from None
+    every_ms = parse_span(text, "--snapshot-every-time")
     if every_ms < 1:
-        raise CommandError("--snapshot-every-time must be positive")
+        raise CommandError("--snapshot-every-time must be positive", 2)
     return every_ms
 MODEL_OPTION = typer.Option(
     "kueue", "--model", help="Quota model: kueue, or koordinator (the Kueue quota tree translated to ElasticQuotas: "

@@ -20,7 +20,8 @@ import orjson
 import typer
 
 from quotaledger.commands.errors import CommandError, reading
-from quotaledger.commands.options import SNAPSHOT_EVERY_TIME_HELP, snapshot_interval_ms, time_option
+from quotaledger.commands.options import (
+    AT_HELP, SNAPSHOT_EVERY_TIME_HELP, file_moment, snapshot_interval_ms, store_moment)
 from quotaledger.views.output import binary_out, console, dump_json, print_json, reject_printer
 
 
@@ -92,20 +93,23 @@ def state(
         None, help="NDJSON events file (.gz accepted), - for stdin, or a kafka:// range."),
     as_json: bool = typer.Option(False, "--json", help="Print the state JSON instead of tables."),
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
-    at: Optional[str] = typer.Option(None, "--at", help="The state as of this time (RFC 3339)."),
-    seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ."),
+    at: Optional[str] = typer.Option(None, "--at", help=AT_HELP),
+    seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ "
+                                                           "(not with --at)."),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="With --db: the cluster (default: the only one in the database)."),
 ) -> None:
     """Print the state after EVENTS, or — with --db — at any past moment of a stored history
     (nearest snapshot at or before it plus the archived tail)."""
-    until = time_option(at, "--at")
+    if at is not None and seq is not None:
+        raise CommandError("give --at or --seq, not both", 2)
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
     if url is not None:
         from quotaledger.commands.store import resolve_cluster
         from replay.store.restore import engine_at
 
         cluster = resolve_cluster(url, cluster)
+        until = store_moment(at, "--at", url, cluster)
         engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
         sys.stderr.write(f"cluster {cluster}: {end} events (snapshot at {start} + {end - start} archived)\n")
     elif events is None:
@@ -116,6 +120,7 @@ def state(
         from replay.runner import run_file
 
         with reading(events):
+            until = file_moment(at, "--at", events)
             engine, _ = run_file(events, on_reject=reject_printer(events), until_ms=until)
     st = engine.state()
     if as_json:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, reading
-from quotaledger.commands.options import DB_OPTION, db_url, time_option
+from quotaledger.commands.options import AT_HELP, DB_OPTION, db_url, file_moment, store_moment
 from quotaledger.views.output import console, print_json
 
 if TYPE_CHECKING:
@@ -89,9 +89,9 @@ def verify(
 def explain(
     workload: str = typer.Argument(..., help="the workload, ns/name"),
     events: Optional[str] = typer.Argument(None, help="NDJSON event file (plain or .gz), or - for stdin"),
-    at: Optional[str] = typer.Option(None, "--at", help="explain the state as of this time (RFC 3339)"),
+    at: Optional[str] = typer.Option(None, "--at", help=AT_HELP),
     cluster: Optional[str] = typer.Option(
-        None, "--cluster", help="the cluster the workload belongs to (default: 'default'; with --db: the only one)"),
+        None, "--cluster", help="the cluster the workload belongs to (default: the only one in EVENTS or the store)"),
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
     db: Optional[str] = typer.Option(
         None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
@@ -99,24 +99,25 @@ def explain(
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
     every level of its cohort tree (available, limits, usage); for an admitted workload, when and
     how it was admitted; who preempted it, when and why, and what a preemptor waits for."""
-    until = time_option(at, "--at")
     if events is None and db is None:
         raise CommandError("give an EVENTS file or --db", 2)
     if events is None:
-        out = explain_from_db(workload, db, cluster, until)
+        cluster = resolve_cluster(db, cluster)
+        out = explain_from_db(workload, db, cluster, store_moment(at, "--at", db, cluster))
     else:
         from replay.runner import run_file
 
-        name = cluster or "default"
         history: list[dict] = []
 
         def keep(d) -> None:  # the Preempted decisions naming the workload, for preemption.history
-            if d.kind == "Preempted" and d.cluster == name and workload in (d.workload, d.preemptor):
+            if d.kind == "Preempted" and workload in (d.workload, d.preemptor):
                 history.append(d.to_json())
 
         with reading(events):
+            until = file_moment(at, "--at", events, cluster)
             engine, _ = run_file(events, until_ms=until, on_decision=keep)
-        out = _explain(engine, name, workload, history)
+        name = _only_cluster(engine, cluster)
+        out = _explain(engine, name, workload, [h for h in history if h.get("cluster", "default") == name])
     if as_json:
         print_json(out)
         return
@@ -153,6 +154,18 @@ def resolve_cluster(url: str, cluster: str | None) -> str:
             return stored_cluster(conn, None)
     finally:
         db.dispose()
+
+
+def _only_cluster(engine: Engine, cluster: str | None) -> str:
+    """``--cluster``, or the only cluster the replayed events created — the rule the store uses
+    (``resolve_cluster``); raises ``CommandError`` (exit 2) listing them when there are several."""
+    if cluster is not None:
+        return cluster
+    names = sorted(engine.clusters)
+    if len(names) != 1:
+        listed = ", ".join(names) if names else "none"
+        raise CommandError(f"give --cluster: the events hold {len(names)} clusters ({listed})", 2)
+    return names[0]
 
 
 def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None) -> dict:
@@ -226,7 +239,8 @@ def whatif(
     patch: str = typer.Option(..., "--patch", help="NDJSON file of patch events (docs/events.md)."),
     db: Optional[str] = DB_OPTION,
     from_time: Optional[str] = typer.Option(
-        None, "--from", help="Fork the history here (RFC 3339); default: the start."),
+        None, "--from", help="Fork the history here: an RFC 3339 time, a date, a duration after the start (7d) "
+                             "or before the end (-2h); default: the start."),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="The cluster to fork (default: the only one in the database)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -239,9 +253,13 @@ def whatif(
     """
     from replay.whatif import whatif as run_whatif
 
-    from_ms = time_option(from_time, "--from")
+    url = db_url(db)
+    from_ms = None
+    if from_time is not None:
+        cluster = resolve_cluster(url, cluster)
+        from_ms = store_moment(from_time, "--from", url, cluster)
     with reading(patch):
-        report = run_whatif(db_url(db), patch, cluster=cluster, from_ms=from_ms).to_json()
+        report = run_whatif(url, patch, cluster=cluster, from_ms=from_ms).to_json()
     if as_json:
         print_json(report)
         return

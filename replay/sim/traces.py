@@ -10,18 +10,17 @@ redistributed as part of a product.
 from __future__ import annotations
 
 import os
-import re
 from importlib.resources import files
 from pathlib import Path
 
 from replay.sim.importers.dlrm import FILE as DLRM_FILE
 from replay.sim.importers.dlrm import import_dlrm
 from replay.sim.importers.jobs import ImportResult, TraceImportError
-from replay.sim.importers.mapping import import_csv, parse_iso_ms
+from replay.sim.importers.mapping import import_csv
 from replay.sim.importers.openb import PODS_FILE as OPENB_FILE
 from replay.sim.importers.openb import import_openb
 
-__all__ = ["SHIPPED", "PACKAGED", "trace_dir", "load_trace", "parse_until"]
+__all__ = ["SHIPPED", "PACKAGED", "trace_dir", "load_trace"]
 
 SHIPPED = {"dlrm": "alibaba-gpu-v2025-dlrm", "openb": "alibaba-gpu-v2023-openb"}
 """Trace names → folder under the shared traces directory."""
@@ -97,31 +96,3 @@ def load_trace(spec: str, mapping: str | Path | None = None) -> ImportResult:
     if (path.is_dir() and (path / OPENB_FILE).exists()) or path.name == OPENB_FILE:
         return import_openb(path)
     raise TraceImportError(f"{path}: not a known trace layout; give --mapping FILE to read it")
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_until(text: str, start_ms: int) -> int:
-    """``--until`` → epoch ms: a plain number is seconds after the trace start; a duration
-    (``7d``, ``36h``, ``1d12h``, ``90m``, ``500ms``) is after the trace start; anything else is
-    read as an RFC 3339 / ISO 8601 time.
-
-    Raises:
-        ValueError: none of these.
-    """
-    s = text.strip()
-    try:
-        return start_ms + round(float(s) * 1000)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
-        pos = m.end()
-    if s and pos == len(s):
-        return start_ms + round(total)
-    return parse_iso_ms(s)

@@ -50,6 +50,21 @@ def end_position(conn: sa.Connection, cluster: str, at_ms: int | None, seq: int 
     return total
 
 
+def history_bounds(conn: sa.Connection, cluster: str) -> tuple[int, int]:
+    """``(first, last)`` event time (epoch ms) of ``cluster``'s archived events: what a relative time
+    option (``-2h``, ``7d``; ``replay.timespec``) is relative to.
+
+    Raises:
+        SinkError: the cluster has no archived events.
+    """
+    e = s.events.c
+    first, last = conn.execute(sa.select(sa.func.min(e.event_time_ms), sa.func.max(e.event_time_ms)).where(
+        e.cluster == cluster)).one()
+    if first is None:
+        raise SinkError(f"the database holds no events of cluster {cluster!r}")
+    return int(first), int(last)
+
+
 def stored_cluster(conn: sa.Connection, cluster: str | None) -> str:
     """``cluster`` itself, or — when ``None`` — the only cluster the archive holds.
 

@@ -147,16 +147,21 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
         (["replay", "{tmp}/nope.ndjson"], 1, "error: cannot read {tmp}/nope.ndjson: "),
         (["state"], 2, "error: give an EVENTS file or --db"),
         (["state", "{example}", "--seq", "3"], 2, "error: --seq needs --db"),
-        (["state", "{example}", "--at", "yesterday"], 2, "error: --at: invalid RFC 3339 time 'yesterday'"),
+        (["state", "{example}", "--at", "yesterday"], 2, "error: --at: invalid time 'yesterday'"),
+        (["state", "--db", "sqlite:///{tmp}/empty.db", "--at", "-1h", "--seq", "3"], 2,
+         "error: give --at or --seq, not both"),
+        (["state", "-", "--at", "-1h"], 2, "error: --at: a relative time needs the history's bounds"),
+        (["simulate", "--out", "{tmp}/o.ndjson", "--tick", "5 minutes"], 2, "error: --tick: invalid duration"),
         (["explain", "ns/x"], 2, "error: give an EVENTS file or --db"),
-        (["explain", "team-a/none", "{example}"], 1, "error: no workload team-a/none in cluster default"),
-        (["replay", "{example}", "--db", "sqlite:///{tmp}/s.db", "--snapshot-every-time", "0s"], 1,
+        (["explain", "team-a/none", "{example}"], 1, "error: no workload team-a/none in cluster ml-east"),
+        (["replay", "{example}", "--db", "sqlite:///{tmp}/s.db", "--snapshot-every-time", "0s"], 2,
          "error: --snapshot-every-time must be positive"),
         (["verify", "--db", "sqlite:///{tmp}/empty.db"], 2, "has no quotaledger schema"),
         (["state", "--db", "sqlite:///{tmp}/empty.db"], 1, "error: cannot use the database: "),
         (["db", "upgrade", "nosuchrev", "--db", "sqlite:///{tmp}/m.db"], 1, "error: Can't locate revision"),
     ],
-    ids=["unreadable-events", "no-source", "seq-without-db", "bad-time", "explain-no-source", "unknown-workload",
+    ids=["unreadable-events", "no-source", "seq-without-db", "bad-time", "at-and-seq", "relative-on-stdin",
+         "bad-tick", "explain-no-source", "unknown-workload",
          "zero-snapshot-interval", "verify-failure-is-2", "database-error", "alembic-error"],
 )
 def test_failures_exit_with_their_code_and_one_error_line(
@@ -269,3 +274,48 @@ def test_shell_completion_completes_commands_and_options(words: str, cword: int,
     script = Path(sys.executable).with_name("quotaledger")  # the console script the package installs
     out = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == [expected], out
+
+
+# --------------------------------------------------------------------------- time options and the cluster rule
+
+
+def _ok(args: list[str]):
+    result = _runner().invoke(app, args)
+    assert result.exit_code == 0, (args, result.stdout, result.stderr, result.exception)
+    return result
+
+
+def test_relative_and_dated_moments_on_a_file_and_a_store(tmp_path: Path) -> None:
+    """The example runs from 2026-03-02T09:00:00Z to 10:00:00Z: ``-1h`` (before the end) and ``0``
+    (after the start) are both its first moment, in a file and in a store; a moment outside the
+    stored history is warned about."""
+    first = "2026-03-02T09:00:00Z"
+    by_time = _ok(["state", str(EXAMPLE), "--at", first, "--json"]).stdout
+    assert _ok(["state", str(EXAMPLE), "--at", "-1h", "--json"]).stdout == by_time
+    assert _ok(["state", str(EXAMPLE), "--at", "0", "--json"]).stdout == by_time
+    assert _ok(["state", str(EXAMPLE), "--at", "-30m", "--json"]).stdout != by_time
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    _ok(["replay", str(EXAMPLE), "--db", url])
+    stored = _ok(["state", "--db", url, "--at", first, "--json"]).stdout
+    assert _ok(["state", "--db", url, "--at", "-1h", "--json"]).stdout == stored
+    before = _ok(["state", "--db", url, "--at", "2026-03-01"])
+    assert ("warning: --at 2026-03-01T00:00:00Z is before the first event of cluster ml-east "
+            "(2026-03-02T09:00:00Z)") in before.stderr
+    after = _ok(["state", "--db", url, "--at", "2026-03-03"])
+    assert "is after the last event of cluster ml-east (2026-03-02T10:00:00Z)" in after.stderr
+    assert "warning" not in _ok(["state", "--db", url, "--at", "-30m"]).stderr
+
+
+def test_explain_takes_the_only_cluster_of_a_file_and_asks_when_there_are_several(tmp_path: Path) -> None:
+    """One rule for files and stores: the only cluster, else ``--cluster`` (exit 2, naming them)."""
+    one = _ok(["explain", "research/train-llm-1", str(EXAMPLE), "--json"])
+    assert orjson.loads(one.stdout)["workload"] == "research/train-llm-1"
+    lines = EXAMPLE.read_bytes().splitlines()
+    west = [line.replace(b'"cluster":"ml-east"', b'"cluster":"ml-west"') for line in lines]
+    two = tmp_path / "two.ndjson"
+    two.write_bytes(b"\n".join(lines + west) + b"\n")
+    result = _runner().invoke(app, ["explain", "research/train-llm-1", str(two)])
+    assert result.exit_code == 2
+    assert "error: give --cluster: the events hold 2 clusters (ml-east, ml-west)" in result.stderr
+    _ok(["explain", "research/train-llm-1", str(two), "--cluster", "ml-west"])
