@@ -1,6 +1,7 @@
 """Explanations: why a workload is where it is, as data (STYLE.md: one source, rendered by the CLI).
 
-``explain(cluster, key)`` gives a workload's status, Kueue reason and message, what it is short of
+``explain(cluster, key)`` gives a workload's status, how long it has waited as of the cluster's clock
+(``waitedMs``: the time of the last event applied minus the time it was queued), Kueue reason and message, what it is short of
 (``shortfalls``, the rows of the state JSON), queue positions, its request, and — for every level of
 its cohort tree, from its ClusterQueue up to the root — the numbers the admission condition looks at (reference/kueue.md §1.3–1.4): nominal quota, borrowing
 and lending limits, subtree quota, local (non-lendable) quota, usage, ``available`` and
@@ -14,6 +15,14 @@ it preempted itself, and — for a pending workload — what it is waiting for: 
 victims (``releaseOn: Eviction``, Kueue's ``WaitingForPreemptedWorkloads``), the next admission
 cycle (``releaseOn: Decision``), or the ``spec.preemption`` policy of its ClusterQueue that forbids
 preempting the workloads holding the quota it needs (reference/kueue.md §4.1; docs/preemption.md).
+
+``binding`` names, for each flavor-resource a pending workload is short of, the level that binds: the
+level closest to the root whose ``available`` (``WaitingForQuota``) or ``potentialAvailable``
+(``ExceedsMaxQuota``) is below what the workload needs.  Availability at a level is bounded by every
+level above it, so the highest level short is where the shortage comes from: the root when the whole
+tree is in use, a ClusterQueue at its borrowingLimit, a Cohort whose parent's lendingLimit keeps it
+out.  ``holders`` lists the admitted workloads charged to that level's subtree for that
+flavor-resource — who holds the quota the workload waits for.
 
 A unit of a model that admits its own units (a Koordinator pod) is explained by that model
 (``UnitModel.explain``: its quota's runtime level by level, how each level's share was computed,
@@ -93,6 +102,8 @@ def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -
         "localQueue": info.local_queue,
         "priority": info.obj.priority,
         "queuedAt": format_time(info.queued_ms),
+        "asOf": format_time(cluster.clock_ms),
+        "waitedMs": max(0, cluster.clock_ms - info.queued_ms) if info.status == PENDING else None,
         "reason": info.reason if info.status == PENDING else None,
         "message": str(info.message) if info.status == PENDING else "",
         "shortfalls": pending_shortfalls(info.message) if info.status == PENDING else [],
@@ -124,7 +135,71 @@ def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -
                       for flavor in group.flavors for res in group.covered_resources if res in requested})
     model = cluster.model
     out["levels"] = [_level(model, kind, name, frs) for kind, name in model.path(entry.name)]
+    if out["shortfalls"]:
+        out["binding"] = binding(out["shortfalls"], out["levels"])
     return out
+
+
+def binding(shortfalls: list[dict], levels: list[dict]) -> list[dict]:
+    """The binding level of each shortfall (module docstring), one row per flavor-resource short.
+
+    Args:
+        shortfalls: ``explain``'s ``shortfalls`` rows (``flavor``, ``resource``, ``reason``, ``needed``).
+        levels: ``explain``'s ``levels``, from the ClusterQueue up to the root.
+
+    Returns:
+        ``{"flavor", "resource", "reason", "needed", "kind", "name", "root", "available",
+        "subtreeQuota", "usage"}`` per shortfall, in the shortfalls' order; ``root`` is true for the top
+        of the tree.  Integers in base units.  A shortfall with no level short (a podSet short of a
+        resource its ClusterQueue does not cover) names the ClusterQueue with ``available`` 0.
+    """
+    rows: list[dict] = []
+    for short in shortfalls:
+        flavor, resource, needed = short["flavor"], short["resource"], short["needed"]
+        field = "potentialAvailable" if short["reason"] == "ExceedsMaxQuota" else "available"
+        chosen, numbers, top = levels[0], None, False
+        for index in range(len(levels) - 1, -1, -1):
+            q = levels[index]["resources"].get(flavor, {}).get(resource)
+            if q is not None and q[field] < needed:
+                chosen, numbers, top = levels[index], q, index == len(levels) - 1
+                break
+        rows.append({
+            "flavor": flavor, "resource": resource, "reason": short["reason"], "needed": needed,
+            "kind": chosen["kind"], "name": chosen["name"], "root": top,
+            "available": numbers[field] if numbers is not None else 0,
+            "subtreeQuota": numbers["subtreeQuota"] if numbers is not None else 0,
+            "usage": numbers["usage"] if numbers is not None else 0,
+        })
+    return rows
+
+
+def holders(cluster: "ClusterState", kind: str, name: str, flavor: str, resource: str, limit: int) -> list[dict]:
+    """The admitted workloads charged to the subtree of level ``(kind, name)`` for ``flavor`` /
+    ``resource`` — who holds the quota there — the ``limit`` largest first.
+
+    Returns:
+        ``{"workload", "clusterQueue", "priority", "admittedAt", "charge"}`` rows, ``charge`` in base
+        units, ordered by charge (largest first), then priority (lowest first: the likeliest
+        victims), then workload key.  Empty when the level is unknown or nothing is charged there.
+    """
+    model = cluster.model
+    cq_names = sorted(cluster.hierarchy.cluster_queues)
+    under = {cq for cq in cq_names if (kind, name) in model.path(cq)} if cq_names else set()
+    rows: list[tuple[int, int, str, dict]] = []
+    for key in sorted(cluster.workloads):
+        info = cluster.workloads[key]
+        if info.status != ADMITTED or info.cluster_queue not in under:
+            continue
+        amount = info.charge.get((flavor, resource), 0)
+        if amount <= 0:
+            continue
+        rows.append((-amount, info.obj.priority, key, {
+            "workload": key, "clusterQueue": info.cluster_queue, "priority": info.obj.priority,
+            "admittedAt": format_time(info.admitted_ms) if info.admitted_ms is not None else None,
+            "charge": amount,
+        }))
+    rows.sort(key=lambda row: (row[0], row[1], row[2]))
+    return [row[3] for row in rows[:limit]]
 
 
 NEVER = PreemptionPolicy.NEVER

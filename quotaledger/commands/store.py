@@ -95,6 +95,8 @@ def explain(
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
     db: Optional[str] = typer.Option(
         None, "--db", help="read the history from this SQL store (nearest snapshot + archived tail) instead of EVENTS"),
+    holders: int = typer.Option(
+        0, "--holders", min=0, help="list the N largest holders of the quota at each binding level (0: none)"),
 ) -> None:
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
     every level of its cohort tree (available, limits, usage); for an admitted workload, when and
@@ -103,7 +105,7 @@ def explain(
         raise CommandError("give an EVENTS file or --db", 2)
     if events is None:
         cluster = resolve_cluster(db, cluster)
-        out = explain_from_db(workload, db, cluster, store_moment(at, "--at", db, cluster))
+        out = explain_from_db(workload, db, cluster, store_moment(at, "--at", db, cluster), holders)
     else:
         from replay.runner import run_file
 
@@ -117,7 +119,7 @@ def explain(
             until = file_moment(at, "--at", events, cluster)
             engine, _ = run_file(events, until_ms=until, on_decision=keep)
         name = _only_cluster(engine, cluster)
-        out = _explain(engine, name, workload, [h for h in history if h.get("cluster", "default") == name])
+        out = _explain(engine, name, workload, [h for h in history if h.get("cluster", "default") == name], holders)
     if as_json:
         print_json(out)
         return
@@ -126,19 +128,27 @@ def explain(
     print_explanation(console(), out)
 
 
-def _explain(engine: Engine, cluster: str, workload: str, decisions: list[dict] | None = None) -> dict:
+def _explain(engine: Engine, cluster: str, workload: str, decisions: list[dict] | None = None,
+             holders: int = 0) -> dict:
     """``statemodel.explain.explain`` of ``workload`` in ``cluster`` of ``engine`` (``decisions``: the
-    cluster's decisions naming it, for ``preemption.history``); ``CommandError`` when the cluster or
-    the workload is unknown."""
-    from statemodel.explain import UnknownWorkload, explain as explain_workload
+    cluster's decisions naming it, for ``preemption.history``), with — when ``holders`` > 0 — the
+    ``holders`` largest holders of each binding level's quota (``statemodel.explain.holders``);
+    ``CommandError`` when the cluster or the workload is unknown."""
+    from statemodel.explain import UnknownWorkload, explain as explain_workload, holders as holders_of
 
     state = engine.clusters.get(cluster)
     try:
         if state is None:
             raise UnknownWorkload(workload)
-        return explain_workload(state, workload, decisions or ())
+        out = explain_workload(state, workload, decisions or ())
     except UnknownWorkload:
         raise CommandError(f"no workload {workload} in cluster {cluster}") from None
+    if holders > 0:
+        out["holders"] = [
+            {"flavor": b["flavor"], "resource": b["resource"], "kind": b["kind"], "name": b["name"],
+             "workloads": holders_of(state, b["kind"], b["name"], b["flavor"], b["resource"], holders)}
+            for b in out.get("binding", [])]
+    return out
 
 
 def resolve_cluster(url: str, cluster: str | None) -> str:
@@ -168,17 +178,49 @@ def _only_cluster(engine: Engine, cluster: str | None) -> str:
     return names[0]
 
 
-def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None) -> dict:
+def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | None, holders: int = 0) -> dict:
     """``statemodel.explain.explain`` of ``workload`` at ``at_ms`` (``None`` = the end of the archive),
-    from the nearest snapshot plus the archived tail, with ``admittedBy`` for an admitted workload."""
+    from the nearest snapshot plus the archived tail, with ``admittedBy`` for an admitted workload,
+    ``admittedLater`` for a pending one (``_admitted_later``) and ``holders`` as ``_explain``."""
     from replay.store.restore import engine_at
 
     cluster = resolve_cluster(url, cluster)
     engine, end, _ = engine_at(url, cluster, at_ms=at_ms)
-    out = _explain(engine, cluster, workload, _preemption_decisions(url, cluster, workload, end))
+    out = _explain(engine, cluster, workload, _preemption_decisions(url, cluster, workload, end), holders)
     if out["status"] == "Admitted":
         out["admittedBy"] = _admitting_decision(url, cluster, workload, end)
+    elif out["status"] == "Pending":
+        from statemodel.timefmt import parse_time
+
+        out["admittedLater"] = _admitted_later(url, cluster, workload, end, parse_time(out["queuedAt"], "queuedAt"))
     return out
+
+
+def _admitted_later(url: str, cluster: str, workload: str, end: int, queued_ms: int) -> dict | None:
+    """The first stored ``Admitted`` decision of ``workload`` caused by an event at or after position
+    ``end`` — when the wait being explained ended — as ``{"seq", "cause", "time", "waitedMs"}``
+    (``waitedMs`` from ``queued_ms``, its queue time, to that decision), or ``None`` when it is
+    never admitted in the stored history."""
+    from statemodel.timefmt import format_time
+
+    import sqlalchemy as sa
+
+    from replay.store.db import create_db_engine
+    from statemodel import sql_schema as s
+
+    d = s.decisions.c
+    db = create_db_engine(url, read_only=True)
+    try:
+        with db.connect() as conn:
+            row = conn.execute(sa.select(d.seq, d.cause_event_id, d.decision_time_ms).where(
+                d.cluster == cluster, d.workload == workload, d.type == "Admitted", d.cause_position >= end,
+            ).order_by(d.seq).limit(1)).first()
+    finally:
+        db.dispose()
+    if row is None:
+        return None
+    return {"seq": row.seq, "cause": row.cause_event_id, "time": format_time(row.decision_time_ms),
+            "waitedMs": row.decision_time_ms - queued_ms}
 
 
 def _preemption_decisions(url: str, cluster: str, workload: str, end: int) -> list[dict]:

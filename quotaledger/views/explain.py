@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from quotaledger.views.display import qty
+from statemodel.timefmt import format_duration
 
 
 def print_explanation(console: Console, out: dict) -> None:
@@ -23,8 +24,13 @@ def print_explanation(console: Console, out: dict) -> None:
         if out["positionInClusterQueue"] is not None:
             console.print(f"  position {out['positionInClusterQueue']} in its ClusterQueue, "
                           f"{out['positionInLocalQueue']} in its LocalQueue")
+        _print_wait(console, out)
+        for line in binding_lines(out.get("binding", [])):
+            console.print(f"  binding: {line}")
         if out["shortfalls"]:
             console.print(_shortfalls_table(out["shortfalls"]))
+        for held in out.get("holders", []):
+            console.print(_holders_table(held))
     for ps in out["request"]:
         total = ", ".join(f"{res} {qty(res, amount)}" for res, amount in ps["total"].items())
         console.print(f"  podSet {ps['podSet']} × {ps['count']}: {total}")
@@ -44,6 +50,51 @@ def print_explanation(console: Console, out: dict) -> None:
                       f"{decision['cause']}), borrowing height {decision['borrowing']}")
         console.print(_levels_table("right after that admission (its own charge included: it fitted under every "
                                     "limit below)", decision["levels"]))
+
+
+def _print_wait(console: Console, out: dict) -> None:
+    """How long a pending workload has waited as of the state shown and, from a store, when (and
+    after how long in all) the wait ended."""
+    if out.get("waitedMs") is None:
+        return
+    line = f"  waiting {format_duration(out['waitedMs'])} as of {out['asOf']}"
+    if "admittedLater" in out:
+        later = out["admittedLater"]
+        if later is None:
+            line += "; never admitted in the stored history"
+        else:
+            line += (f"; admitted at {later['time']} by decision seq {later['seq']} (caused by event "
+                     f"{later['cause']}), after {format_duration(later['waitedMs'])} in all")
+    console.print(line)
+
+
+def binding_lines(rows: list[dict]) -> list[str]:
+    """The binding level of each shortfall in words and human units (``statemodel.explain.binding``),
+    e.g. ``root Cohort dlrm: 0 of 240 nvidia.com/gpu free in flavor hn; it needs 1``."""
+    lines = []
+    for b in rows:
+        res = b["resource"]
+        where = f"{'root ' if b['root'] else ''}{b['kind']} {b['name']}"
+        if b["reason"] == "ExceedsMaxQuota":
+            lines.append(f"{where}: at most {qty(res, b['available'])} {res} in flavor {b['flavor']} even when "
+                         f"everything is released; it needs {qty(res, b['needed'])}")
+        else:
+            lines.append(f"{where}: {qty(res, b['available'])} of {qty(res, b['subtreeQuota'])} {res} free in flavor "
+                         f"{b['flavor']} ({qty(res, b['usage'])} in use); it needs {qty(res, b['needed'])}")
+    return lines
+
+
+def _holders_table(held: dict) -> Table:
+    """The admitted workloads holding a binding level's quota (``statemodel.explain.holders``)."""
+    res = held["resource"]
+    table = Table(title=f"who holds {res} in flavor {held['flavor']} under {held['kind']} {held['name']} (largest first)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("workload", "ClusterQueue", "priority", "admitted"):
+        table.add_column(header)
+    table.add_column("holds", justify="right")
+    for w in held["workloads"]:
+        table.add_row(w["workload"], w["clusterQueue"], str(w["priority"]), w["admittedAt"] or "-", qty(res, w["charge"]))
+    return table
 
 
 def _print_preemption(console: Console, p: dict | None) -> None:
