@@ -83,7 +83,7 @@ def test_snapshot_every_event_time(db: str) -> None:
 def test_snapshot_every_time_must_be_a_positive_duration(value: str, tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["replay", str(EXAMPLE), "--db", f"sqlite:///{tmp_path / 'x.db'}",
                                    "--snapshot-every-time", value])
-    assert out.exit_code == 1
+    assert out.exit_code == 2  # a bad request
     assert "--snapshot-every-time" in out.output
     assert not (tmp_path / "x.db").exists()
 
