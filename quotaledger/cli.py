@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from quotaledger.commands import demo, ingest, kafka, replay, store, version
+from quotaledger.commands import demo, ingest, kafka, queries, replay, store, version
 from quotaledger.commands.errors import guarded
 
 app = typer.Typer(
@@ -30,6 +30,8 @@ app.command()(guarded(replay.state))
 app.command()(guarded(demo.demo))
 app.command()(guarded(demo.simulate))
 app.command()(guarded(store.explain))
+app.command("list")(guarded(queries.list_workloads))
+app.command()(guarded(queries.share))
 app.command()(guarded(version.version))
 app.command()(guarded(store.verify, failure_code=2))  # exit 1 means a divergence
 app.add_typer(db_app, name="db")

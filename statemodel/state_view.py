@@ -252,7 +252,8 @@ def workload_counts(cluster: "ClusterState") -> tuple[dict[str, list[int]], list
     return lq_counts, pending
 
 
-def _cluster(cluster: "ClusterState") -> dict:
+def cluster_view(cluster: "ClusterState") -> dict:
+    """One cluster's section of the state JSON, without its ``hash`` (the engine keeps the hash chains)."""
     hierarchy = cluster.hierarchy
     positions, pending_by_cq = queue_positions(cluster)
 
@@ -306,7 +307,7 @@ def render_cluster(engine: "Engine", name: str) -> dict:
     Raises:
         KeyError: ``name`` is not a cluster of ``engine``.
     """
-    view = _cluster(engine.clusters[name])
+    view = cluster_view(engine.clusters[name])
     view["hash"] = engine.chains[name].hex()
     return view
 

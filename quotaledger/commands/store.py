@@ -118,7 +118,7 @@ def explain(
         with reading(events):
             until = file_moment(at, "--at", events, cluster)
             engine, _ = run_file(events, until_ms=until, on_decision=keep)
-        name = _only_cluster(engine, cluster)
+        name = only_cluster(engine, cluster)
         out = _explain(engine, name, workload, [h for h in history if h.get("cluster", "default") == name], holders)
     if as_json:
         print_json(out)
@@ -166,7 +166,7 @@ def resolve_cluster(url: str, cluster: str | None) -> str:
         db.dispose()
 
 
-def _only_cluster(engine: Engine, cluster: str | None) -> str:
+def only_cluster(engine: Engine, cluster: str | None) -> str:
     """``--cluster``, or the only cluster the replayed events created — the rule the store uses
     (``resolve_cluster``); raises ``CommandError`` (exit 2) listing them when there are several."""
     if cluster is not None:
