@@ -247,6 +247,7 @@ def test_verify_reports_missing_and_extra_decisions(db: str) -> None:
 
 
 def test_verify_errors_cleanly_without_schema(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()  # a database file without the schema (a missing file: test_cli)
     out = CliRunner().invoke(app, ["verify", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
     assert out.exit_code == 2 and "no quotaledger schema" in out.output
 
