@@ -32,6 +32,7 @@ app.command()(guarded(demo.simulate))
 app.command()(guarded(store.explain))
 app.command("list")(guarded(queries.list_workloads))
 app.command()(guarded(queries.share))
+app.command()(guarded(queries.history))
 app.command()(guarded(version.version))
 app.command()(guarded(store.verify, failure_code=2))  # exit 1 means a divergence
 app.add_typer(db_app, name="db")

@@ -3,6 +3,9 @@ file or a store, ``quotaledger.commands.moment``):
 
 - ``list``: workloads in queue order with their positions in the ClusterQueue and the LocalQueue,
   as Kueue's visibility API (``pendingworkloads``) and ``kueuectl list workload`` show them;
+- ``history``: one accounting record per workload over the whole history (``replay.accounting``),
+  as Slurm's ``sacct`` lists jobs: submitted, admitted, finished, wait, run time, admissions,
+  preemptions and evictions;
 - ``share``: per ClusterQueue and LocalQueue the fair-sharing numbers that order admission, as
   Slurm's ``sshare`` / ``sprio`` show theirs: admission fair sharing's decayed usage, weight and
   score (KEP-4136), and with fair sharing on the ClusterQueue's weighted share (Kueue's
@@ -192,3 +195,94 @@ def share(
     afs = state.config.admission_fair_sharing
     weights = None if afs is None else {res: milli / 1000 for res, milli in afs.resource_weights_milli}
     print_shares(console(), name, _time(state), rows, weights)
+
+
+HISTORY_STATES = ("all", "pending", "admitted", "finished", "preempted")
+
+
+def history_rows(records: list[dict], since_ms: int | None, until_ms: int | None, end_ms: int,
+                 state: str = "all", cluster_queue: str | None = None, namespace: str | None = None) -> list[dict]:
+    """The accounting records (``JobRecord.to_json``) that pass the filters, by submission time then key.
+
+    A record is in the window ``[since_ms, until_ms]`` when its life — from submission to its finish,
+    or to ``end_ms`` when it has not finished — overlaps the window (as ``sacct -S/-E`` selects
+    jobs).  ``state``: ``preempted`` keeps the records preempted at least once.
+
+    Raises:
+        CommandError: ``state`` is not one of ``HISTORY_STATES`` (exit 2).
+    """
+    from statemodel.timefmt import parse_time
+
+    if state not in HISTORY_STATES:
+        raise CommandError(f"--state must be one of {', '.join(HISTORY_STATES)}, not {state!r}", 2)
+    out = []
+    for r in records:
+        if r["submitted"] is None:
+            continue  # lifecycle events of a workload never submitted in this history
+        start = parse_time(r["submitted"], "submitted")
+        stop = parse_time(r["finished"], "finished") if r["finished"] is not None else end_ms
+        if (since_ms is not None and stop < since_ms) or (until_ms is not None and start > until_ms):
+            continue
+        if state == "preempted" and not r["preemptions"]:
+            continue
+        if state not in ("all", "preempted") and r["state"].lower() != state:
+            continue
+        if cluster_queue is not None and r["clusterQueue"] != cluster_queue:
+            continue
+        if namespace is not None and r["workload"].split("/", 1)[0] != namespace:
+            continue
+        out.append((start, r["workload"], r))
+    out.sort(key=lambda row: (row[0], row[1]))
+    return [row[2] for row in out]
+
+
+def history(
+    events: Optional[str] = EVENTS_ARGUMENT,
+    db: Optional[str] = typer.Option(None, "--db", help="Read this SQL store instead of EVENTS (default: $QUOTALEDGER_DB)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="The cluster (default: the only one)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only workloads alive at or after this moment. " + AT_HELP),
+    until: Optional[str] = typer.Option(None, "--until", help="Only workloads submitted at or before this moment."),
+    state: str = typer.Option("all", "--state", help="all, pending, admitted, finished or preempted (at least once)."),
+    cluster_queue: Optional[str] = typer.Option(None, "--cluster-queue", help="Only this ClusterQueue (of the latest admission)."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", help="Only workloads of this namespace."),
+    limit: int = typer.Option(0, "--limit", min=0, help="At most this many rows (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
+) -> None:
+    """Job accounting (sacct): per workload its submission, first admission, finish, wait, run time,
+    admissions, preemptions and evictions over the whole history, by submission time."""
+    import os
+
+    from quotaledger.commands.errors import reading
+    from quotaledger.commands.options import file_moment, store_moment
+    from replay.accounting import history_from_file, history_from_store
+
+    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    if url is not None:
+        from quotaledger.commands.store import resolve_cluster
+
+        name = resolve_cluster(url, cluster)
+        since_ms = store_moment(since, "--since", url, name)
+        until_ms = store_moment(until, "--until", url, name)
+        acc = history_from_store(url, name)
+    elif events is None:
+        raise CommandError("give an EVENTS file or --db", 2)
+    else:
+        with reading(events):
+            since_ms = file_moment(since, "--since", events, cluster)
+            until_ms = file_moment(until, "--until", events, cluster)
+            try:
+                name, acc = history_from_file(events, cluster)
+            except ValueError as exc:
+                raise CommandError(str(exc), 2) from None
+    records = [job.to_json(acc.end_ms) for job in acc.jobs.values()]
+    rows = history_rows(records, since_ms, until_ms, acc.end_ms, state, cluster_queue, namespace)
+    if limit:
+        rows = rows[:limit]
+    from statemodel.timefmt import format_time
+
+    if as_json:
+        print_json({"cluster": name, "end": format_time(acc.end_ms), "workloads": rows})
+        return
+    from quotaledger.views.queries import print_history
+
+    print_history(console(), name, format_time(acc.end_ms), rows)

@@ -20,7 +20,8 @@ def print_workloads(console: Console, cluster: str, time: str, rows: list[dict])
                   box=box.SIMPLE_HEAD)
     for header in ("ClusterQueue", "pos", "LocalQueue", "lq pos", "workload", "status", "priority", "queued",
                    "admitted", "wait", "reason"):
-        table.add_column(header, justify="right" if header in ("pos", "lq pos", "priority", "wait") else "left")
+        table.add_column(header, justify="right" if header in ("pos", "lq pos", "priority", "wait") else "left",
+                         no_wrap=header in ("queued", "admitted", "workload"))
     for r in rows:
         table.add_row(_opt(r["clusterQueue"]), _opt(r["positionInClusterQueue"]), r["localQueue"],
                       _opt(r["positionInLocalQueue"]), r["workload"], r["status"], str(r["priority"]),
@@ -56,4 +57,22 @@ def print_shares(console: Console, cluster: str, time: str, rows: list[dict], we
         if fair:
             cells += [_opt(r.get("weightedShare")), _opt(r.get("dominantResource"))]
         table.add_row(*cells, *(_number(r.get("consumed", {}).get(res)) for res in resources))
+    console.print(table)
+
+
+def print_history(console: Console, cluster: str, end: str, rows: list[dict]) -> None:
+    """The accounting records (``history_rows``), one row per workload, by submission time;
+    ``adm/pre/evi``: admissions, preemptions and evictions."""
+    table = Table(title=f"cluster {cluster}, history to {end}: {len(rows)} workloads", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for header in ("workload", "state", "CQ", "priority", "submitted", "admitted", "finished",
+                   "wait", "run", "adm/pre/evi"):
+        table.add_column(header, justify="right" if header in ("priority", "wait", "run", "adm/pre/evi") else "left",
+                         no_wrap=True)
+    for r in rows:
+        table.add_row(r["workload"], r["state"], _opt(r["clusterQueue"]), str(r["priority"]), _opt(r["submitted"]),
+                      _opt(r["admitted"]), _opt(r["finished"]),
+                      "-" if r["waitMs"] is None else format_duration(r["waitMs"]),
+                      "-" if r["runMs"] is None else format_duration(r["runMs"]),
+                      f"{r['admissions']}/{r['preemptions']}/{r['evictions']}")
     console.print(table)
