@@ -91,16 +91,23 @@ def replay(
 def state(
     events: Optional[str] = typer.Argument(
         None, help="NDJSON events file (.gz accepted), - for stdin, or a kafka:// range."),
-    as_json: bool = typer.Option(False, "--json", help="Print the state JSON instead of tables."),
+    as_json: bool = typer.Option(False, "--json", help="Print the state JSON instead of the tree."),
     db: Optional[str] = typer.Option(None, "--db", help="Read the state from this SQL store instead of a file."),
     at: Optional[str] = typer.Option(None, "--at", help=AT_HELP),
     seq: Optional[int] = typer.Option(None, "--seq", help="With --db: the state right after decision SEQ "
                                                            "(not with --at)."),
     cluster: Optional[str] = typer.Option(
-        None, "--cluster", help="With --db: the cluster (default: the only one in the database)."),
+        None, "--cluster", help="The cluster (with --db default: the only one in the database; with EVENTS: all)."),
+    cohort: Optional[str] = typer.Option(None, "--cohort", help="Draw only this Cohort's subtree."),
+    queue: Optional[str] = typer.Option(
+        None, "--queue", help="Draw only this ClusterQueue, its LocalQueues and the Cohorts above it."),
+    depth: Optional[int] = typer.Option(
+        None, "--depth", min=0, help="Draw this many levels below the top (0: the top only)."),
+    pending_only: bool = typer.Option(False, "--pending-only", help="Draw only the nodes with pending workloads."),
 ) -> None:
     """Print the state after EVENTS, or — with --db — at any past moment of a stored history
-    (nearest snapshot at or before it plus the archived tail)."""
+    (nearest snapshot at or before it plus the archived tail), as the cohort tree of each cluster
+    (filters: --cohort, --queue, --depth, --pending-only) or as JSON."""
     if at is not None and seq is not None:
         raise CommandError("give --at or --seq, not both", 2)
     url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
@@ -123,13 +130,15 @@ def state(
             until = file_moment(at, "--at", events)
             engine, _ = run_file(events, on_reject=reject_printer(events), until_ms=until)
     st = engine.state()
+    if url is None and cluster is not None:
+        if cluster not in st["clusters"]:
+            raise CommandError(f"no cluster {cluster} in {events}")
+        st["clusters"] = {cluster: st["clusters"][cluster]}
     if as_json:
+        if any(v is not None for v in (cohort, queue, depth)) or pending_only:
+            raise CommandError("--cohort, --queue, --depth and --pending-only draw the tree: not with --json", 2)
         print_json(st)
-    elif url is not None:
-        from quotaledger.views.state_tree import print_state_tree
+        return
+    from quotaledger.views.state_tree import TreeFilter, print_state_tree
 
-        print_state_tree(console(), st)
-    else:
-        from quotaledger.views.state_tables import print_state_tables
-
-        print_state_tables(console(), st)
+    print_state_tree(console(), st, TreeFilter(cohort, queue, depth, pending_only))

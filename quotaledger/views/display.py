@@ -19,3 +19,25 @@ def qty(resource: str, value: Any) -> str:
             if value and value % factor == 0:
                 return f"{value // factor}{suffix}"
     return str(value)
+
+
+_SI_SUFFIXES = ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
+
+
+def approx_qty(resource: str, value: float | None) -> str:
+    """Human form of an approximate amount in Kueue's score units (cpu in cores, byte-sized resources
+    in bytes, others counted), three significant digits: ``2.46Pi`` bytes, ``41.3k`` cores; ``-``
+    for ``None``.  For display only (decayed usage, scores): exact amounts use :func:`qty`."""
+    if value is None:
+        return "-"
+    suffixes = ((1 << 50, "Pi"),) + _BINARY_SUFFIXES if "memory" in resource or "storage" in resource else _SI_SUFFIXES
+    for factor, suffix in suffixes:
+        if abs(value) >= factor:
+            return _three_digits(value / factor) + suffix
+    return _three_digits(value)
+
+
+def _three_digits(x: float) -> str:
+    """Three significant digits without an exponent (``999.7`` → ``1000``, not ``1e+03``)."""
+    text = f"{x:.3g}"
+    return f"{x:.0f}" if "e" in text else text

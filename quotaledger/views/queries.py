@@ -6,6 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from quotaledger.views.display import approx_qty
 from statemodel.timefmt import format_duration
 
 
@@ -56,7 +57,7 @@ def print_shares(console: Console, cluster: str, time: str, rows: list[dict], we
                  "-" if norm is None else f"{norm:.1%}"]
         if fair:
             cells += [_opt(r.get("weightedShare")), _opt(r.get("dominantResource"))]
-        table.add_row(*cells, *(_number(r.get("consumed", {}).get(res)) for res in resources))
+        table.add_row(*cells, *(approx_qty(res, r.get("consumed", {}).get(res)) for res in resources))
     console.print(table)
 
 

@@ -1,4 +1,4 @@
-"""The sshare-like tree view of ``quotaledger state --db`` (without ``--json``).
+"""The sshare-like tree view of ``quotaledger state`` (without ``--json``), from a file or a store.
 
 One Rich table per cluster whose first column is the cohort tree drawn with guides — Cohorts,
 their ClusterQueues, and each ClusterQueue's LocalQueues — with one row per flavor × resource:
@@ -15,23 +15,39 @@ their ClusterQueues, and each ClusterQueue's LocalQueues — with one row per fl
 - ``usage``: ClusterQueue: admitted usage; Cohort: the usage its children charge to it (Kueue's
   cohort usage); LocalQueue: the sum of its admitted workloads' ``resourceUsage``;
 - ``decayed``: admission fair sharing's decayed consumed usage (KEP-4136, score units: cores for
-  cpu; 6 significant digits), per resource, on the row of the resource's first flavor; ``-`` when fair sharing is off;
+  cpu; three significant digits with a unit suffix, as ``approx_qty``), per resource, on the row of the resource's first flavor; ``-`` when fair sharing is off;
 - ``pending``: pending workloads (a Cohort: every ClusterQueue below it).
 
 Cohorts on a cycle are not under any root; they are listed last, marked ``(cycle)``.
+
+Filters (``TreeFilter``): ``cohort`` draws only that Cohort's subtree; ``queue`` only that
+ClusterQueue, its LocalQueues and the Cohorts above it; ``depth`` stops after that many levels
+below the top drawn (0: the top only; a Cohort's numbers already sum what is below it);
+``pending_only`` keeps the nodes with pending workloads (a Cohort: below it).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from quotaledger.views.display import qty
+from quotaledger.views.display import approx_qty, qty
 from statemodel.errors import EventError
 from statemodel.quantity import parse_quantity
 
 Row = dict[str, int | None]
+
+
+class TreeFilter(NamedTuple):
+    """What of the tree to draw (module docstring); the defaults draw everything."""
+
+    cohort: str | None = None
+    queue: str | None = None
+    depth: int | None = None
+    pending_only: bool = False
 
 
 def _local(q: dict, subtree: int) -> int:
@@ -85,8 +101,8 @@ def _admitted_usage(workloads: dict) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
-def cluster_tree(name: str, cs: dict) -> Table:
-    """The tree table of one cluster's section of the state JSON."""
+def cluster_tree(name: str, cs: dict, only: TreeFilter = TreeFilter()) -> Table:
+    """The tree table of one cluster's section of the state JSON, filtered by ``only``."""
     cohorts, cqs, lqs = cs.get("cohorts", {}), cs.get("clusterQueues", {}), cs.get("localQueues", {})
     usage_by_lq = _admitted_usage(cs.get("workloads", {}))
     rows = {("Cohort", n): _rows(c.get("resources", {}), False) for n, c in cohorts.items()}
@@ -105,6 +121,7 @@ def cluster_tree(name: str, cs: dict) -> Table:
         lqs_of.setdefault(lqs[key].get("clusterQueue"), []).append(key)
 
     pending_below = _pending_below(cohorts, cqs, child_cohorts, child_cqs)
+    allowed = _allowed(only, cohorts, cqs, lqs, pending_below)
 
     table = Table(title=f"cluster {name}  (time {cs.get('time')})", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("node")
@@ -121,7 +138,7 @@ def cluster_tree(name: str, cs: dict) -> Table:
         for i, ((flavor, res), row) in enumerate(sorted(data.items())):
             afs = "-"
             if res not in shown and res in decayed:
-                afs = f"{decayed[res]:.6g}"
+                afs = approx_qty(res, decayed[res])
             shown.add(res)
             table.add_row(label if i == 0 else "", flavor, res,
                           *(qty(res, row.get(k)) for k in ("nominal", "borrowed", "lent", "usage")),
@@ -130,9 +147,11 @@ def cluster_tree(name: str, cs: dict) -> Table:
     def consumed(view: dict) -> dict:
         return (view.get("admissionFairSharing") or {}).get("consumed", {})
 
-    def walk_cq(q: str, prefix: str) -> None:
+    def walk_cq(q: str, prefix: str, depth: int) -> None:
         add(f"{prefix}ClusterQueue {q}", rows[("ClusterQueue", q)], consumed(cqs[q]), cqs[q].get("pending", 0))
-        keys = lqs_of.get(q, [])
+        if only.depth is not None and depth >= only.depth:
+            return
+        keys = [key for key in lqs_of.get(q, []) if allowed is None or ("LocalQueue", key) in allowed]
         for i, key in enumerate(keys):
             guide = "└─ " if i == len(keys) - 1 else "├─ "
             usage = usage_by_lq.get(key, {})
@@ -141,28 +160,72 @@ def cluster_tree(name: str, cs: dict) -> Table:
 
     def walk_cohort(top: str, top_prefix: str, seen: set[str]) -> None:
         """Depth-first, with an explicit stack: a chain of any depth draws without Python recursion."""
-        stack: list[tuple[str, str, str]] = [("Cohort", top, top_prefix)]
+        stack: list[tuple[str, str, str, int]] = [("Cohort", top, top_prefix, 0)]
         while stack:
-            kind, c, prefix = stack.pop()
+            kind, c, prefix, depth = stack.pop()
             if kind == "ClusterQueue":
-                walk_cq(c, prefix)
+                walk_cq(c, prefix, depth)
                 continue
             seen.add(c)
             add(f"{prefix}Cohort {c}", rows[("Cohort", c)], consumed(cohorts[c]), pending_below.get(c, 0))
+            if only.depth is not None and depth >= only.depth:
+                continue
             kids = [("Cohort", k) for k in child_cohorts.get(c, []) if k not in seen] + \
                    [("ClusterQueue", q) for q in child_cqs.get(c, [])]
+            kids = [kid for kid in kids if allowed is None or kid in allowed]
             for i in range(len(kids) - 1, -1, -1):
                 guide = "└─ " if i == len(kids) - 1 else "├─ "
-                stack.append((kids[i][0], kids[i][1], _indent(prefix) + guide))
+                stack.append((kids[i][0], kids[i][1], _indent(prefix) + guide, depth + 1))
 
     seen: set[str] = set()
+    if only.cohort is not None:
+        if only.cohort in cohorts and (allowed is None or ("Cohort", only.cohort) in allowed):
+            walk_cohort(only.cohort, "", seen)
+        return table
     for c in child_cohorts.get(None, []):
-        walk_cohort(c, "", seen)
+        if allowed is None or ("Cohort", c) in allowed:
+            walk_cohort(c, "", seen)
     for q in child_cqs.get(None, []):
-        walk_cq(q, "")
-    for c in sorted(set(cohorts) - seen):
-        walk_cohort(c, "(cycle) ", seen)
+        if allowed is None or ("ClusterQueue", q) in allowed:
+            walk_cq(q, "", 0)
+    for c in sorted(set(cohorts) - _under_roots(child_cohorts) - seen):
+        if allowed is None or ("Cohort", c) in allowed:
+            walk_cohort(c, "(cycle) ", seen)
     return table
+
+
+def _under_roots(child_cohorts: dict[str | None, list[str]]) -> set[str]:
+    """The Cohorts under some root (every Cohort not on a parent cycle), whatever the filter draws."""
+    found: set[str] = set()
+    stack = list(child_cohorts.get(None, []))
+    while stack:
+        c = stack.pop()
+        if c not in found:
+            found.add(c)
+            stack.extend(child_cohorts.get(c, []))
+    return found
+
+
+def _allowed(only: TreeFilter, cohorts: dict, cqs: dict, lqs: dict, pending_below: dict[str, int]
+             ) -> set[tuple[str, str]] | None:
+    """The ``(kind, name)`` nodes the filter keeps, ``None`` for all (``cohort`` and ``depth`` act
+    while walking)."""
+    if only.queue is None and not only.pending_only:
+        return None
+    keep: set[tuple[str, str]] | None = None
+    if only.queue is not None:
+        keep = {("ClusterQueue", only.queue)} if only.queue in cqs else set()
+        keep |= {("LocalQueue", key) for key, lq in lqs.items() if lq.get("clusterQueue") == only.queue}
+        parent = cqs[only.queue].get("cohort") if only.queue in cqs else None
+        while parent is not None and ("Cohort", parent) not in keep:  # the chain up (a cycle ends it)
+            keep.add(("Cohort", parent))
+            parent = cohorts.get(parent, {}).get("parent")
+    if only.pending_only:
+        pending = {("Cohort", c) for c, n in pending_below.items() if n}
+        pending |= {("ClusterQueue", q) for q, view in cqs.items() if view.get("pending", 0)}
+        pending |= {("LocalQueue", key) for key, lq in lqs.items() if lq.get("pending", 0)}
+        keep = pending if keep is None else keep & pending
+    return keep
 
 
 def _pending_below(cohorts: dict, cqs: dict, child_cohorts: dict[str | None, list[str]],
@@ -238,11 +301,12 @@ def elastic_quota_tree(name: str, cs: dict) -> Table:
     return table
 
 
-def print_state_tree(console: Console, state: dict) -> None:
-    """Print the tree table of every cluster of a state JSON (and its Koordinator quota tree when it
-    runs the ``koordinator`` model), then its engine version, time and hash."""
+def print_state_tree(console: Console, state: dict, only: TreeFilter = TreeFilter()) -> None:
+    """Print the tree table of every cluster of a state JSON, filtered by ``only`` (and its
+    Koordinator quota tree when it runs the ``koordinator`` model), then its engine version, time
+    and hash."""
     for name, cs in state.get("clusters", {}).items():
-        console.print(cluster_tree(name, cs))
+        console.print(cluster_tree(name, cs, only))
         if cs.get("elasticQuotas"):
             console.print(elastic_quota_tree(name, cs))
     console.print(f"engine {state.get('engineVersion')}  time {state.get('time')}  hash {state.get('hash')}")

@@ -221,12 +221,53 @@ def test_state_json_matches_replay_state(tmp_path: Path) -> None:
     assert result.stdout_bytes == replay_state
 
 
-def test_state_tables_and_version() -> None:
+def _org(tmp_path: Path) -> Path:
+    """org ⊃ (team ⊃ ClusterQueues a, b), ClusterQueue c; ns/w2 waits in a (its 1 cpu is taken)."""
+    from tests.scenario.builder import Scenario
+
+    s = Scenario()
+    s.flavor("default")
+    s.cohort("org")
+    s.cohort("team", parent="org")
+    for name, parent in (("a", "team"), ("b", "team"), ("c", "org")):
+        s.cq(name, cohort=parent, quotas={"cpu": ("1", "0", None)})
+        s.lq(f"ns/{name}", name)
+    s.submit("ns/w1", "a", cpu="1")
+    s.submit("ns/w2", "a", cpu="1")
+    path = tmp_path / "org.ndjson"
+    path.write_bytes(s.events_ndjson())
+    return path
+
+
+@pytest.mark.parametrize(("options", "shown", "hidden"), [
+    ([], ["Cohort org", "Cohort team", "ClusterQueue a", "ClusterQueue b", "ClusterQueue c", "LocalQueue ns/b"], []),
+    (["--queue", "a"], ["Cohort org", "Cohort team", "ClusterQueue a", "LocalQueue ns/a"],
+     ["ClusterQueue b", "ClusterQueue c"]),
+    (["--cohort", "team"], ["Cohort team", "ClusterQueue a", "ClusterQueue b"], ["Cohort org", "ClusterQueue c"]),
+    (["--depth", "0"], ["Cohort org"], ["Cohort team", "ClusterQueue c"]),
+    (["--depth", "1"], ["Cohort org", "Cohort team", "ClusterQueue c"], ["ClusterQueue a", "LocalQueue ns/c"]),
+    (["--pending-only"], ["Cohort org", "Cohort team", "ClusterQueue a", "LocalQueue ns/a"],
+     ["ClusterQueue b", "ClusterQueue c", "LocalQueue ns/b"]),
+], ids=["all", "queue", "cohort", "depth-0", "depth-1", "pending-only"])
+def test_state_draws_the_same_filtered_tree_from_a_file_and_a_store(
+        tmp_path: Path, options: list[str], shown: list[str], hidden: list[str]) -> None:
+    path = _org(tmp_path)
+    url = f"sqlite:///{tmp_path}/s.db"
+    assert _runner().invoke(app, ["replay", str(path), "--db", url]).exit_code == 0
+    from_file = _runner().invoke(app, ["state", str(path), *options])
+    from_store = _runner().invoke(app, ["state", "--db", url, *options])
+    assert from_file.exit_code == 0 and from_store.exit_code == 0, (from_file.stderr, from_store.stderr)
+    assert from_file.stdout == from_store.stdout
+    for label in shown:
+        assert label in from_file.stdout, label
+    for label in hidden:
+        assert label not in from_file.stdout, label
+
+
+def test_state_tree_filters_are_not_for_json_and_version() -> None:
     runner = _runner()
-    tables = runner.invoke(app, ["state", str(EXAMPLE)])
-    assert tables.exit_code == 0, (tables.stderr, tables.exception)
-    for cq in ("research-a", "prod-a", "prod-b"):
-        assert cq in tables.stdout
+    result = runner.invoke(app, ["state", str(EXAMPLE), "--json", "--depth", "1"])
+    assert result.exit_code == 2 and "not with --json" in result.stderr
 
     version = runner.invoke(app, ["version"])
     assert version.exit_code == 0, (version.stderr, version.exception)

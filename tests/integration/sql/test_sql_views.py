@@ -40,8 +40,9 @@ def _tree(tmp_path: Path, db: str) -> Scenario:
 
 def _decayed(cores: int, since: float) -> str:
     """Decayed usage at 600 s of a LocalQueue applied at ``since`` that has held ``cores`` since before its
-    first sample (60 s): the samples at 60, 120, ..., 600 s chain to ``1 − 0.5^((600 − since) / 60)``."""
-    return f"{cores * (1 - 0.5 ** ((600 - since) / 60)):.6g}"
+    first sample (60 s): the samples at 60, 120, ..., 600 s chain to ``1 − 0.5^((600 − since) / 60)``;
+    shown with three significant digits."""
+    return f"{cores * (1 - 0.5 ** ((600 - since) / 60)):.3g}"
 
 
 def _row(text: str, label: str) -> list[str]:
@@ -58,7 +59,7 @@ def test_state_tree_view_shows_the_hierarchy_with_hand_computed_numbers(db: str,
     # org: nominal 0, nothing borrowed or lent at the root; usage = what a and b charge to it: 8 (b's 1 cpu
     # stays in its local part); decayed = the sum of the LocalQueues below (ns/a since 5 s, ns/b since 6 s)
     a_decayed, b_decayed = _decayed(8, 5), _decayed(1, 6)
-    org_decayed = f"{8 * (1 - 0.5 ** (595 / 60)) + (1 - 0.5 ** (594 / 60)):.6g}"
+    org_decayed = f"{8 * (1 - 0.5 ** (595 / 60)) + (1 - 0.5 ** (594 / 60)):.3g}"
     assert _row(text, "Cohort org") == ["default", "cpu", "0", "0", "0", "8", org_decayed, "1"]
     # a: nominal 6, usage 8 → borrowed 2; idle 0 → lends nothing; wa2 pending
     assert _row(text, "├─ ClusterQueue a") == ["default", "cpu", "6", "2", "0", "8", a_decayed, "1"]
