@@ -290,14 +290,13 @@ def elastic_quota_tree(name: str, cs: dict) -> Table:
                      for field in ("min", "max", "request", "used", "runtime")]
             table.add_row(label if i == 0 else "", res, *cells, str(q.get("pods", 0)) if i == 0 else "")
 
-    def walk(q: str, prefix: str, guide: str) -> None:
+    stack = [(top, "", "") for top in reversed(children.get(None, []))]
+    while stack:  # depth first with an explicit stack: a parent chain of any depth draws without recursion
+        q, prefix, guide = stack.pop()
         add(prefix + guide + q, quotas[q])
         kids = children.get(q, [])
-        for i, child in enumerate(kids):
-            walk(child, _indent(prefix + guide), "└─ " if i == len(kids) - 1 else "├─ ")
-
-    for top in children.get(None, []):
-        walk(top, "", "")
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((kids[i], _indent(prefix + guide), "└─ " if i == len(kids) - 1 else "├─ "))
     return table
 
 
