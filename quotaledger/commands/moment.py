@@ -8,11 +8,10 @@ history), the cluster ``--cluster`` or the only one there is.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from quotaledger.commands.errors import CommandError, reading
-from quotaledger.commands.options import file_moment, store_moment
+from quotaledger.commands.options import file_moment, history_source, store_moment
 
 if TYPE_CHECKING:
     from statemodel.cluster import ClusterState
@@ -27,15 +26,13 @@ def cluster_at(events: str | None, db: str | None, at: str | None, cluster: str 
         replay.timespec.TimeSpecError: a bad ``at`` (exit 2).
         replay.store.db.SinkError: the store cannot be read (exit 1).
     """
-    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    url = history_source(events, db)
     if url is not None:
         from quotaledger.commands.store import resolve_cluster
         from replay.store.restore import engine_at
 
         name = resolve_cluster(url, cluster)
         engine, _, _ = engine_at(url, name, at_ms=store_moment(at, "--at", url, name))
-    elif events is None:
-        raise CommandError("give an EVENTS file or --db", 2)
     else:
         from quotaledger.commands.store import only_cluster
         from replay.runner import run_file

@@ -36,6 +36,21 @@ def db_url(option: str | None) -> str:
     return option or os.environ.get("QUOTALEDGER_DB") or DEFAULT_DB
 
 
+def history_source(events: str | None, db: str | None) -> str | None:
+    """Which history a read-only command reads: the store URL (``--db``, else ``$QUOTALEDGER_DB`` when
+    no ``EVENTS`` is given), or ``None`` for the ``EVENTS`` source.
+
+    Raises:
+        CommandError: both ``EVENTS`` and ``--db`` (exit 2), or neither and no ``$QUOTALEDGER_DB`` (exit 2).
+    """
+    if events is not None and db is not None:
+        raise CommandError("give an EVENTS file or --db, not both", 2)
+    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    if url is None and events is None:
+        raise CommandError("give an EVENTS file or --db", 2)
+    return url
+
+
 def store_moment(value: str | None, name: str, url: str, cluster: str) -> int | None:
     """A moment option (``replay.timespec``) of a stored history, in epoch ms (``None`` when not
     given): relative forms count from ``cluster``'s first / last archived event, and a moment

@@ -250,13 +250,11 @@ def history(
 ) -> None:
     """Job accounting (sacct): per workload its submission, first admission, finish, wait, run time,
     admissions, preemptions and evictions over the whole history, by submission time."""
-    import os
-
     from quotaledger.commands.errors import reading
-    from quotaledger.commands.options import file_moment, store_moment
+    from quotaledger.commands.options import file_moment, history_source, store_moment
     from replay.accounting import history_from_file, history_from_store
 
-    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    url = history_source(events, db)
     if url is not None:
         from quotaledger.commands.store import resolve_cluster
 
@@ -264,9 +262,8 @@ def history(
         since_ms = store_moment(since, "--since", url, name)
         until_ms = store_moment(until, "--until", url, name)
         acc = history_from_store(url, name)
-    elif events is None:
-        raise CommandError("give an EVENTS file or --db", 2)
     else:
+        assert events is not None
         with reading(events):
             since_ms = file_moment(since, "--since", events, cluster)
             until_ms = file_moment(until, "--until", events, cluster)

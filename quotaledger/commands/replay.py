@@ -21,7 +21,7 @@ import typer
 
 from quotaledger.commands.errors import CommandError, reading
 from quotaledger.commands.options import (
-    AT_HELP, SNAPSHOT_EVERY_TIME_HELP, file_moment, snapshot_interval_ms, store_moment)
+    AT_HELP, SNAPSHOT_EVERY_TIME_HELP, file_moment, history_source, snapshot_interval_ms, store_moment)
 from quotaledger.views.output import binary_out, console, dump_json, print_json, reject_printer
 
 
@@ -110,7 +110,7 @@ def state(
     (filters: --cohort, --queue, --depth, --pending-only) or as JSON."""
     if at is not None and seq is not None:
         raise CommandError("give --at or --seq, not both", 2)
-    url = db or (os.environ.get("QUOTALEDGER_DB") if events is None else None)
+    url = history_source(events, db)
     if url is not None:
         from quotaledger.commands.store import resolve_cluster
         from replay.store.restore import engine_at
@@ -119,8 +119,6 @@ def state(
         until = store_moment(at, "--at", url, cluster)
         engine, end, start = engine_at(url, cluster, at_ms=until, seq=seq)
         sys.stderr.write(f"cluster {cluster}: {end} events (snapshot at {start} + {end - start} archived)\n")
-    elif events is None:
-        raise CommandError("give an EVENTS file or --db", 2)
     elif seq is not None:
         raise CommandError("--seq needs --db", 2)
     else:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, reading
-from quotaledger.commands.options import AT_HELP, DB_OPTION, db_url, file_moment, store_moment
+from quotaledger.commands.options import AT_HELP, DB_OPTION, db_url, file_moment, history_source, store_moment
 from quotaledger.views.output import console, print_json
 
 if TYPE_CHECKING:
@@ -101,11 +101,10 @@ def explain(
     """Why a workload is admitted or waiting: reason, position, request, and the quota numbers at
     every level of its cohort tree (available, limits, usage); for an admitted workload, when and
     how it was admitted; who preempted it, when and why, and what a preemptor waits for."""
-    if events is None and db is None:
-        raise CommandError("give an EVENTS file or --db", 2)
-    if events is None:
-        cluster = resolve_cluster(db, cluster)
-        out = explain_from_db(workload, db, cluster, store_moment(at, "--at", db, cluster), holders)
+    url = history_source(events, db)
+    if url is not None:
+        cluster = resolve_cluster(url, cluster)
+        out = explain_from_db(workload, url, cluster, store_moment(at, "--at", url, cluster), holders)
     else:
         from replay.runner import run_file
 

@@ -151,6 +151,8 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
         (["state", "--db", "sqlite:///{tmp}/empty.db", "--at", "-1h", "--seq", "3"], 2,
          "error: give --at or --seq, not both"),
         (["state", "-", "--at", "-1h"], 2, "error: --at: a relative time needs the history's bounds"),
+        (["state", "{example}", "--db", "sqlite:///{tmp}/empty.db"], 2, "error: give an EVENTS file or --db, not both"),
+        (["list", "{example}", "--db", "sqlite:///{tmp}/empty.db"], 2, "error: give an EVENTS file or --db, not both"),
         (["simulate", "--out", "{tmp}/o.ndjson", "--tick", "5 minutes"], 2, "error: --tick: invalid duration"),
         (["explain", "ns/x"], 2, "error: give an EVENTS file or --db"),
         (["explain", "team-a/none", "{example}"], 1, "error: no workload team-a/none in cluster ml-east"),
@@ -161,6 +163,7 @@ def test_missing_file_fails_cleanly(tmp_path: Path) -> None:
         (["db", "upgrade", "nosuchrev", "--db", "sqlite:///{tmp}/m.db"], 1, "error: Can't locate revision"),
     ],
     ids=["unreadable-events", "no-source", "seq-without-db", "bad-time", "at-and-seq", "relative-on-stdin",
+         "events-and-db", "list-events-and-db",
          "bad-tick", "explain-no-source", "unknown-workload",
          "zero-snapshot-interval", "verify-failure-is-2", "database-error", "alembic-error"],
 )
