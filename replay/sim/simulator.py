@@ -46,6 +46,7 @@ import orjson
 
 from replay.sim.importers.jobs import ImportResult, Job, quantity_string, slug
 from replay.sim.manifests import QuotaConfig
+from replay.sim.run_time import run_time_annotation
 from statemodel.driver import Driver, StepResult, gc_paused
 from statemodel.engine import Engine
 
@@ -115,9 +116,13 @@ class SimulationResult:
 
 def workload_object(job: Job, namespace: str, queue: str, admission: dict | None = None) -> dict:
     """The Kueue ``Workload`` of a job: one podSet ``main`` with ``count`` pods and per-pod ``requests``
-    (quantity strings), ``spec.priority`` when the job has one; with ``admission``,
-    ``status.admission`` (an observed admission)."""
-    obj = {"apiVersion": API, "kind": "Workload", "metadata": {"name": slug(job.id), "namespace": namespace},
+    (quantity strings), ``spec.priority`` when the job has one, the run-time annotation when the
+    trace gives a run time (``replay.sim.run_time``); with ``admission``, ``status.admission`` (an
+    observed admission)."""
+    meta: dict = {"name": slug(job.id), "namespace": namespace}
+    if job.run_ms is not None:
+        meta["annotations"] = run_time_annotation(job.run_ms)
+    obj = {"apiVersion": API, "kind": "Workload", "metadata": meta,
            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": job.count,
                                                      "requests": {r: quantity_string(r, a) for r, a in job.requests}}]}}
     if job.priority is not None:
@@ -131,14 +136,15 @@ def pod_object(job: Job, namespace: str, quota: str, bound: bool = False) -> dic
     """The ``v1`` Pod of a job under the ``koordinator`` model: labelled with its quota, requesting
     the job's total (``count`` pods × per-pod requests: the job is one unit, as a gang); ``bound``
     (a job already running when the trace starts): ``spec.nodeName`` ``observed``, an observed
-    binding charged as given."""
+    binding charged as given.  The run-time annotation as on a Workload (``workload_object``)."""
     spec: dict = {"containers": [{"name": "main", "resources": {"requests": {
         r: quantity_string(r, a) for r, a in sorted(job.total().items())}}}]}
     if bound:
         spec["nodeName"] = "observed"
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": slug(job.id), "namespace": namespace, "labels": {POD_QUOTA_LABEL: quota}},
-            "spec": spec}
+    meta: dict = {"name": slug(job.id), "namespace": namespace, "labels": {POD_QUOTA_LABEL: quota}}
+    if job.run_ms is not None:
+        meta["annotations"] = run_time_annotation(job.run_ms)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,

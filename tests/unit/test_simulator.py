@@ -71,7 +71,9 @@ def test_jobs_wait_for_quota_and_finish_after_their_run_time(tmp_path: Path) -> 
         ("finish/t/c", 16_000), ("finish/t/d", 16_000), ("tick/2", 20_000)]
     assert [(d["workload"], d["cause"]) for d in decisions] == [
         ("t/a", "submit/t/a"), ("t/b", "finish/t/a"), ("t/c", "finish/t/b"), ("t/d", "finish/t/b")]
-    assert events[3]["object"] == {"apiVersion": API, "kind": "Workload", "metadata": {"name": "a", "namespace": "t"},
+    # a runs 10 s in the trace: its Workload records it (the run-time annotation whatif re-simulates with)
+    assert events[3]["object"] == {"apiVersion": API, "kind": "Workload", "metadata": {
+                                       "name": "a", "namespace": "t", "annotations": {"quotaledger.io/run-time": "10s"}},
                                    "spec": {"queueName": "cq", "podSets": [{"name": "main", "count": 1,
                                                                             "requests": {"cpu": "4"}}]}}
     assert events[8] == {"id": "withdraw/t/w", "time": T0 + 3000, "cluster": "sim", "type": "Deleted",
