@@ -33,7 +33,7 @@ randomness; ties broken by scheduling order).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import orjson
 
@@ -160,10 +160,11 @@ class Resimulation:
             elif d.kind == PREEMPTED and not releases_on_decision:
                 self._schedule(d.time_ms, "evict", key)
 
-    def due(self, before_ms: int) -> list[Event]:
+    def due(self, before_ms: int) -> Iterator[Event]:
         """The generated events earlier than ``before_ms`` and not past the horizon, in order (void
-        finishes skipped), as decoded events of the cluster."""
-        out: list[Event] = []
+        finishes skipped), as decoded events of the cluster.  Lazy: an event scheduled while the
+        caller applies the ones yielded (a finish of an admission they caused) is yielded too when
+        it is due."""
         while self._heap and self._heap[0][0] < before_ms and self._heap[0][0] <= self.horizon_ms:
             at, _, kind, key, gen = heapq.heappop(self._heap)
             if kind == "finish":
@@ -177,8 +178,7 @@ class Resimulation:
                 raw = {"id": f"evict/{key}/{n}", "time": at, "cluster": self.cluster, "type": "WorkloadEvicted",
                        "workload": key, "reason": "Preempted"}
             self.generated += 1
-            out.append(decode_event(orjson.dumps(raw)))
-        return out
+            yield decode_event(orjson.dumps(raw))
 
     @property
     def cut(self) -> list[str]:

@@ -433,6 +433,19 @@ class WhatIfReport:
                 "utilization": self.utilization, "preemptions": self.preemptions, "closedLoop": self.closed_loop}
 
 
+def changed_only(report: dict) -> dict:
+    """``report`` (``WhatIfReport.to_json()``) keeping only the rows that differ between the branches:
+    wait-time rows whose count, pending count or any statistic differs, utilization rows whose
+    utilization or means differ, preemption rows with a non-zero delta (``--changed-only``)."""
+    out = dict(report)
+    out["waitTimes"] = {k: [r for r in rows if r["base"] != r["whatif"]] for k, rows in report["waitTimes"].items()}
+    out["utilization"] = [r for r in report["utilization"] if r["base"] != r["whatif"]]
+    pre = dict(report["preemptions"])
+    pre["clusterQueues"] = [r for r in pre.get("clusterQueues", []) if r["delta"]]
+    out["preemptions"] = pre
+    return out
+
+
 # --------------------------------------------------------------------------- entry point
 
 
