@@ -2,8 +2,8 @@
 
 One horizontal bar group per ClusterQueue (sorted by name, top to bottom): p50 and p95 of the
 wait — admission time minus queue time, and for a workload still pending at the end the end minus
-its queue time (a lower bound) — of the base branch and of the what-if branch, in hours on a log
-axis when the waits span more than two decades (else linear).  Values come from
+its queue time (a lower bound) — of the base branch and of the what-if branch, in seconds,
+minutes or hours (``UNITS``), on a log axis when the waits span more than two decades (else linear).  Values come from
 ``WhatIfReport.to_json()["waitTimes"]["clusterQueues"]`` (``replay.whatif``).
 """
 
@@ -13,7 +13,15 @@ from pathlib import Path
 
 __all__ = ["plot_waits"]
 
-MS_PER_HOUR = 3_600_000
+UNITS = ((3_600_000, "hours"), (60_000, "minutes"), (1000, "seconds"))
+"""Display units of the wait axis: the largest unit the longest wait spans at least twice."""
+
+
+def _unit(longest_ms: int) -> tuple[int, str]:
+    for size, name in UNITS:
+        if longest_ms >= 2 * size:
+            return size, name
+    return UNITS[-1]
 
 
 def plot_waits(report: dict, path: str | Path, only: list[str] | None = None) -> Path:
@@ -33,22 +41,23 @@ def plot_waits(report: dict, path: str | Path, only: list[str] | None = None) ->
     names = [r["name"] for r in rows]
     series = [("base p50", "base", "p50Ms", "#9ecae1"), ("base p95", "base", "p95Ms", "#3182bd"),
               ("what-if p50", "whatif", "p50Ms", "#fdae6b"), ("what-if p95", "whatif", "p95Ms", "#e6550d")]
+    size, unit = _unit(max([(r[side][key] or 0) for r in rows for _, side, key, _ in series], default=0))
     height = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.6 * len(names) + 1.5)))
     values = []
     for i, (label, side, key, colour) in enumerate(series):
-        hours = [(r[side][key] or 0) / MS_PER_HOUR for r in rows]
-        values += [h for h in hours if h > 0]
+        waits = [(r[side][key] or 0) / size for r in rows]
+        values += [w for w in waits if w > 0]
         ys = [n + (i - (len(series) - 1) / 2) * height for n in range(len(names))]
-        ax.barh(ys, hours, height=height, color=colour, label=label)
+        ax.barh(ys, waits, height=height, color=colour, label=label)
     ax.set_yticks(range(len(names)), labels=names)
     ax.invert_yaxis()
     if values and max(values) / min(values) > 100:
         ax.set_xscale("log")
-    ax.set_xlabel("wait (hours; pending at the end counted to the end)")
+    ax.set_xlabel(f"wait ({unit}; a workload pending at the end counts its wait to the end)")
     ax.set_title(f"what-if on cluster {report['cluster']}: wait per ClusterQueue, base vs what-if")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)
