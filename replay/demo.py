@@ -172,6 +172,9 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     sim = simulate(imported, config, events, until_ms=until_ms,
                    progress=lambda t: tick("simulate", min(span, max(0, t - start)), span))
     seconds["simulate"] = time.perf_counter() - clock
+    horizon = sim.until_ms  # without --until, the run goes on until the last job that waited has finished
+    if sim.cut:
+        note(f"{sim.cut} jobs were still running at --until (their run time had not ended): cut there")
     if sim.unroutable:
         note(f"warning: {sim.unroutable} jobs have no LocalQueue in the quota configuration (they stay pending)")
 
