@@ -12,12 +12,17 @@ from quotaledger.views.display import qty
 
 
 def _ms(value: int | None) -> str:
-    """Milliseconds as seconds for a table cell (``-`` for none)."""
-    return "-" if value is None else f"{value / 1000:g}s"
+    """Milliseconds as a duration for a table cell (``2d04h``, ``45s``; ``-`` for none)."""
+    from replay.reports.page import duration
+
+    return duration(value)
 
 
 def _delta(value: int | None) -> str:
-    return "-" if value is None else f"{value / 1000:+g}s"
+    """A signed difference of durations (``+3h07m``, ``-45s``, ``0s``; ``-`` for none)."""
+    if value is None:
+        return "-"
+    return ("+" if value > 0 else "-" if value < 0 else "") + _ms(abs(value))
 
 
 def _mean(resource: str, value: int) -> str:
@@ -32,6 +37,8 @@ def _mean(resource: str, value: int) -> str:
 
 LISTED = 20
 """Rows of the never-admitted and held-fixed lists shown on the terminal (``--json`` has them all)."""
+CHANGES_LISTED = 50
+"""Rows of the changed-decisions table shown on the terminal (``--json`` has them all)."""
 
 
 def print_closed_loop(console: Console, report: dict) -> None:
@@ -81,7 +88,10 @@ def print_whatif(console: Console, report: dict) -> None:
                   f"{fork['from'] or 'the start'} (position {fork['position']}, snapshot at {fork['snapshotPosition']}), "
                   f"{report['patchEvents']} patch events merged into {report['archivedEvents']} archived events; "
                   f"window {report['window']['start']} .. {report['window']['end']}")
-    changes = Table(title=f"decisions that changed ({len(report['decisionChanges'])})", title_justify="left",
+    all_changes = report["decisionChanges"]
+    shown = all_changes[:CHANGES_LISTED]
+    more = f"; first {len(shown)}, --json for all" if len(shown) < len(all_changes) else ""
+    changes = Table(title=f"decisions that changed ({len(all_changes)}{more})", title_justify="left",
                     box=box.SIMPLE_HEAD)
     for header in ("workload", "decision", "change", "base", "what-if", "Δ time"):
         changes.add_column(header, justify="right" if header == "Δ time" else "left")
@@ -93,7 +103,7 @@ def print_whatif(console: Console, report: dict) -> None:
                  if "flavors" in view else view.get("reason") or "")
         return f"{view['time']} {view['clusterQueue'] or '-'} {extra}".rstrip()
 
-    for row in report["decisionChanges"]:
+    for row in shown:
         changes.add_row(row["workload"], f"{row['type']} #{row['n']}", row["change"], side(row["base"]),
                         side(row["whatif"]), _delta(row["deltaMs"]))
     console.print(changes)
