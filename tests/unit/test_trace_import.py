@@ -151,3 +151,22 @@ def test_cli_until_reports_the_jobs_cut(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     # a runs 0..10 min, b 1..11 min (2 GPUs fit both); --until 5 min cuts both
     assert "at the end 2 running, 0 pending (2 cut by the horizon before their run time ended)" in result.stdout
+
+
+def test_the_complete_example_of_docs_traces_md(tmp_path: Path) -> None:
+    from tests.paths import ROOT
+
+    text = (ROOT / "docs" / "traces.md").read_text(encoding="utf-8")
+    section = text.split("## A complete example", 1)[1].split("\n## ", 1)[0]
+    csv_text = section.split("```csv\n", 1)[1].split("```", 1)[0]
+    yaml_text = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    result = import_csv(_write(tmp_path, "jobs.csv", csv_text), _write(tmp_path, "jobs.yaml", yaml_text))
+    minute = 60_000
+    # the page's claims: deltas 0, 5, 1.5 min; 16 GPUs over 2 pods, 2 over 1, 30 over 4 rounded up to 8
+    assert result.bad_rows == []
+    assert result.jobs == [
+        Job("j1", T0, 30 * minute, ("ml", "alice"), 2, (("memory", 64 * GIB), ("nvidia.com/gpu", 8)), "pool-a", line=2),
+        Job("j2", T0 + 5 * minute, 10 * minute, ("ml", "bob"), 1, (("memory", 16 * GIB), ("nvidia.com/gpu", 2)),
+            "pool-b", line=3),
+        Job("j3", T0 + 6 * minute + 30_000, None, ("cv", "carol"), 4, (("memory", 32 * GIB), ("nvidia.com/gpu", 8)),
+            "pool-a", line=4)]

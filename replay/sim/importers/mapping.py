@@ -1,8 +1,9 @@
 """Generic CSV import driven by a mapping file (YAML, validated with pydantic; no code).
 
 A mapping says which column holds what; :func:`import_csv` applies it to a CSV file and returns
-the same :class:`~replay.sim.importers.jobs.ImportResult` as the dedicated importers.  Shipped
-examples: ``replay/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same jobs as
+the same :class:`~replay.sim.importers.jobs.ImportResult` as the dedicated importers.  The user's
+documentation, with an example of every feature, is ``docs/traces.md``.  Shipped
+examples: ``replay/sim/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same jobs as
 ``replay.sim.importers.dlrm`` / ``openb``; ``tests/unit/test_importers.py`` checks it).  The schema::
 
     version: 1
@@ -19,11 +20,11 @@ examples: ``replay/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same j
       - {column: group}
       - {column: user}
     flavor: {column: pool, map: {a: pool-a}}         # optional; default: any flavor
-    count: {column: pods}              # optional; default {value: 1}
+    count: {column: pods}              # optional; default {value: 1}: pods per job
     resources:
       - {column: cpus, resource: cpu, unit: cores}
       - {column: mem_gb, resource: memory, unit: GiB}
-      - {column: gpus, resource: nvidia.com/gpu, unit: count, when: {column: gpus, not_in: [0]}}
+      - {column: gpus, resource: nvidia.com/gpu, unit: count, when: {column: gpus, not_in: [0]}, per: job}
 
 Time formats: ``offset`` (number of ``unit`` since ``epoch_base``), ``epoch`` (number of
 ``unit`` since the Unix epoch), ``iso`` (ISO 8601 / RFC 3339 text; no offset = UTC), ``delta``
@@ -45,10 +46,13 @@ Resources: ``resource`` is the Kubernetes name; ``unit`` one of ``cores``/``mill
 only), ``count``, ``percent``, ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``KB``, ``MB``, ``GB``,
 ``TB``; ``scale`` multiplies (default 1); ``when: {column, equals | in | not_in}`` applies the
 entry only to matching rows (numbers compare as numbers).  Several entries for one resource add
-up.  Amounts are per pod; fractions of a base unit round up.
+up.  Amounts are per pod (``per: pod``, the default), or with ``per: job`` the whole job's, divided
+by ``count`` and rounded up to a base unit; fractions of a base unit round up.
 
 Every row the mapping cannot read is reported as a :class:`~replay.sim.importers.jobs.BadRow` with
-its line number (header = line 1) and skipped; nothing is dropped silently.
+its line number (header = line 1) and skipped; nothing is dropped silently.  A skipped row never
+shifts the timeline: with ``delta`` submit times its interval still counts, and a row whose delta
+cannot be read stops the import (``TraceImportError`` naming the line and the reason).
 """
 
 from __future__ import annotations
@@ -414,7 +418,9 @@ def import_csv(path: str | Path, mapping: Mapping | str | Path) -> ImportResult:
 
     Raises:
         MappingError: the mapping file is invalid.
-        TraceImportError: unreadable CSV, a mapped column missing from its header, or no readable row.
+        TraceImportError: unreadable CSV, a mapped column missing from its header, a ``delta`` submit
+            time that cannot be read (every later submission would shift), or no readable row (the
+            reasons summarized per column, ``bad_row_summary``).
     """
     m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
     from replay.sim.importers.dlrm import trace_end
