@@ -142,3 +142,24 @@ def test_cli_whatif_plot_to_an_unknown_format_is_a_usage_error(db: str, tmp_path
     result = CliRunner().invoke(app, ["whatif", "--db", db, "--patch", _patch(tmp_path, "2", 0.5),
                                       "--plot", str(tmp_path / "waits.nope")])
     assert result.exit_code == 2 and "--plot" in result.output
+
+
+def test_progress_reaches_every_step_and_draws_a_bar_on_a_terminal(db: str, tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from quotaledger.views.progress import step_progress
+
+    _simulated_store(db, tmp_path)
+    calls: list[tuple[int, int]] = []
+    whatif(db, _patch(tmp_path, "2", 0.5), progress=lambda done, total: calls.append((done, total)))
+    # 9 archived events in the base branch, 6 kept (3 finishes dropped) and 1 patch event in the other
+    assert calls[-1] == (16, 16)
+    screen = io.StringIO()
+    with step_progress("what-if", Console(file=screen, force_terminal=True, width=100)) as bar:
+        assert bar is not None
+        whatif(db, _patch(tmp_path, "2", 0.5), progress=bar)
+    assert "what-if" in screen.getvalue() and "100%" in screen.getvalue()
+    with step_progress("what-if", Console(file=io.StringIO(), force_terminal=False)) as bar:
+        assert bar is None
