@@ -17,7 +17,10 @@
    at equal times the patch event goes first.  Patch events later than every archived event come
    last.  Archived events that were rejected when they arrived stay in place and stay rejected.
 4. **Two branches** start from the same fork state: *base* replays the archived tail alone (so it
-   reproduces the stored decisions), *what-if* the merged stream.
+   reproduces the stored decisions), *what-if* the merged stream — closed loop: the finishes of
+   workloads with a recorded run time (the simulator's annotation, ``replay.sim.run_time``) are
+   re-simulated from the branch's own admissions, the others held fixed (``replay.resimulate``).
+   Both read run times from every archived event up to the end and from the patch.
 5. **Report** (``WhatIfReport``), everything about the tail after the fork:
 
    - decisions that changed, per workload: the n-th decision of a type (``Admitted``,
@@ -36,7 +39,13 @@
      clock step is O(ClusterQueues × flavor-resources);
    - preemptions: ``Preempted`` decisions of each branch, in total and per ClusterQueue of the
      victim (docs/preemption.md: raising a ClusterQueue's quota makes preemptions disappear,
-     lowering it adds some).
+     lowering it adds some);
+   - per branch, the workloads that waited in the window, ``submitted = admitted + pending +
+     neverAdmitted`` (``Branch.counts``), with the ones not admitted listed;
+   - ``closedLoop``: re-simulated or observed, how many archived finishes were replaced by how
+     many generated ones, the workloads still running at the end, the finishes held fixed.
+
+The horizon of both branches is the end of the archived history, or the last patch event if later.
 """
 
 from __future__ import annotations
