@@ -187,8 +187,8 @@ class Branch:
         self.usage: dict[tuple[str, str, str], list[int]] = {}
         """(ClusterQueue, flavor, resource) -> [∫usage dt, ∫nominal dt] in base units × ms."""
         self.population: dict[str, tuple[str, str, int]] = {}
-        """Workloads that waited in the window (pending at the fork, or entering a queue after it):
-        key -> (ClusterQueue, LocalQueue, queued time ms)."""
+        """Workloads that waited in the window (pending at the fork, entering a queue after it, or
+        sent back to it by a preemption or eviction): key -> (ClusterQueue, LocalQueue, queued time ms)."""
         self.admitted: set[str] = set()
         """Workloads admitted in the window (an ``Admitted`` decision, or an observed admission)."""
 
@@ -228,10 +228,12 @@ class Branch:
         self.decisions.extend(decisions)
         workloads = self.engine.clusters[self.cluster].workloads
         for d in decisions:
-            if d.kind != ADMITTED:
+            info = workloads.get(d.workload)
+            if d.kind != ADMITTED:  # preempted or evicted: back in its queue, it waits in the window again
+                if info is not None and d.workload not in self.population:
+                    self.population[d.workload] = (info.cluster_queue or "-", info.local_queue, d.time_ms)
                 continue
             self.admitted.add(d.workload)
-            info = workloads.get(d.workload)
             if info is None:
                 continue
             self.waits.append(Wait(d.workload, d.cluster_queue or "-", info.local_queue,

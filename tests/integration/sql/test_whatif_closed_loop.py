@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from quotaledger.cli import app
@@ -163,3 +164,50 @@ def test_progress_reaches_every_step_and_draws_a_bar_on_a_terminal(db: str, tmp_
     assert "what-if" in screen.getvalue() and "100%" in screen.getvalue()
     with step_progress("what-if", Console(file=io.StringIO(), force_terminal=False)) as bar:
         assert bar is None
+
+
+def _preempting_store(db: str, tmp_path: Path, release_on: str | None) -> None:
+    """ClusterQueue cq (4 cpu, withinClusterQueue LowerPriority): low (4 cpu, priority 0, runs 10 s)
+    at 1; high (4 cpu, priority 10, runs 3 s) at 3 preempts it; high finishes at 6, low is admitted
+    again at 6 and runs its whole 10 s: finishes at 16, the end of the history."""
+    cq = _cq("4")
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    objects = [{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "f"}}, cq,
+               {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "cq", "namespace": "t"},
+                "spec": {"clusterQueue": "cq"}}]
+    if release_on is not None:
+        objects.insert(0, {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "c"},
+                           "spec": {"preemption": {"releaseOn": release_on}}})
+    jobs = [Job("low", T0 + 1 * S, 10 * S, ("cq", "t"), 1, (("cpu", 4000),), priority=0),
+            Job("high", T0 + 3 * S, 3 * S, ("cq", "t"), 1, (("cpu", 4000),), priority=10)]
+    path = tmp_path / "sim.ndjson"
+    simulate(ImportResult("lab", jobs, [], T0, T0 + 16 * S), QuotaConfig(objects, root="r"), path, tick_ms=0)
+    replay_to_db(str(path), db)
+
+
+def _cq_patch(tmp_path: Path, preemption: str) -> str:
+    cq = _cq("4")
+    cq["spec"]["preemption"] = {"withinClusterQueue": preemption}
+    path = tmp_path / f"patch-{preemption}.ndjson"
+    path.write_bytes(orjson.dumps({"id": "p", "time": T0 + 500, "type": "Applied", "object": cq}) + b"\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("release_on", [None, "Eviction"])
+def test_preemption_is_re_simulated_too(db: str, tmp_path: Path, release_on: str | None) -> None:
+    _preempting_store(db, tmp_path, release_on)
+    # unchanged: the preempted run, the restart with the full run time (and under releaseOn:
+    # Eviction the generated eviction evict/t/low/1) fall where they were
+    same = whatif(db, _cq_patch(tmp_path, "LowerPriority")).to_json()
+    assert same["decisionChanges"] == []
+    assert same["closedLoop"]["droppedArchivedEvents"] == same["closedLoop"]["generatedEvents"] == \
+        (3 if release_on else 2)
+    # no preemption: low runs 1 → 11 undisturbed; high waits 3 → 11 and runs until 14
+    report = whatif(db, _cq_patch(tmp_path, "Never")).to_json()
+    assert report["preemptions"]["base"] == 1 and report["preemptions"]["whatif"] == 0
+    assert _admissions(report, "whatif") == {"t/high": format_time(T0 + 11 * S)}
+    (cq,) = report["waitTimes"]["clusterQueues"]
+    # base waits: low 0, high 0, low again 3 s (preempted at 3, back at 6); what-if: low 0, high 8 s
+    assert (cq["base"]["count"], cq["base"]["maxMs"]) == (3, 3 * S)
+    assert (cq["whatif"]["count"], cq["whatif"]["maxMs"], cq["whatif"]["pending"]) == (2, 8 * S, 0)
+    assert report["branches"]["whatif"]["end"] == format_time(T0 + 14 * S)
