@@ -221,8 +221,9 @@ class Branch:
         state = self._state()
         clock = state.clock_ms if state is not None else event.time_ms
         self._integrate(max(clock, event.time_ms))
+        units = self._units(event)
         decisions = self.driver.step(position, event).decisions
-        self._track(event)
+        self._track(units)
         if not decisions:
             return []
         self.decisions.extend(decisions)
@@ -240,27 +241,35 @@ class Branch:
                                    max(0, d.time_ms - info.queued_ms), False))
         return list(decisions)
 
-    def _track(self, event: Event) -> None:
-        """Count the workloads that enter a queue (a new unit applied) or are admitted as observed."""
-        state = self._state()
-        if state is None:
-            return
+    def _units(self, event: Event) -> list[tuple[str, bool]]:
+        """The workload keys an event adds or admits as observed (inner events of a ``Batch`` too),
+        each with whether the cluster already holds it (before the event is applied)."""
         if event.type == "Batch":
-            for inner in event.events:
-                self._track(inner)
-            return
+            return [unit for inner in event.events for unit in self._units(inner)]
         key = None
         if event.type == "Applied" and isinstance(event.obj, (Workload, Pod)):
             key = f"{event.obj.namespace}/{event.obj.name}"
         elif event.type == "WorkloadAdmitted":
             key = event.workload
-        info = state.workloads.get(key) if key is not None else None
-        if info is None:
+        if key is None:
+            return []
+        state = self._state()
+        return [(key, state is not None and key in state.workloads)]
+
+    def _track(self, units: list[tuple[str, bool]]) -> None:
+        """After an event: a new workload has entered a queue (the population); one that is no
+        longer pending has been admitted (an observed admission, or admitted at its arrival)."""
+        state = self._state()
+        if state is None:
             return
-        if key not in self.population:
-            self.population[key] = (info.cluster_queue or "-", info.local_queue, info.queued_ms)
-        if info.status != PENDING:
-            self.admitted.add(key)  # type: ignore[arg-type]
+        for key, known in units:
+            info = state.workloads.get(key)
+            if info is None:
+                continue
+            if not known and key not in self.population:
+                self.population[key] = (info.cluster_queue or "-", info.local_queue, info.queued_ms)
+            if key in self.population and info.status != PENDING:
+                self.admitted.add(key)
 
     def start(self) -> None:
         """Take the workloads pending at the fork into the population (they wait in the window)."""
