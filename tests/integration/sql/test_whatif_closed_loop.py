@@ -211,3 +211,22 @@ def test_preemption_is_re_simulated_too(db: str, tmp_path: Path, release_on: str
     assert (cq["base"]["count"], cq["base"]["maxMs"]) == (3, 3 * S)
     assert (cq["whatif"]["count"], cq["whatif"]["maxMs"], cq["whatif"]["pending"]) == (2, 8 * S, 0)
     assert report["branches"]["whatif"]["end"] == format_time(T0 + 14 * S)
+
+
+def test_an_observed_history_without_run_times_says_every_finish_is_held_fixed(db: str, tmp_path: Path) -> None:
+    from tests.integration.sql.test_whatif import _one_team, _store, _team_a_quota
+    from tests.scenario.builder import rfc3339
+
+    _store(db, tmp_path, _one_team())
+    patch = tmp_path / "p.ndjson"
+    patch.write_bytes(orjson.dumps(dict(_team_a_quota("6", 50), id="more-cpu")) + b"\n")
+    report = whatif(db, str(patch)).to_json()
+    # no Workload carries a run time: nothing is re-simulated, w1's and w2's recorded finishes stay
+    assert report["closedLoop"] == {"mode": "observed", "runTimes": 0, "droppedArchivedEvents": 0,
+                                    "generatedEvents": 0, "runningAtEnd": [],
+                                    "heldFixed": [{"workload": "ns/w1", "time": rfc3339(100)},
+                                                  {"workload": "ns/w2", "time": rfc3339(200)}]}
+    result = CliRunner().invoke(app, ["whatif", "--db", db, "--patch", str(patch)])
+    assert result.exit_code == 0, result.output
+    assert "observed history (no recorded run times): finishes are held fixed" in result.stdout
+    assert "2 finishes held fixed (no run time): ns/w1 at" in result.stdout
