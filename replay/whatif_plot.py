@@ -1,7 +1,7 @@
 """The plot of a what-if report: wait times per ClusterQueue, base next to what-if.
 
-One horizontal bar group per ClusterQueue (sorted by name, top to bottom): p50 and p95 of the
-wait — admission time minus queue time, and for a workload still pending at the end the end minus
+One horizontal bar group per ClusterQueue (sorted by name, top to bottom): p50 and p95 (bars) and
+the maximum (a tick on the p95 bar's line) of the wait — admission time minus queue time, and for a workload still pending at the end the end minus
 its queue time (a lower bound) — of the base branch and of the what-if branch, in seconds,
 minutes or hours (``UNITS``), on a log axis when the waits span more than two decades (else linear).  Values come from
 ``WhatIfReport.to_json()["waitTimes"]["clusterQueues"]`` (``replay.whatif``).
@@ -41,7 +41,8 @@ def plot_waits(report: dict, path: str | Path, only: list[str] | None = None) ->
     names = [r["name"] for r in rows]
     series = [("base p50", "base", "p50Ms", "#9ecae1"), ("base p95", "base", "p95Ms", "#3182bd"),
               ("what-if p50", "whatif", "p50Ms", "#fdae6b"), ("what-if p95", "whatif", "p95Ms", "#e6550d")]
-    size, unit = _unit(max([(r[side][key] or 0) for r in rows for _, side, key, _ in series], default=0))
+    size, unit = _unit(max([(r[side][key] or 0) for r in rows for side in ("base", "whatif")
+                            for key in ("p50Ms", "p95Ms", "maxMs")], default=0))
     height = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.6 * len(names) + 1.5)))
     values = []
@@ -50,6 +51,13 @@ def plot_waits(report: dict, path: str | Path, only: list[str] | None = None) ->
         values += [w for w in waits if w > 0]
         ys = [n + (i - (len(series) - 1) / 2) * height for n in range(len(names))]
         ax.barh(ys, waits, height=height, color=colour, label=label)
+    for i, (label, side, colour) in ((1, ("base max", "base", "#08519c")), (3, ("what-if max", "whatif", "#a63603"))):
+        maxima = [(r[side]["maxMs"] or 0) / size for r in rows]
+        values += [m for m in maxima if m > 0]
+        ys = [n + (i - (len(series) - 1) / 2) * height for n in range(len(names))]
+        shown = [(m, y) for m, y in zip(maxima, ys) if m > 0]
+        ax.scatter([m for m, _ in shown], [y for _, y in shown], marker="|", s=160, linewidths=2, color=colour,
+                   label=label, zorder=3)
     ax.set_yticks(range(len(names)), labels=names)
     ax.invert_yaxis()
     if values and max(values) / min(values) > 100:
