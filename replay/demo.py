@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from replay.sim.importers.jobs import ImportResult
+from replay.sim.importers.outliers import outlier_warnings
 from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
 from replay.reports.plots import write_plots
 from replay.sim.koordinator_quota import to_elastic_quotas
@@ -114,13 +115,14 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
 
 def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20) -> list[str]:
     """What to tell the user about the inputs: the first ``max_rows`` skipped rows (line and
-    reason) and how many more, the job count, and the quota configuration's notes."""
+    reason) and how many more, the job count, outlier warnings
+    (``replay.sim.importers.outliers``), and the quota configuration's notes."""
     lines = [f"skipped {bad}" for bad in imported.bad_rows[:max_rows]]
     if len(imported.bad_rows) > max_rows:
         lines.append(f"… {len(imported.bad_rows) - max_rows} more skipped rows")
     lines.append(f"{imported.name}: {len(imported.jobs)} jobs, {len(imported.bad_rows)} rows skipped, "
                  f"{len(imported.nodes)} nodes")
-    return lines + list(config.notes)
+    return lines + outlier_warnings(imported) + list(config.notes)
 
 
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
@@ -172,6 +174,9 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     sim = simulate(imported, config, events, until_ms=until_ms,
                    progress=lambda t: tick("simulate", min(span, max(0, t - start)), span))
     seconds["simulate"] = time.perf_counter() - clock
+    horizon = sim.until_ms  # without --until, the run goes on until the last job that waited has finished
+    if sim.cut:
+        note(f"{sim.cut} jobs were still running at --until (their run time had not ended): cut there")
     if sim.unroutable:
         note(f"warning: {sim.unroutable} jobs have no LocalQueue in the quota configuration (they stay pending)")
 

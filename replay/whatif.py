@@ -17,7 +17,10 @@
    at equal times the patch event goes first.  Patch events later than every archived event come
    last.  Archived events that were rejected when they arrived stay in place and stay rejected.
 4. **Two branches** start from the same fork state: *base* replays the archived tail alone (so it
-   reproduces the stored decisions), *what-if* the merged stream.
+   reproduces the stored decisions), *what-if* the merged stream — closed loop: the finishes of
+   workloads with a recorded run time (the simulator's annotation, ``replay.sim.run_time``) are
+   re-simulated from the branch's own admissions, the others held fixed (``replay.resimulate``).
+   Both read run times from every archived event up to the end and from the patch.
 5. **Report** (``WhatIfReport``), everything about the tail after the fork:
 
    - decisions that changed, per workload: the n-th decision of a type (``Admitted``,
@@ -36,11 +39,18 @@
      clock step is O(ClusterQueues × flavor-resources);
    - preemptions: ``Preempted`` decisions of each branch, in total and per ClusterQueue of the
      victim (docs/preemption.md: raising a ClusterQueue's quota makes preemptions disappear,
-     lowering it adds some).
+     lowering it adds some);
+   - per branch, the workloads that waited in the window, ``submitted = admitted + pending +
+     neverAdmitted`` (``Branch.counts``), with the ones not admitted listed;
+   - ``closedLoop``: re-simulated or observed, how many archived finishes were replaced by how
+     many generated ones, the workloads still running at the end, the finishes held fixed.
+
+The horizon of both branches is the end of the archived history, or the last patch event if later.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +58,11 @@ import orjson
 import sqlalchemy as sa
 
 from replay.ndjson import iter_lines
+from replay.resimulate import Resimulation, RunTimes
 from replay.store.restore import archived_events, end_position, restore, stored_cluster
 from replay.reports.tables import percentile
 from replay.store.db import SinkError, create_db_engine, redacted
+from statemodel import sql_schema as s
 from statemodel.cluster import ClusterState
 from statemodel.decisions import ADMITTED, PREEMPTED, Decision
 from statemodel.driver import Driver, gc_paused
@@ -58,6 +70,7 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
+from statemodel.objects import Pod, Workload
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.snapshot import load as load_snapshot
 from statemodel.quota.protocol import CLUSTER_QUEUE
@@ -68,6 +81,9 @@ PATCH_ID_PREFIX = "whatif:"
 """Prefix given to every patch event id (and inner ``Batch`` id)."""
 
 PERCENTILES = (50, 95)
+
+PROGRESS_EVERY = 2000
+"""Events between two progress calls."""
 
 
 class WhatIfError(ValueError):
@@ -170,6 +186,11 @@ class Branch:
         self.window_start_ms = window_start_ms
         self.usage: dict[tuple[str, str, str], list[int]] = {}
         """(ClusterQueue, flavor, resource) -> [∫usage dt, ∫nominal dt] in base units × ms."""
+        self.population: dict[str, tuple[str, str, int]] = {}
+        """Workloads that waited in the window (pending at the fork, entering a queue after it, or
+        sent back to it by a preemption or eviction): key -> (ClusterQueue, LocalQueue, queued time ms)."""
+        self.admitted: set[str] = set()
+        """Workloads admitted in the window (an ``Admitted`` decision, or an observed admission)."""
 
     def _state(self) -> ClusterState | None:
         return self.engine.clusters.get(self.cluster)
@@ -190,28 +211,75 @@ class Branch:
                     acc[1] += row.nominal * dt
         self.last_ms = until_ms
 
-    def feed(self, position: int, event: Event | None, error: EventError | None) -> None:
+    def feed(self, position: int, event: Event | None, error: EventError | None) -> list[Decision]:
         """Step the ``position``-th item of the branch's stream (an event, or the error of an event
-        rejected when it arrived) through the driver, integrating usage up to its time first."""
+        rejected when it arrived) through the driver, integrating usage up to its time first;
+        returns the decisions it caused."""
         if event is None:
             self.driver.step(position, error, cluster=self.cluster)  # type: ignore[arg-type]
-            return
+            return []
         state = self._state()
         clock = state.clock_ms if state is not None else event.time_ms
         self._integrate(max(clock, event.time_ms))
+        units = self._units(event)
         decisions = self.driver.step(position, event).decisions
+        self._track(units)
         if not decisions:
-            return
+            return []
         self.decisions.extend(decisions)
         workloads = self.engine.clusters[self.cluster].workloads
         for d in decisions:
-            if d.kind != ADMITTED:
-                continue
             info = workloads.get(d.workload)
+            if d.kind != ADMITTED:  # preempted or evicted: back in its queue, it waits in the window again
+                if info is not None and d.workload not in self.population:
+                    self.population[d.workload] = (info.cluster_queue or "-", info.local_queue, d.time_ms)
+                continue
+            self.admitted.add(d.workload)
             if info is None:
                 continue
             self.waits.append(Wait(d.workload, d.cluster_queue or "-", info.local_queue,
                                    max(0, d.time_ms - info.queued_ms), False))
+        return list(decisions)
+
+    def _units(self, event: Event) -> list[tuple[str, bool]]:
+        """The workload keys an event adds or admits as observed (inner events of a ``Batch`` too),
+        each with whether the cluster already holds it (before the event is applied)."""
+        if event.type == "Batch":
+            return [unit for inner in event.events for unit in self._units(inner)]
+        key = None
+        if event.type == "Applied" and isinstance(event.obj, (Workload, Pod)):
+            key = f"{event.obj.namespace}/{event.obj.name}"
+        elif event.type == "WorkloadAdmitted":
+            key = event.workload
+        if key is None:
+            return []
+        state = self._state()
+        return [(key, state is not None and key in state.workloads)]
+
+    def _track(self, units: list[tuple[str, bool]]) -> None:
+        """After an event: a new workload has entered a queue (the population); one that is no
+        longer pending has been admitted (an observed admission, or admitted at its arrival)."""
+        state = self._state()
+        if state is None:
+            return
+        for key, known in units:
+            info = state.workloads.get(key)
+            if info is None:
+                continue
+            if not known and key not in self.population:
+                self.population[key] = (info.cluster_queue or "-", info.local_queue, info.queued_ms)
+            if key in self.population and info.status != PENDING:
+                self.admitted.add(key)
+
+    def start(self) -> None:
+        """Take the workloads pending at the fork into the population (they wait in the window)."""
+        state = self._state()
+        if state is None:
+            return
+        for key in sorted(state.workloads):
+            info = state.workloads[key]
+            if info.status == PENDING:
+                self.population[key] = (info.cluster_queue or "-", info.local_queue, info.queued_ms)
 
     def finish(self, horizon_ms: int) -> None:
         """Integrate up to ``horizon_ms`` and count the workloads still pending there."""
@@ -224,6 +292,35 @@ class Branch:
             if info.status == PENDING:
                 self.waits.append(Wait(key, info.cluster_queue or "-", info.local_queue,
                                        max(0, horizon_ms - info.queued_ms), True))
+
+    def counts(self) -> dict:
+        """The window's workloads split three ways, ``submitted = admitted + pending + neverAdmitted``:
+        ``admitted`` at least once in the window; ``pending``: never admitted and still waiting at
+        the horizon; ``neverAdmitted``: never admitted and gone before the horizon (deleted or
+        finished while waiting).  ``notAdmitted`` lists the last two kinds: ``{workload,
+        clusterQueue, localQueue, queuedAt, state}`` by workload key."""
+        state = self._state()
+        workloads = state.workloads if state is not None else {}
+        keys = set(self.population) | self.admitted
+        admitted = pending = gone = 0
+        listed = []
+        for key in sorted(keys):
+            if key in self.admitted:
+                admitted += 1
+                continue
+            info = workloads.get(key)
+            waiting = info is not None and info.status == PENDING
+            if waiting:
+                pending += 1
+            else:
+                gone += 1
+            cq, lq, queued = self.population[key]
+            if info is not None:
+                cq, lq = info.cluster_queue or cq, info.local_queue
+            listed.append({"workload": key, "clusterQueue": cq, "localQueue": lq, "queuedAt": format_time(queued),
+                           "state": "pending" if waiting else "withdrawn"})
+        return {"submitted": len(keys), "admitted": admitted, "pending": pending, "neverAdmitted": gone,
+                "notAdmitted": listed}
 
     @property
     def clock_ms(self) -> int:
@@ -346,21 +443,42 @@ class WhatIfReport:
     wait_local_queues: list[dict] = field(default_factory=list)
     utilization: list[dict] = field(default_factory=list)
     preemptions: dict = field(default_factory=dict)
+    closed_loop: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "fork": self.fork, "patchEvents": self.patch_events,
                 "archivedEvents": self.archived_events, "window": self.window, "branches": self.branches,
                 "decisionChanges": self.decision_changes,
                 "waitTimes": {"clusterQueues": self.wait_cluster_queues, "localQueues": self.wait_local_queues},
-                "utilization": self.utilization, "preemptions": self.preemptions}
+                "utilization": self.utilization, "preemptions": self.preemptions, "closedLoop": self.closed_loop}
+
+
+def changed_only(report: dict) -> dict:
+    """``report`` (``WhatIfReport.to_json()``) keeping only the rows that differ between the branches:
+    wait-time rows whose count, pending count or any statistic differs, utilization rows whose
+    utilization or means differ, preemption rows with a non-zero delta (``--changed-only``)."""
+    out = dict(report)
+    out["waitTimes"] = {k: [r for r in rows if r["base"] != r["whatif"]] for k, rows in report["waitTimes"].items()}
+    out["utilization"] = [r for r in report["utilization"] if r["base"] != r["whatif"]]
+    pre = dict(report["preemptions"])
+    pre["clusterQueues"] = [r for r in pre.get("clusterQueues", []) if r["delta"]]
+    out["preemptions"] = pre
+    return out
 
 
 # --------------------------------------------------------------------------- entry point
 
 
-def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int | None = None) -> WhatIfReport:
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: archived and patch events stepped so far of both branches."""
+
+
+def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int | None = None,
+           progress: Progress | None = None) -> WhatIfReport:
     """Fork ``cluster``'s archived history at ``from_ms`` (epoch ms; ``None`` = the start), merge in the
-    patch events of ``patch_path``, replay both branches and compare them (module docstring).
+    patch events of ``patch_path``, replay both branches and compare them (module docstring); the
+    what-if branch re-simulates the finishes of workloads with a recorded run time
+    (``replay.resimulate``).  ``progress`` is called now and then (``Progress``).
 
     Raises:
         SinkError: the database cannot be read, or holds no such cluster (or several, and none named).
@@ -368,6 +486,7 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         OSError: the patch cannot be read.
     """
     db = create_db_engine(url, read_only=True)
+    run_times = RunTimes()
     try:
         with db.connect() as conn:
             cluster = stored_cluster(conn, cluster)
@@ -375,34 +494,84 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
             end = end_position(conn, cluster, None if from_ms is None else from_ms - 1, None)
             fork = 0 if from_ms is None else end
             engine, snapshot_position = restore(conn, cluster, fork)
+            e = s.events.c
+            for (payload,) in conn.execution_options(yield_per=2000).execute(sa.select(e.payload).where(
+                    e.cluster == cluster, e.position < fork, e.status == "applied",
+                    e.type.in_(("Applied", "Batch", "WorkloadFinished", "WorkloadEvicted"))).order_by(e.position)):
+                run_times.read_payload(payload)
             tail = list(archived_events(conn, cluster, fork))
     except sa.exc.SQLAlchemyError as exc:
         raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
     finally:
         db.dispose()
     patch = read_patch(patch_path, cluster, from_ms)
+    for item in tail:
+        if item[0] is not None:
+            run_times.read_event(item[0])
+    for event in patch:
+        run_times.read_event(event)
     blob = dump_snapshot(engine, [cluster]) if cluster in engine.clusters else None
     fork_clock = engine.clusters[cluster].clock_ms if cluster in engine.clusters else 0
 
     def branch() -> Branch:
         return Branch(load_snapshot(blob) if blob is not None else Engine(), cluster, from_ms)
 
+    archive_end = max([fork_clock] + [item[0].time_ms for item in tail if item[0] is not None])
+    horizon = max([archive_end, from_ms or 0] + [event.time_ms for event in patch])
+    resim = Resimulation(cluster, run_times, horizon)
+    kept = [item for item in tail if resim.keep(item[0])]
+    total = len(tail) + len(kept) + len(patch)
+    done = 0
     base, other = branch(), branch()
+    base.start()
+    other.start()
+    resim.start(other._state())
     with gc_paused():  # the replays allocate much and free by reference counting (statemodel.driver)
         for position, (event, error, _) in enumerate(tail, fork):
             base.feed(position, event, error)
-        for position, (event, error, _) in enumerate(merge(tail, patch, fork_clock), fork):
-            other.feed(position, event, error)
-    horizon = max(base.clock_ms, other.clock_ms, from_ms or 0)
+            done += 1
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress(done, total)
+        position = fork
+
+        def step(event: Event | None, error: EventError | None) -> None:
+            nonlocal position
+            decisions = other.feed(position, event, error)
+            position += 1
+            state = other._state()
+            if decisions and state is not None:
+                resim.on_decisions(decisions, state.releases_on_decision())
+
+        for event, error, _ in merge(kept, patch, fork_clock):
+            if event is not None:
+                for generated in resim.due(max(other.clock_ms, event.time_ms)):
+                    step(generated, None)
+            step(event, error)
+            done += 1
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress(done, total)
+        for generated in resim.due(horizon + 1):
+            step(generated, None)
+    if progress is not None:
+        progress(total, total)
+    horizon = max(base.clock_ms, other.clock_ms, horizon)
     base.finish(horizon)
     other.finish(horizon)
-    start = min(s for s in (base.window_start_ms, other.window_start_ms, horizon) if s is not None)
+    start = min(s_ for s_ in (base.window_start_ms, other.window_start_ms, horizon) if s_ is not None)
     window_ms = horizon - start
     branches = {}
     for label, b in (("base", base), ("whatif", other)):
         chain = b.engine.chains.get(cluster)
         branches[label] = {"decisions": len(b.decisions), "hash": chain.hex() if chain else None,
-                           "end": format_time(b.clock_ms)}
+                           "end": format_time(b.clock_ms), "workloads": b.counts()}
+    closed_loop = {
+        "mode": "resimulated" if run_times.ms else "observed",
+        "runTimes": len(run_times.ms),
+        "droppedArchivedEvents": resim.dropped,
+        "generatedEvents": resim.generated,
+        "runningAtEnd": resim.cut,
+        "heldFixed": [{"workload": h["workload"], "time": format_time(h["timeMs"])} for h in resim.held_fixed],
+    }
     return WhatIfReport(
         cluster=cluster,
         fork={"from": format_time(from_ms) if from_ms is not None else None, "position": fork,
@@ -415,4 +584,5 @@ def whatif(url: str, patch_path: str, cluster: str | None = None, from_ms: int |
         wait_local_queues=_wait_table(base.waits, other.waits, "local_queue"),
         utilization=utilization(base, other, window_ms),
         preemptions=preemption_counts(base.decisions, other.decisions),
+        closed_loop=closed_loop,
     )

@@ -12,8 +12,18 @@ from quotaledger.commands.options import MAPPING_OPTION, MODEL_OPTION, QUOTA_OPT
 from quotaledger.views.output import console, err_console
 
 
+def trace_of(trace: str | None, mapping: str | None) -> str:
+    """``--trace``, ``dlrm`` when it is not given; ``CommandError`` (exit 2) for ``--mapping``
+    without ``--trace``: a mapping describes the columns of the CSV file the user names."""
+    if trace is None:
+        if mapping is not None:
+            raise CommandError("--mapping needs --trace: give the CSV file it describes (docs/traces.md)", 2)
+        return "dlrm"
+    return trace
+
+
 def demo(
-    trace: str = TRACE_OPTION,
+    trace: Optional[str] = TRACE_OPTION,
     mapping: Optional[str] = MAPPING_OPTION,
     quota: Optional[str] = QUOTA_OPTION,
     db: Optional[str] = typer.Option(
@@ -30,6 +40,7 @@ def demo(
 
     if model not in ("kueue", "koordinator"):
         raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator)", 2)
+    trace = trace_of(trace, mapping)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
@@ -39,7 +50,7 @@ def demo(
 
 def simulate(
     out: str = typer.Option(..., "--out", help="Write the simulated event history (NDJSON) here."),
-    trace: str = TRACE_OPTION,
+    trace: Optional[str] = TRACE_OPTION,
     mapping: Optional[str] = MAPPING_OPTION,
     quota: Optional[str] = QUOTA_OPTION,
     quota_out: Optional[str] = typer.Option(
@@ -63,6 +74,7 @@ def simulate(
     err = err_console()
     if model not in ("kueue", "koordinator"):
         raise CommandError(f"--model: {model!r} is not a quota model the simulator runs (kueue, koordinator)", 2)
+    trace = trace_of(trace, mapping)
     imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
     tick_ms = parse_span(tick, "--tick")
     for line in input_notes(imported, config):

@@ -22,8 +22,10 @@ SNAPSHOT_EVERY_TIME_HELP = "Also snapshot a cluster whenever its event time cros
 AT_HELP = ("The state as of this moment: an RFC 3339 time, a date (2025-01-26), a duration after the start "
            "of the history (7d) or before its end (-2h).")
 
-TRACE_OPTION = typer.Option("dlrm", "--trace", help="dlrm, openb, or the path of a trace CSV (with --mapping).")
-MAPPING_OPTION = typer.Option(None, "--mapping", help="Mapping YAML for a generic CSV trace.")
+TRACE_OPTION = typer.Option(
+    None, "--trace", help="dlrm (default), openb, or the path of a trace CSV (with --mapping).")
+MAPPING_OPTION = typer.Option(
+    None, "--mapping", help="Mapping YAML saying how to read the --trace CSV (format and examples: docs/traces.md).")
 QUOTA_OPTION = typer.Option(
     None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree.")
 UNTIL_OPTION = typer.Option(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from quotaledger.commands.errors import CommandError, reading
+from quotaledger.commands.errors import CommandError, reading, writing
 from quotaledger.commands.options import AT_HELP, DB_OPTION, db_url, file_moment, history_source, store_moment
 from quotaledger.views.output import console, print_json
 
@@ -285,13 +285,23 @@ def whatif(
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="The cluster to fork (default: the only one in the database)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    changed_only: bool = typer.Option(
+        False, "--changed-only", help="Show only the queues and rows whose numbers differ between the branches."),
+    plot: Optional[str] = typer.Option(
+        None, "--plot", help="Write a plot of the waits per ClusterQueue, base vs what-if, to this file "
+                             "(.png, .svg or .pdf)."),
 ) -> None:
     """What if: fork a stored history, merge in PATCH events, replay, and report which decisions
-    changed and the wait-time and utilization deltas per ClusterQueue and LocalQueue.
+    changed, how many workloads were admitted, still pending or never admitted, and the wait-time
+    and utilization deltas per ClusterQueue and LocalQueue.
 
-    Reads the database only (nothing is written).  Patch ids are prefixed with `whatif:`; at equal
-    times a patch event goes before the archived ones.
+    On a simulated history (jobs carry their run time) the what-if branch re-simulates: each job
+    finishes its run time after its admission in that branch.  Finishes of workloads without a run
+    time are held fixed at their recorded times (listed in the report).  Reads the database only;
+    patch ids are prefixed with `whatif:`; at equal times a patch event goes before the archived ones.
     """
+    from quotaledger.views.progress import step_progress
+    from replay.whatif import changed_only as keep_changed
     from replay.whatif import whatif as run_whatif
 
     url = db_url(db)
@@ -299,11 +309,23 @@ def whatif(
     if from_time is not None:
         cluster = resolve_cluster(url, cluster)
         from_ms = store_moment(from_time, "--from", url, cluster)
-    with reading(patch):
-        report = run_whatif(url, patch, cluster=cluster, from_ms=from_ms).to_json()
+    with reading(patch), step_progress("what-if") as progress:
+        report = run_whatif(url, patch, cluster=cluster, from_ms=from_ms, progress=progress).to_json()
+    if changed_only:
+        report = keep_changed(report)
+    if plot is not None:
+        from replay.whatif_plot import plot_waits
+
+        with writing(plot):
+            try:
+                plot_waits(report, plot)
+            except ValueError as exc:
+                raise CommandError(f"--plot: {exc}", 2) from None
     if as_json:
         print_json(report)
         return
     from quotaledger.views.whatif import print_whatif
 
     print_whatif(console(), report)
+    if plot is not None:
+        typer.echo(f"wrote {plot}", err=True)

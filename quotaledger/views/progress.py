@@ -1,4 +1,5 @@
-"""Rich progress bar of ``quotaledger replay`` on a terminal: share of the file read, events/s, ETA.
+"""Rich progress bars on a terminal: ``quotaledger replay`` (share of the file read, events/s, ETA)
+and ``step_progress`` for a computation that counts its steps (``quotaledger whatif``).
 
 Shown only when stderr is a terminal and the source is a file (its size gives the total; for a
 gzip file, the compressed bytes read); otherwise nothing changes in the output.  The bar is
@@ -9,7 +10,7 @@ transient: the usual one-line summary replaces it.  It only observes the line st
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -62,3 +63,21 @@ def replay_progress(source: str, console: Console | None = None) -> Iterator[Wat
             bar.update(task, completed=size, events=n)
 
         yield watch
+
+
+@contextmanager
+def step_progress(label: str, console: Console | None = None) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar for a long computation that reports ``(done, total)`` steps (``quotaledger
+    whatif``: events stepped in both branches), or ``None`` when stderr is not a terminal."""
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn(label), BarColumn(), TaskProgressColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task(label, total=1)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, 1))
+
+        yield update

@@ -10,10 +10,11 @@ trace's own row order for submissions):
    *preexisting* job (running before the trace began) as a Workload carrying
    ``status.admission`` — an observed admission that holds quota as given.
 2. Each job is submitted at its trace time (a Workload ``Applied`` event, one podSet ``main``
-   with per-pod ``requests``).
+   with per-pod ``requests``, and the job's run time as the annotation ``quotaledger.io/run-time``
+   when the trace gives one: ``replay.sim.run_time``, what ``quotaledger whatif`` re-simulates with).
 3. When the engine admits a workload (an ``Admitted`` decision), its ``WorkloadFinished`` is
    scheduled at admission time + its recorded run time.  A job with no run time (still running
-   at the trace end) never finishes, or finishes at the horizon with ``finish_at_horizon``.  A
+   at the trace end) never finishes by itself.  A
    job that never started in the real cluster has a deletion time instead: then it is withdrawn
    (``Deleted``) if still pending, or finished if the simulated cluster admitted it.  An
    ``Evicted``/``Preempted`` decision cancels the scheduled finish; the next admission schedules
@@ -24,7 +25,13 @@ trace's own row order for submissions):
    (docs/preemption.md "releaseOn").
 4. A ``Tick`` at every multiple of ``tick_ms`` (epoch-aligned, the AFS sampling grid) up to the
    horizon, applied before other events at the same instant.
-5. Nothing later than ``until_ms`` (default: the trace end) is written.
+5. The horizon.  With ``until_ms``, nothing later is written: jobs whose finish lies past it are
+   *cut* (``SimulationResult.cut``).  Without it, no job is submitted after the trace end, but the
+   run goes on until every scheduled finish has happened (jobs that waited finish their run time
+   after their admission, even past the trace end; ticks continue meanwhile): the horizon is then
+   the later of the trace end and the last event.  With ``finish_at_horizon``, every job still
+   running at the horizon (no run time, or a finish past ``until_ms``) gets a ``WorkloadFinished``
+   at the horizon, in trace order.
 
 Every event is written as the exact bytes the engine decoded, so replaying the file with a fresh
 ``Engine`` gives the same decisions and hash (``tests/unit/test_simulator.py``).  Event ids are unique
@@ -46,6 +53,7 @@ import orjson
 
 from replay.sim.importers.jobs import ImportResult, Job, quantity_string, slug
 from replay.sim.manifests import QuotaConfig
+from replay.sim.run_time import run_time_annotation
 from statemodel.driver import Driver, StepResult, gc_paused
 from statemodel.engine import Engine
 
@@ -74,10 +82,12 @@ class SimulationResult:
             evictions: ``WorkloadEvicted`` events the simulator wrote for preempted jobs
             (``releaseOn: Eviction``); decisions: all decisions.
         pending_at_end / running_at_end: workloads still pending / admitted at the horizon.
+        cut: jobs with a run time still running at the horizon (their finish lies past
+            ``until_ms``), counted before ``finish_at_horizon`` finishes them.
         unroutable: jobs whose LocalQueue the configuration does not define (they stay pending).
         hash: the engine's state hash after the last event.
         seconds: wall time (reporting only).
-        start_ms / until_ms: simulated span.
+        start_ms / until_ms: simulated span (``until_ms``: the horizon, module docstring step 5).
         admitted_at: workload key (``ns/name``) → first simulated admission time, ms.
         job_of: workload key → the job.
     """
@@ -98,6 +108,7 @@ class SimulationResult:
     pending_at_end: int = 0
     running_at_end: int = 0
     unroutable: int = 0
+    cut: int = 0
     hash: str = ""
     seconds: float = 0.0
     start_ms: int = 0
@@ -110,14 +121,19 @@ class SimulationResult:
         return (f"{self.events} events ({self.config_events} config, {self.nodes} nodes, {self.preadmitted} preadmitted, "
                 f"{self.submitted} submitted, {self.finished} finished, {self.withdrawn} withdrawn, {self.ticks} ticks); "
                 f"{self.admitted} admitted, {self.evicted} evicted ({self.preempted} preempted); at the end {self.running_at_end} running, "
-                f"{self.pending_at_end} pending; hash {self.hash}")
+                f"{self.pending_at_end} pending" + (f" ({self.cut} cut by the horizon before their run time ended)"
+                                                   if self.cut else "") + f"; hash {self.hash}")
 
 
 def workload_object(job: Job, namespace: str, queue: str, admission: dict | None = None) -> dict:
     """The Kueue ``Workload`` of a job: one podSet ``main`` with ``count`` pods and per-pod ``requests``
-    (quantity strings), ``spec.priority`` when the job has one; with ``admission``,
-    ``status.admission`` (an observed admission)."""
-    obj = {"apiVersion": API, "kind": "Workload", "metadata": {"name": slug(job.id), "namespace": namespace},
+    (quantity strings), ``spec.priority`` when the job has one, the run-time annotation when the
+    trace gives a run time (``replay.sim.run_time``); with ``admission``, ``status.admission`` (an
+    observed admission)."""
+    meta: dict = {"name": slug(job.id), "namespace": namespace}
+    if job.run_ms is not None:
+        meta["annotations"] = run_time_annotation(job.run_ms)
+    obj = {"apiVersion": API, "kind": "Workload", "metadata": meta,
            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": job.count,
                                                      "requests": {r: quantity_string(r, a) for r, a in job.requests}}]}}
     if job.priority is not None:
@@ -131,14 +147,15 @@ def pod_object(job: Job, namespace: str, quota: str, bound: bool = False) -> dic
     """The ``v1`` Pod of a job under the ``koordinator`` model: labelled with its quota, requesting
     the job's total (``count`` pods × per-pod requests: the job is one unit, as a gang); ``bound``
     (a job already running when the trace starts): ``spec.nodeName`` ``observed``, an observed
-    binding charged as given."""
+    binding charged as given.  The run-time annotation as on a Workload (``workload_object``)."""
     spec: dict = {"containers": [{"name": "main", "resources": {"requests": {
         r: quantity_string(r, a) for r, a in sorted(job.total().items())}}}]}
     if bound:
         spec["nodeName"] = "observed"
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": slug(job.id), "namespace": namespace, "labels": {POD_QUOTA_LABEL: quota}},
-            "spec": spec}
+    meta: dict = {"name": slug(job.id), "namespace": namespace, "labels": {POD_QUOTA_LABEL: quota}}
+    if job.run_ms is not None:
+        meta["annotations"] = run_time_annotation(job.run_ms)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
@@ -152,9 +169,10 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
         trace: the imported trace (jobs in trace order, span, nodes).
         quota: the quota configuration (generated or loaded).
         out: path of the NDJSON file to write, or a binary stream.
-        until_ms: horizon, epoch ms (default: the trace end); nothing later is written.
+        until_ms: horizon, epoch ms; nothing later is written (default: run until every
+            scheduled finish has happened, module docstring step 5).
         tick_ms: Tick interval in ms (``0`` = no ticks).
-        finish_at_horizon: finish the jobs still running with no recorded end at ``until_ms``.
+        finish_at_horizon: finish the jobs still running at the horizon there.
         progress: called now and then with the current simulated time (ms).
         engine: the engine to drive (default: a fresh one).
         on_decision: called with every ``statemodel.decisions.Decision``, in order.
@@ -173,8 +191,8 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     engine = driver.engine
     pods = quota.model == "koordinator"
     res = SimulationResult(start_ms=trace.trace_start_ms)
-    horizon = trace.trace_end_ms if until_ms is None else until_ms
-    res.until_ms = horizon
+    horizon = trace.trace_end_ms if until_ms is None else until_ms  # no submission after it
+    last = [trace.trace_start_ms]  # time of the last event written
     cluster = trace.name
     stream: BinaryIO
     close = False
@@ -190,6 +208,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     def emit(event: dict) -> tuple:
         line = dumps(event)
         write(line + b"\n")
+        last[0] = event["time"]
         res.events += 1
         step = feed(res.events, line)
         if step.rejection is not None:
@@ -233,8 +252,6 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 job = trace.jobs[i]
                 if job.run_ms is not None:
                     schedule(now + job.run_ms, _FINISH, i, gen)
-                elif job.delete_ms is None and finish_at_horizon:
-                    schedule(horizon, _FINISH, i, gen)
             else:  # Evicted / Preempted: back to the queue, the scheduled finish is void
                 res.evicted += 1
                 state[key] = "pending"
@@ -284,22 +301,22 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                     generation[key] = 1
                     if job.run_ms is not None:
                         schedule(job.submit_ms + job.run_ms, _FINISH, i, 1)
-                    elif finish_at_horizon:
-                        schedule(horizon, _FINISH, i, 1)
                 elif job.submit_ms <= horizon:
                     schedule(job.submit_ms, _SUBMIT, i)
             next_tick = (t0 // tick_ms + 1) * tick_ms if tick_ms > 0 else None
             n_ticks = 0
             counter = 0
-            while heap or (next_tick is not None and next_tick <= horizon):
-                at = heap[0][0] if heap else horizon + 1
-                if next_tick is not None and next_tick <= min(at, horizon):
+            while True:
+                at = heap[0][0] if heap else None
+                # ticks: up to the next event, and without one up to the horizon
+                bounds = [b for b in (at, until_ms) if b is not None]
+                if next_tick is not None and next_tick <= (min(bounds) if bounds else horizon):
                     n_ticks += 1
                     on_decisions(emit({"id": f"tick/{n_ticks}", "time": next_tick, "cluster": cluster, "type": "Tick"}), next_tick)
                     res.ticks += 1
                     next_tick += tick_ms
                     continue
-                if at > horizon:
+                if at is None or (until_ms is not None and at > until_ms):
                     break
                 at, _, kind, i, gen = heapq.heappop(heap)
                 key = keys[i]
@@ -349,6 +366,17 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 counter += 1
                 if progress is not None and counter % 2000 == 0:
                     progress(at)
+            end = until_ms if until_ms is not None else max(horizon, last[0])
+            running = [i for i, key in enumerate(keys) if state.get(key) == "admitted"]
+            res.cut = sum(1 for i in running if trace.jobs[i].run_ms is not None)
+            if finish_at_horizon:
+                for i in running:
+                    key = keys[i]
+                    n = finishes[key] = finishes.get(key, 0) + 1
+                    state[key] = "done"
+                    on_decisions(emit({"id": f"finish/{key}" + (f"/{n}" if n > 1 else ""), "time": end,
+                                       "cluster": cluster, "type": "WorkloadFinished", "workload": key}), end)
+                    res.finished += 1
         finally:
             if close:
                 stream.close()
@@ -356,6 +384,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     res.pending_at_end = sum(1 for s in state.values() if s == "pending")
     res.running_at_end = sum(1 for s in state.values() if s == "admitted")
     res.hash = engine.hash
+    res.until_ms = end
     if progress is not None:
-        progress(horizon)
+        progress(end)
     return res

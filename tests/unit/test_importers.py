@@ -237,12 +237,17 @@ tenant: [{column: q}]
 resources: [{column: cpu, resource: cpu, unit: millicores}]
 """)
     t0 = 1_704_067_200_000  # 2024-01-01T00:00:00Z
-    csv = _write(tmp_path, "t.csv", f"id,gap,end,q,cpu\nx,1,{t0 + 120_000},q1,500\ny,x,0,q1,500\nz,0.5,,q1,250\n")
+    csv = _write(tmp_path, "t.csv", f"id,gap,end,q,cpu\nx,1,{t0 + 120_000},q1,500\ny,2,0,q1,-5\nz,0.5,,q1,250\n")
     result = import_csv(csv, mapping)
-    assert [str(b) for b in result.bad_rows] == ["line 3: gap: not a number: 'x'"]
-    # x: t0 + 1 min, ends at t0 + 2 min -> run 60 s.  z: 0.5 min after x (the bad row does not move the clock)
+    assert [str(b) for b in result.bad_rows] == ["line 3: cpu: must not be negative, got -5"]
+    # x: t0 + 1 min, ends at t0 + 2 min -> run 60 s.  y is skipped, but its 2 min still count:
+    # z is 0.5 min after y's submission, t0 + 1 + 2 + 0.5 min
     assert result.jobs == [Job("x", t0 + 60_000, 60_000, ("q1",), 1, (("cpu", 500),), line=2),
-                           Job("z", t0 + 90_000, None, ("q1",), 1, (("cpu", 250),), line=4)]
+                           Job("z", t0 + 210_000, None, ("q1",), 1, (("cpu", 250),), line=4)]
+    # an unreadable delta would shift every later submission: the import stops and says where
+    bad = _write(tmp_path, "bad.csv", f"id,gap,end,q,cpu\nx,1,{t0 + 120_000},q1,500\ny,x,0,q1,500\nz,0.5,,q1,250\n")
+    with pytest.raises(TraceImportError, match=r"line 3: gap: not a number: 'x': submit times are deltas"):
+        import_csv(bad, mapping)
 
 
 @pytest.mark.parametrize("body, problem", [

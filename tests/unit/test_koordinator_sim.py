@@ -73,7 +73,8 @@ def test_closed_loop_with_pods(tmp_path: Path) -> None:
         ("Admitted", "t/z", "a", "2023-11-14T22:13:30Z")]
     submit = next(e for e in events if e["id"] == "submit/t/x")
     assert submit["object"] == {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "x", "namespace": "t", "labels": {P + "name": "a"}}, "spec": {"containers": [
+        "name": "x", "namespace": "t", "labels": {P + "name": "a"},
+        "annotations": {"quotaledger.io/run-time": "10s"}}, "spec": {"containers": [
             {"name": "main", "resources": {"requests": {"cpu": "5"}}}]}}
     assert (result.submitted, result.admitted, result.finished, result.unroutable) == (3, 3, 3, 0)
     _assert_replayable(path, result, decisions)

@@ -71,7 +71,9 @@ def test_jobs_wait_for_quota_and_finish_after_their_run_time(tmp_path: Path) -> 
         ("finish/t/c", 16_000), ("finish/t/d", 16_000), ("tick/2", 20_000)]
     assert [(d["workload"], d["cause"]) for d in decisions] == [
         ("t/a", "submit/t/a"), ("t/b", "finish/t/a"), ("t/c", "finish/t/b"), ("t/d", "finish/t/b")]
-    assert events[3]["object"] == {"apiVersion": API, "kind": "Workload", "metadata": {"name": "a", "namespace": "t"},
+    # a runs 10 s in the trace: its Workload records it (the run-time annotation whatif re-simulates with)
+    assert events[3]["object"] == {"apiVersion": API, "kind": "Workload", "metadata": {
+                                       "name": "a", "namespace": "t", "annotations": {"quotaledger.io/run-time": "10s"}},
                                    "spec": {"queueName": "cq", "podSets": [{"name": "main", "count": 1,
                                                                             "requests": {"cpu": "4"}}]}}
     assert events[8] == {"id": "withdraw/t/w", "time": T0 + 3000, "cluster": "sim", "type": "Deleted",
@@ -92,17 +94,48 @@ def test_preexisting_jobs_are_observed_admissions_and_the_horizon_stops_the_run(
     path = tmp_path / "e.ndjson"
     result, decisions, events = _run(trace, _config(), path, tick_ms=0, until_ms=T0 + 7000, finish_at_horizon=True)
     # e + f hold 3 of 4 cpu from the start; g takes the last one at 1 s; h waits for e's end (5 s).
-    # At the horizon (7 s) f and h finish (finish_at_horizon); g's deletion at 8 s is past it.
+    # At the horizon (7 s) f, g and h are running (g's deletion at 8 s is past it): finish_at_horizon
+    # finishes all three there, in trace order.  None has a run time: nothing is cut.
     assert [(e["id"], e["time"] - T0) for e in events] == [
         ("config/ResourceFlavor/f", 0), ("config/ClusterQueue/cq", 0), ("config/LocalQueue/t/cq", 0),
         ("submit/t/e", 0), ("submit/t/f", 0), ("submit/t/g", 1000), ("submit/t/h", 1000),
-        ("finish/t/e", 5000), ("finish/t/f", 7000), ("finish/t/h", 7000)]
+        ("finish/t/e", 5000), ("finish/t/f", 7000), ("finish/t/g", 7000), ("finish/t/h", 7000)]
     assert events[3]["object"]["status"] == {"admission": {"clusterQueue": "cq", "podSetAssignments": [
         {"name": "main", "count": 1, "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "2"}}]}}
     assert [(d["workload"], d["cause"]) for d in decisions] == [("t/g", "submit/t/g"), ("t/h", "finish/t/e")]
-    assert (result.preadmitted, result.submitted, result.admitted, result.finished) == (2, 2, 2, 3)
-    assert (result.running_at_end, result.pending_at_end, result.until_ms) == (1, 0, T0 + 7000)
+    assert (result.preadmitted, result.submitted, result.admitted, result.finished) == (2, 2, 2, 4)
+    assert (result.running_at_end, result.pending_at_end, result.cut, result.until_ms) == (0, 0, 0, T0 + 7000)
     _assert_replayable(path, result, decisions)
+
+
+def test_jobs_that_waited_finish_after_their_run_time_past_the_trace_end(tmp_path: Path) -> None:
+    # 4 cpu; a (4 cpu, 8 s) from 0; b (4 cpu, 6 s) at 1 waits for a; the trace ends at 10 s.
+    jobs = [_job("a", 0, 8, 4000), _job("b", 1, 6, 4000)]
+    trace = ImportResult("sim", jobs, [], T0, T0 + 10_000)
+    path = tmp_path / "e.ndjson"
+    result, decisions, events = _run(trace, _config(), path, tick_ms=5000)
+    # b is admitted at 8 (a's end) and runs until 14, past the trace end: the run goes on to 14,
+    # with the ticks on the 5 s grid up to it (5, 10) and none after the last event.
+    assert [(e["id"], e["time"] - T0) for e in events[3:]] == [
+        ("submit/t/a", 0), ("submit/t/b", 1000), ("tick/1", 5000), ("finish/t/a", 8000), ("tick/2", 10_000),
+        ("finish/t/b", 14_000)]
+    assert (result.finished, result.running_at_end, result.cut, result.until_ms) == (2, 0, 0, T0 + 14_000)
+    _assert_replayable(path, result, decisions)
+
+
+def test_until_cuts_running_jobs_and_counts_them(tmp_path: Path) -> None:
+    jobs = [_job("a", 0, 8, 4000), _job("b", 1, 6, 4000)]
+    trace = ImportResult("sim", jobs, [], T0, T0 + 10_000)
+    result, _, events = _run(trace, _config(), tmp_path / "cut.ndjson", tick_ms=0, until_ms=T0 + 10_000)
+    # b (admitted at 8) would finish at 14: cut at the 10 s horizon
+    assert events[-1]["id"] == "finish/t/a"
+    assert (result.running_at_end, result.cut, result.until_ms) == (1, 1, T0 + 10_000)
+    assert "1 cut by the horizon" in result.summary()
+    result, _, events = _run(trace, _config(), tmp_path / "fin.ndjson", tick_ms=0, until_ms=T0 + 10_000,
+                             finish_at_horizon=True)
+    # --finish-at-horizon: b finishes at the horizon instead (still counted as cut: its run was not over)
+    assert (events[-1]["id"], events[-1]["time"]) == ("finish/t/b", T0 + 10_000)
+    assert (result.running_at_end, result.cut, result.finished) == (0, 1, 2)
 
 
 def test_jobs_without_a_local_queue_are_counted_as_unroutable(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from collections.abc import Callable
 
-from replay.sim.importers.jobs import BadRow, Job, TraceImportError, slug
+from replay.sim.importers.jobs import BadRow, Job, TraceImportError, bad_row_summary, slug
 
 
 def iter_rows(path: str | Path, required: tuple[str, ...] = (), delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
@@ -75,5 +75,5 @@ def read_jobs(path: str | Path, required: tuple[str, ...], read_row: Callable[[i
         seen[key] = line
         jobs.append(job)
     if not jobs:
-        raise TraceImportError(f"{path}: no readable row")
+        raise TraceImportError(f"{path}: no readable row: {bad_row_summary(bad)}")
     return jobs, bad

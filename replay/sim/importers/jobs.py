@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 __all__ = [
-    "BadRow", "Job", "ImportResult", "TraceImportError",
+    "BadRow", "Job", "ImportResult", "TraceImportError", "bad_row_summary",
     "decimal_of", "to_ms", "to_units", "slug", "hash_bucket", "quantity_string",
 ]
 
@@ -38,6 +38,22 @@ class BadRow:
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
+
+
+def bad_row_summary(bad: list[BadRow], kinds: int = 5) -> str:
+    """Why rows were skipped, for an error that must give the reasons: the count, then per column
+    named at the start of the messages (most rows first, then by name; at most ``kinds``) how many
+    rows and the first of them, e.g. ``"3 rows skipped: cpus: 2 rows (first line 2: cpus: not a
+    number: 'x'); submit: 1 row (first line 4: submit: empty)"``."""
+    if not bad:
+        return "the file has no data row"
+    groups: dict[str, list[BadRow]] = {}
+    for row in bad:
+        groups.setdefault(row.message.split(":", 1)[0], []).append(row)
+    order = sorted(groups, key=lambda k: (-len(groups[k]), k))
+    parts = [f"{k}: {len(groups[k])} row{'s' if len(groups[k]) > 1 else ''} (first {groups[k][0]})" for k in order[:kinds]]
+    more = f"; {len(order) - kinds} more kinds of problem" if len(order) > kinds else ""
+    return f"{len(bad)} row{'s' if len(bad) > 1 else ''} skipped: " + "; ".join(parts) + more
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Generic CSV import driven by a mapping file (YAML, validated with pydantic; no code).
 
 A mapping says which column holds what; :func:`import_csv` applies it to a CSV file and returns
-the same :class:`~replay.sim.importers.jobs.ImportResult` as the dedicated importers.  Shipped
-examples: ``replay/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same jobs as
+the same :class:`~replay.sim.importers.jobs.ImportResult` as the dedicated importers.  The user's
+documentation, with an example of every feature, is ``docs/traces.md``.  Shipped
+examples: ``replay/sim/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same jobs as
 ``replay.sim.importers.dlrm`` / ``openb``; ``tests/unit/test_importers.py`` checks it).  The schema::
 
     version: 1
@@ -19,11 +20,11 @@ examples: ``replay/mappings/dlrm.yaml`` and ``openb.yaml`` (they give the same j
       - {column: group}
       - {column: user}
     flavor: {column: pool, map: {a: pool-a}}         # optional; default: any flavor
-    count: {column: pods}              # optional; default {value: 1}
+    count: {column: pods}              # optional; default {value: 1}: pods per job
     resources:
       - {column: cpus, resource: cpu, unit: cores}
       - {column: mem_gb, resource: memory, unit: GiB}
-      - {column: gpus, resource: nvidia.com/gpu, unit: count, when: {column: gpus, not_in: [0]}}
+      - {column: gpus, resource: nvidia.com/gpu, unit: count, when: {column: gpus, not_in: [0]}, per: job}
 
 Time formats: ``offset`` (number of ``unit`` since ``epoch_base``), ``epoch`` (number of
 ``unit`` since the Unix epoch), ``iso`` (ISO 8601 / RFC 3339 text; no offset = UTC), ``delta``
@@ -45,10 +46,13 @@ Resources: ``resource`` is the Kubernetes name; ``unit`` one of ``cores``/``mill
 only), ``count``, ``percent``, ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``KB``, ``MB``, ``GB``,
 ``TB``; ``scale`` multiplies (default 1); ``when: {column, equals | in | not_in}`` applies the
 entry only to matching rows (numbers compare as numbers).  Several entries for one resource add
-up.  Amounts are per pod; fractions of a base unit round up.
+up.  Amounts are per pod (``per: pod``, the default), or with ``per: job`` the whole job's, divided
+by ``count`` and rounded up to a base unit; fractions of a base unit round up.
 
 Every row the mapping cannot read is reported as a :class:`~replay.sim.importers.jobs.BadRow` with
-its line number (header = line 1) and skipped; nothing is dropped silently.
+its line number (header = line 1) and skipped; nothing is dropped silently.  A skipped row never
+shifts the timeline: with ``delta`` submit times its interval still counts, and a row whose delta
+cannot be read stops the import (``TraceImportError`` naming the line and the reason).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from replay.sim.importers.csvrows import iter_rows
 from replay.sim.importers.jobs import (
-    BadRow, ImportResult, Job, TraceImportError, decimal_of, hash_bucket, slug, to_ms, to_units,
+    BadRow, ImportResult, Job, TraceImportError, bad_row_summary, decimal_of, hash_bucket, slug, to_ms, to_units,
 )
 
 __all__ = ["Mapping", "MappingError", "load_mapping", "import_csv", "parse_iso_ms"]
@@ -150,13 +154,16 @@ class Condition(_Model):
 
 
 class ResourceColumn(_Model):
-    """One resource column: Kubernetes ``resource`` name, the column's ``unit``, optional ``scale`` and ``when``."""
+    """One resource column: Kubernetes ``resource`` name, the column's ``unit``, optional ``scale``,
+    ``when`` and ``per`` (``pod``: the column is the per-pod amount; ``job``: the whole job's,
+    divided by the pod count)."""
 
     column: str
     resource: str = Field(min_length=1)
     unit: str
     scale: Decimal = Decimal(1)
     when: Condition | None = None
+    per: Literal["pod", "job"] = "pod"
 
     @model_validator(mode="after")
     def _unit(self) -> "ResourceColumn":
@@ -325,7 +332,13 @@ class _Clock:
         return start + to_ms(value, unit)  # type: ignore[operator]
 
 
-def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start: int | None) -> Job:
+def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start: int | None,
+          submit: int | None) -> Job:
+    """The job of one row; ``submit`` is its submit time, already read by the caller (``None``: empty).
+
+    Raises:
+        ValueError: the row cannot be read (the message names the column and the problem).
+    """
     job_id = _text(m.id, row, "id")
     tenant = tuple(_text(spec, row, f"tenant[{i}]") for i, spec in enumerate(m.tenant))
     flavor = slug(_text(m.flavor, row, "flavor")) if m.flavor is not None else None
@@ -336,6 +349,7 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
         raise ValueError(f"{m.count.column or 'count'}: {exc}") from None
     if count < 1 or count != count.to_integral_value():
         raise ValueError(f"{m.count.column or 'count'}: must be a whole number ≥ 1, got {count_text!r}")
+    pods = int(count)
     totals: dict[str, int] = {}
     for rc in m.resources:
         if not _applies(rc.when, row):
@@ -347,10 +361,11 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
             amount = to_units(decimal_of(raw), RESOURCE_UNITS[rc.unit] * rc.scale)
         except ValueError as exc:
             raise ValueError(f"{rc.column}: {exc}") from None
+        if rc.per == "job":
+            amount = -(-amount // pods)  # the job's total over its pods, rounded up to a base unit
         totals[rc.resource] = totals.get(rc.resource, 0) + amount
     requests = tuple(sorted((r, a) for r, a in totals.items() if a))
 
-    submit = clock.read(m.submit, row)
     preexisting = submit is None
     if preexisting:
         if m.submit.missing != "preexisting":
@@ -389,7 +404,7 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
             if value < 0:
                 raise ValueError(f"{m.duration.column}: must not be negative, got {raw!r}")
             run = to_ms(value, TIME_UNITS_MS[m.duration.unit])
-    return Job(job_id, submit, run, tenant, int(count), requests, flavor, start, preexisting, delete_ms, line)
+    return Job(job_id, submit, run, tenant, pods, requests, flavor, start, preexisting, delete_ms, line)
 
 
 def import_csv(path: str | Path, mapping: Mapping | str | Path) -> ImportResult:
@@ -403,7 +418,9 @@ def import_csv(path: str | Path, mapping: Mapping | str | Path) -> ImportResult:
 
     Raises:
         MappingError: the mapping file is invalid.
-        TraceImportError: unreadable CSV, a mapped column missing from its header, or no readable row.
+        TraceImportError: unreadable CSV, a mapped column missing from its header, a ``delta`` submit
+            time that cannot be read (every later submission would shift), or no readable row (the
+            reasons summarized per column, ``bad_row_summary``).
     """
     m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
     from replay.sim.importers.dlrm import trace_end
@@ -416,19 +433,31 @@ def import_csv(path: str | Path, mapping: Mapping | str | Path) -> ImportResult:
     seen: dict[str, int] = {}
     for line, row in iter_rows(path, m.columns(), m.delimiter):
         try:
-            job = _read(m, clock, line, row, trace_start)
+            submit = clock.read(m.submit, row)
+        except ValueError as exc:
+            if delta:
+                raise TraceImportError(f"{path} line {line}: {exc}: submit times are deltas, so every later "
+                                       "submission depends on this row; fix the row (nothing was imported)") from None
+            bad.append(BadRow(line, str(exc)))
+            continue
+        if delta:
+            if submit is None and m.submit.missing != "preexisting":
+                raise TraceImportError(f"{path} line {line}: {m.submit.column}: empty: submit times are deltas, so "
+                                       "every later submission depends on this row; fix the row (nothing was imported)")
+            if submit is not None:
+                clock.previous = submit  # a row skipped below still moves the timeline on
+        try:
+            job = _read(m, clock, line, row, trace_start, submit)
             key = slug(job.id)
         except ValueError as exc:
             bad.append(BadRow(line, str(exc)))
             continue
-        if delta:
-            clock.previous = job.submit_ms
         if key in seen:
             bad.append(BadRow(line, f"{m.id.column or 'id'}: duplicate id {job.id!r} (first on line {seen[key]})"))
             continue
         seen[key] = line
         jobs.append(job)
     if not jobs:
-        raise TraceImportError(f"{path}: no readable row ({len(bad)} bad rows)")
+        raise TraceImportError(f"{path}: no readable row: {bad_row_summary(bad)}")
     start = trace_start if trace_start is not None else min(j.submit_ms for j in jobs)
     return ImportResult(slug(m.name), jobs, bad, start, max(start, trace_end(jobs)))
