@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from quotaledger.commands import demo, ingest, kafka, queries, replay, store, version
+from quotaledger.commands import demo, ingest, kafka, live, queries, replay, store, version
 from quotaledger.commands.errors import guarded
 
 app = typer.Typer(
@@ -40,6 +40,7 @@ app.command()(guarded(store.whatif))
 app.command("dev-broker")(guarded(kafka.dev_broker))
 app.command()(guarded(ingest.ingest))
 app.command()(guarded(kafka.produce))
+app.command()(guarded(live.live))
 
 if __name__ == "__main__":
     app()

@@ -40,6 +40,7 @@ SLOW = frozenset({
     "tests/integration/kafka/test_ingest_recovery.py::test_broker_reset_stops_the_worker",
     "tests/integration/kafka/test_ingest_recovery.py::test_sigterm_finishes_the_batch_commits_and_snapshots",
     "tests/integration/kafka/test_ingest.py::test_trace_through_kafka_equals_file_replay",
+    "tests/integration/kafka/test_live_view.py::test_the_live_view_serves_windowed_counts_and_waits",
     "tests/integration/kafka/test_poison_records.py::test_the_worker_carries_on_after_each_poison_record",
     "tests/integration/kafka/test_ingest.py::test_hostile_records_are_dead_lettered_and_valid_ones_decide_as_alone",
     "tests/hostile/test_corpus.py::test_the_clean_history_is_all_applied_and_the_edge_cases_end_as_worked_out_by_hand",
