@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from quotaledger.commands import demo, ingest, kafka, replay, store, version
+from quotaledger.commands import demo, ingest, kafka, replay, store, version, watch
 from quotaledger.commands.errors import guarded
 
 app = typer.Typer(
@@ -37,6 +37,7 @@ app.command()(guarded(store.whatif))
 app.command("dev-broker")(guarded(kafka.dev_broker))
 app.command()(guarded(ingest.ingest))
 app.command()(guarded(kafka.produce))
+app.command()(guarded(watch.watch))
 
 if __name__ == "__main__":
     app()
