@@ -17,6 +17,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -138,3 +139,12 @@ class FakeApi:
         assert self.emulator is not None
         resource = kmock.resource(spec.group, spec.version, spec.plural)
         return [dict(r.params) for r in self.emulator[kmock.action.WATCH, resource]]
+
+    def wait_watching(self, kinds: list[KindSpec], timeout: float = 15.0) -> None:
+        """Wait until a watch request of each of ``kinds`` has arrived (so later changes reach the
+        open watches in resourceVersion order, not kmock's replay of existing objects)."""
+        deadline = time.monotonic() + timeout
+        while not all(self.watch_requests(spec) for spec in kinds):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no watch request of {[s.kind for s in kinds]} within {timeout}s")
+            time.sleep(0.02)

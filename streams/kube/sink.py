@@ -81,14 +81,17 @@ class KafkaSink:
         self._pending: list[asyncio.Future] = []
         self.lines = 0
         self._loop.run_until_complete(ensure_topics(bootstrap, topics, partitions))
-        self._producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False,
-                                          linger_ms=5, max_request_size=max_message_bytes)
+        self._producer = self._loop.run_until_complete(self._start(bootstrap, max_message_bytes))
+
+    async def _start(self, bootstrap: str, max_message_bytes: int) -> AIOKafkaProducer:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False,
+                                    linger_ms=5, max_request_size=max_message_bytes)
         try:
-            self._loop.run_until_complete(self._producer.start())
+            await producer.start()
         except KafkaError as exc:
-            self._loop.run_until_complete(self._producer.stop())
-            self._loop.close()
+            await producer.stop()
             raise ProduceError(f"cannot connect to {bootstrap}: {exc!r}") from None
+        return producer
 
     def write(self, line: bytes) -> None:
         """Send ``line`` (delivery is awaited by ``flush``)."""

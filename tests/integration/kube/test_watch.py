@@ -73,12 +73,13 @@ class Running:
         self.sink = NdjsonSink(str(self.out))
         self.watcher = Watcher(KubeApi(client, watch_timeout=30), KINDS, CLUSTER, self.sink, self.state,
                                warn=self.warnings.append, state_every=0)
+        self.api = api
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.watcher.run, args=(self.stop,), daemon=True)
 
     def __enter__(self) -> Running:
         self.thread.start()
-        _wait(lambda: self.watcher._threads and all(t.is_alive() for t in self.watcher._threads))
+        self.api.wait_watching(SERVED)
         return self
 
     def __exit__(self, *exc) -> None:
