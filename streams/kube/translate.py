@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from statemodel.errors import EventError
+from statemodel.events.decode import parse_event
 from statemodel.timefmt import format_time, parse_time
 from streams.kube.kinds import KindSpec
 
@@ -375,11 +376,23 @@ class Translator:
         """``events`` as ``Batch`` envelopes of at most ``max_events`` inner events and about
         ``max_bytes`` of JSON each (one batch when they fit; an event larger than ``max_bytes``
         alone in its batch).  Each batch's id is ``<prefix>:<digest of its inner ids>``, its time
-        the time of its last inner event.  No events → no batch."""
+        the time of its last inner event.  No events → no batch.
+
+        An event the engine's decoder rejects (``statemodel.events.decode.parse_event``: a kind
+        this engine does not read, a field beyond a limit) would reject its whole batch
+        (docs/events.md, ``Batch``); it is returned after the batches, on its own, so it alone is
+        dead-lettered with its reason.
+        """
         out: list[dict] = []
+        rejected: list[dict] = []
         chunk: list[dict] = []
         size = 0
         for event in events:
+            try:
+                parse_event(event)
+            except EventError:
+                rejected.append(event)
+                continue
             n = len(orjson.dumps(event)) + 1
             if chunk and (len(chunk) >= max_events or size + n > max_bytes):
                 out.append(self._batch(prefix, chunk))
@@ -388,7 +401,7 @@ class Translator:
             size += n
         if chunk:
             out.append(self._batch(prefix, chunk))
-        return out
+        return out + rejected
 
     def _batch(self, prefix: str, chunk: list[dict]) -> dict:
         return {"id": f"{prefix}:{_digest([e['id'] for e in chunk])}", "time": chunk[-1]["time"],

@@ -216,6 +216,18 @@ def test_batches_split_by_count_and_size_with_content_ids() -> None:
     assert tr.batches("sync", [], 10, 1 << 20) == []
 
 
+def test_an_event_the_engine_rejects_is_sent_beside_the_batch_not_inside_it() -> None:
+    tr = _translator()
+    bad = _cq("1")
+    bad["metadata"]["name"] = "Team_A"  # not a DNS-1123 subdomain: rejected at object.metadata.name
+    invalid = tr.translate(CQ, ADDED, bad, None, RECEIVED).events[0]
+    node = tr.translate(NODE, ADDED, {"metadata": {"name": "n1", "uid": "n", "resourceVersion": "2"}},
+                        None, RECEIVED).events[0]
+    batch, alone = tr.batches("sync", [invalid, node], 10, 1 << 20)
+    assert batch["type"] == "Batch" and batch["events"] == [node]
+    assert alone == invalid  # dead-lettered on its own, with its reason
+
+
 def test_the_kind_table_is_data_and_filters_by_model() -> None:
     kueue = [s.kind for s in kinds_for("kueue")]
     assert kueue == ["ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Topology", "Topology",
