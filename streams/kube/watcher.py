@@ -307,14 +307,17 @@ class Watcher:
                                                                       stop), name=f"watch-{spec.name}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        failed = True
         try:
             self._loop(stop, exit_when_idle)
+            failed = False
         finally:
             stop.set()
             self.api.close_all()
             for thread in self._threads:
                 thread.join(timeout=2)
-            self._commit()
+            if not failed:  # after a failed flush the state must not claim what was not delivered
+                self._commit()
         return self.summary
 
     def _loop(self, stop: threading.Event, exit_when_idle: float | None) -> None:

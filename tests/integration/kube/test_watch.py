@@ -262,3 +262,49 @@ def test_cli_rejects_a_missing_output_an_unknown_model_and_a_missing_kubeconfig(
     assert bad.exit_code == 2 and "quota model 'slurm'" in bad.output
     no_config = run("--out", "-", "--kubeconfig", str(tmp_path / "missing"))
     assert no_config.exit_code == 1 and "cannot load the Kubernetes configuration" in no_config.output
+
+
+class _FailingSink:
+    """Accepts the initial sync, fails the flush of the next lines written (a full disk, a broker that
+    went away: those lines are lost), and accepts every flush after that."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.flushed_bursts = 0
+
+    def write(self, line: bytes) -> None:
+        self.written += 1
+
+    def flush(self) -> None:
+        if self.written:
+            self.written = 0
+            self.flushed_bursts += 1
+            if self.flushed_bursts == 2:
+                raise OSError("disk full")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failed_flush_stops_the_watch_and_the_state_keeps_the_last_delivered_point(tmp_path: Path) -> None:
+    with FakeApi(SERVED) as api:
+        _serve_config(api)
+        state = tmp_path / "state.json"
+        watcher = Watcher(KubeApi(load_client(str(api.kubeconfig(tmp_path / "kc")), None), watch_timeout=30), KINDS,
+                          CLUSTER, _FailingSink(), state, state_every=0)
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                watcher.run(threading.Event())
+            except OSError as exc:
+                failure.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        api.wait_watching(SERVED)
+        api.patch(CQ, {"name": "team-a"}, _cq("9"))
+        thread.join(15)
+    assert [str(e) for e in failure] == ["disk full"]
+    saved = orjson.loads(state.read_bytes())
+    assert saved["kinds"]["clusterqueues.kueue.x-k8s.io"]["objects"]["team-a"]["metadata"]["resourceVersion"] == "2"
