@@ -32,8 +32,8 @@ def watch(
         None, "--kubeconfig", help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster config)."),
     context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context (default: the current one)."),
     quota_model: str = typer.Option(
-        "kueue", "--quota-model", help="Quota model of the cluster: kueue, koordinator (adds ElasticQuota and "
-                                       "Pod) or volcano (adds Queue, PodGroup and Pod)."),
+        "kueue", "--quota-model", help="Quota model of the cluster: kueue (Kueue's objects), koordinator "
+                                       "(ElasticQuota, Pod) or volcano (Queue, PodGroup, Pod); Nodes always."),
     kueue_version: str = typer.Option("v1beta2", "--kueue-version", help="Kueue API version: v1beta2 or v1beta1."),
     once: bool = typer.Option(False, "--once", help="Exit after the initial sync (one Batch of the whole cluster)."),
     exit_when_idle: Optional[float] = typer.Option(
@@ -41,8 +41,8 @@ def watch(
     watch_timeout: int = typer.Option(300, "--watch-timeout", min=1,
                                       help="Seconds before the server ends a watch (it is then reopened)."),
 ) -> None:
-    """List and watch the cluster's Kueue objects (and Nodes; ElasticQuotas and Pods under
-    koordinator) and send them as events: ADDED/MODIFIED → Applied, DELETED → Deleted, a
+    """List and watch the cluster's quota objects (Kueue's; ElasticQuotas and Pods under koordinator;
+    Volcano's Queues, PodGroups and Pods under volcano) and Nodes, and send them as events: ADDED/MODIFIED → Applied, DELETED → Deleted, a
     Workload's status → WorkloadAdmitted / WorkloadEvicted / WorkloadFinished.
 
     Ids are uid@resourceVersion (a re-delivered watch event is a duplicate); the initial sync and

@@ -3,7 +3,8 @@
 The order is the order of the initial sync (one ``Batch``): quota configuration first (flavors,
 cohorts, queues, nodes, topologies, the other models' quota objects), then the admitted units
 (Workloads, PodGroups, Pods), so a unit's queue is known when the unit is applied.  Adding a kind
-is one entry; ``models`` says which quota models need it (empty = every model).  The kinds and
+is one entry; ``models`` says which quota models need it (empty = every model): a cluster runs
+one quota model, and another model's quota objects would be rejected (docs/events.md).  The kinds and
 their API groups are those of docs/events.md ("Object kinds in v1" and "Additions for the other
 quota models and placement").
 """
@@ -59,17 +60,17 @@ class KindSpec:
 
 
 KINDS: tuple[KindSpec, ...] = (
-    KindSpec(KUEUE_GROUP, "v1beta2", "resourceflavors", "ResourceFlavor", False),
-    KindSpec(KUEUE_GROUP, "v1beta2", "cohorts", "Cohort", False),
-    KindSpec(KUEUE_GROUP, "v1beta2", "clusterqueues", "ClusterQueue", False),
-    KindSpec(KUEUE_GROUP, "v1beta2", "localqueues", "LocalQueue", True),
+    KindSpec(KUEUE_GROUP, "v1beta2", "resourceflavors", "ResourceFlavor", False, ("kueue",)),
+    KindSpec(KUEUE_GROUP, "v1beta2", "cohorts", "Cohort", False, ("kueue",)),
+    KindSpec(KUEUE_GROUP, "v1beta2", "clusterqueues", "ClusterQueue", False, ("kueue",)),
+    KindSpec(KUEUE_GROUP, "v1beta2", "localqueues", "LocalQueue", True, ("kueue",)),
     KindSpec("", "v1", "nodes", "Node", False),
     KindSpec(KUEUE_GROUP, "v1alpha1", "topologies", "Topology", False),
     KindSpec("kai.scheduler", "v1alpha1", "topologies", "Topology", False),
     KindSpec("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True, ("koordinator",)),
     KindSpec("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("volcano",)),
     KindSpec("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, ("volcano",)),
-    KindSpec(KUEUE_GROUP, "v1beta2", "workloads", "Workload", True),
+    KindSpec(KUEUE_GROUP, "v1beta2", "workloads", "Workload", True, ("kueue",)),
     KindSpec("", "v1", "pods", "Pod", True, ("koordinator", "volcano")),
 )
 

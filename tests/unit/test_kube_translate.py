@@ -232,8 +232,8 @@ def test_the_kind_table_is_data_and_filters_by_model() -> None:
     kueue = [s.kind for s in kinds_for("kueue")]
     assert kueue == ["ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Topology", "Topology",
                      "Workload"]
-    koord = [s.kind for s in kinds_for("koordinator")]
-    assert "ElasticQuota" in koord and "Pod" in koord and koord.index("ElasticQuota") < koord.index("Pod")
+    assert [s.kind for s in kinds_for("koordinator")] == ["Node", "Topology", "Topology", "ElasticQuota", "Pod"]
+    assert [s.kind for s in kinds_for("volcano")] == ["Node", "Topology", "Topology", "Queue", "PodGroup", "Pod"]
     assert {s.version for s in kinds_for("kueue", "v1beta1") if s.group == "kueue.x-k8s.io" and s.kind != "Topology"} \
         == {"v1beta1"}
     assert all(s.path.startswith("/api/v1/") for s in KINDS if not s.group)
