@@ -34,7 +34,9 @@ def watch(
     quota_model: str = typer.Option(
         "kueue", "--quota-model", help="Quota model of the cluster: kueue (Kueue's objects), koordinator "
                                        "(ElasticQuota, Pod) or volcano (Queue, PodGroup, Pod); Nodes always."),
-    kueue_version: str = typer.Option("v1beta2", "--kueue-version", help="Kueue API version: v1beta2 or v1beta1."),
+    kueue_version: str = typer.Option(
+        "auto", "--kueue-version", help="Kueue API version: v1beta2, v1beta1, or auto (v1beta2 where served, "
+                                        "else v1beta1; per kind, kept in the state file)."),
     once: bool = typer.Option(False, "--once", help="Exit after the initial sync (one Batch of the whole cluster)."),
     exit_when_idle: Optional[float] = typer.Option(
         None, "--exit-when-idle", min=0.0, help="Exit once no watch event arrived for this many seconds."),

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
-"""Kueue API versions the engine reads (docs/events.md: v1beta1 with its own field names)."""
+"""Kueue API versions the engine reads (docs/events.md: v1beta1 with its own field names), newest first."""
+
+AUTO = "auto"
+"""``--kueue-version auto``: the first of ``KUEUE_VERSIONS`` the API server serves, per kind."""
 
 QUOTA_MODELS = ("kueue", "koordinator", "volcano")
 """``EngineConfig`` ``spec.quotaModel`` values of docs/events.md."""
@@ -32,6 +35,7 @@ class KindSpec:
         kind: the object kind (``ClusterQueue``).
         namespaced: whether objects live in namespaces (listed across all namespaces).
         models: quota models that need this kind; empty = every model.
+        fallbacks: other versions to try, in order, when ``version`` is not served.
     """
 
     group: str
@@ -40,6 +44,11 @@ class KindSpec:
     kind: str
     namespaced: bool
     models: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()
+
+    def at(self, version: str) -> KindSpec:
+        """This kind at API ``version`` (no fallbacks)."""
+        return KindSpec(self.group, version, self.plural, self.kind, self.namespaced, self.models)
 
     @property
     def api_version(self) -> str:
@@ -75,24 +84,29 @@ KINDS: tuple[KindSpec, ...] = (
 )
 
 
-def kinds_for(model: str, kueue_version: str = "v1beta2") -> list[KindSpec]:
+def kinds_for(model: str, kueue_version: str = AUTO) -> list[KindSpec]:
     """The kinds to watch for a cluster running quota model ``model``, in initial-sync order.
 
-    Kueue's ``Topology`` keeps its own ``v1alpha1``; the other Kueue kinds take ``kueue_version``.
+    Kueue's ``Topology`` keeps its own ``v1alpha1``; the other Kueue kinds take ``kueue_version``,
+    or with ``auto`` ``v1beta2`` falling back to ``v1beta1`` where the server does not serve it.
 
     Raises:
         ValueError: ``model`` is not one of ``QUOTA_MODELS`` or ``kueue_version`` not one of
-            ``KUEUE_VERSIONS`` (the message names the accepted values).
+            ``KUEUE_VERSIONS`` or ``auto`` (the message names the accepted values).
     """
     if model not in QUOTA_MODELS:
         raise ValueError(f"quota model {model!r}: must be one of {', '.join(QUOTA_MODELS)}")
-    if kueue_version not in KUEUE_VERSIONS:
-        raise ValueError(f"Kueue API version {kueue_version!r}: must be one of {', '.join(KUEUE_VERSIONS)}")
+    if kueue_version != AUTO and kueue_version not in KUEUE_VERSIONS:
+        raise ValueError(f"Kueue API version {kueue_version!r}: must be {AUTO} or one of {', '.join(KUEUE_VERSIONS)}")
     chosen = []
     for spec in KINDS:
         if spec.models and model not in spec.models:
             continue
         if spec.group == KUEUE_GROUP and spec.kind != "Topology":
-            spec = KindSpec(spec.group, kueue_version, spec.plural, spec.kind, spec.namespaced, spec.models)
+            if kueue_version == AUTO:
+                spec = KindSpec(spec.group, KUEUE_VERSIONS[0], spec.plural, spec.kind, spec.namespaced, spec.models,
+                                KUEUE_VERSIONS[1:])
+            else:
+                spec = spec.at(kueue_version)
         chosen.append(spec)
     return chosen

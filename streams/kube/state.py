@@ -31,10 +31,12 @@ class KindState:
     Attributes:
         resource_version: where the watch resumes (``None``: list first).
         objects: object key (``ns/name`` or ``name``) → last known object.
+        version: the API version the kind was listed at (``None`` before its first list).
     """
 
     resource_version: str | None = None
     objects: dict[str, dict] = field(default_factory=dict)
+    version: str | None = None
 
 
 @dataclass
@@ -74,8 +76,9 @@ def load(path: Path, cluster: str) -> WatchState:
         raise StateFileError(f"state file {path}: belongs to cluster {raw.get('cluster')!r}, not {cluster!r}")
     state = WatchState(cluster, int(raw.get("clockMs", 0)))
     for name, kind in raw["kinds"].items():
-        rv = kind.get("resourceVersion")
-        state.kinds[name] = KindState(rv if isinstance(rv, str) else None, dict(kind.get("objects") or {}))
+        rv, version = kind.get("resourceVersion"), kind.get("version")
+        state.kinds[name] = KindState(rv if isinstance(rv, str) else None, dict(kind.get("objects") or {}),
+                                      version if isinstance(version, str) else None)
     return state
 
 
@@ -86,7 +89,7 @@ def save(path: Path, state: WatchState) -> None:
         OSError: the directory is not writable or the disk is full (the old file stays).
     """
     doc = {"format": FORMAT, "cluster": state.cluster, "clockMs": state.clock_ms,
-           "kinds": {name: {"resourceVersion": k.resource_version, "objects": k.objects}
+           "kinds": {name: {"resourceVersion": k.resource_version, "version": k.version, "objects": k.objects}
                      for name, k in sorted(state.kinds.items())}}
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:

@@ -275,20 +275,35 @@ class Watcher:
         watched = []
         for spec in self.kinds:
             kind = self.state.kind(spec.name)
+            if kind.version in spec.fallbacks:  # listed at a fallback version before: keep it
+                spec = spec.at(kind.version)
             if kind.resource_version is None:
-                try:
-                    items, rv = self.api.list(spec)
-                except NotInstalled as exc:
-                    self.warn(f"warning: skipping {spec.kind} ({spec.api_version}): {exc}")
-                    self.summary.skipped.append(spec.name)
+                listed = self._list_first_served(spec)
+                if listed is None:
                     continue
+                spec, items, rv = listed
                 diff, kind.objects = self.translator.relist(spec, kind.objects, items, self.now_ms())
-                kind.resource_version = rv
+                kind.resource_version, kind.version = rv, spec.version
                 events.extend(diff)
             watched.append(spec)
         self._write(self._batched("sync", events))
         self._commit()
         return watched
+
+    def _list_first_served(self, spec: KindSpec) -> tuple[KindSpec, list[dict], str | None] | None:
+        """List ``spec`` at its version, else at each fallback version; ``None`` (and one warning
+        line) when none is served."""
+        problems = []
+        for candidate in (spec, *(spec.at(v) for v in spec.fallbacks)):
+            try:
+                items, rv = self.api.list(candidate)
+            except NotInstalled as exc:
+                problems.append(str(exc))
+                continue
+            return candidate, items, rv
+        self.warn(f"warning: skipping {spec.kind} ({spec.group or 'core'}): {'; '.join(problems)}")
+        self.summary.skipped.append(spec.name)
+        return None
 
     def run(self, stop: threading.Event, once: bool = False, exit_when_idle: float | None = None) -> WatchSummary:
         """Sync, then watch until ``stop`` is set (or, with ``once``, right after the sync; with

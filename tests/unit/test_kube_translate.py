@@ -234,8 +234,10 @@ def test_the_kind_table_is_data_and_filters_by_model() -> None:
                      "Workload"]
     assert [s.kind for s in kinds_for("koordinator")] == ["Node", "Topology", "Topology", "ElasticQuota", "Pod"]
     assert [s.kind for s in kinds_for("volcano")] == ["Node", "Topology", "Topology", "Queue", "PodGroup", "Pod"]
-    assert {s.version for s in kinds_for("kueue", "v1beta1") if s.group == "kueue.x-k8s.io" and s.kind != "Topology"} \
-        == {"v1beta1"}
+    kueue_kinds = [s for s in kinds_for("kueue", "v1beta1") if s.group == "kueue.x-k8s.io" and s.kind != "Topology"]
+    assert {(s.version, s.fallbacks) for s in kueue_kinds} == {("v1beta1", ())}
+    auto = [s for s in kinds_for("kueue") if s.group == "kueue.x-k8s.io" and s.kind != "Topology"]
+    assert {(s.version, s.fallbacks) for s in auto} == {("v1beta2", ("v1beta1",))}
     assert all(s.path.startswith("/api/v1/") for s in KINDS if not s.group)
 
 

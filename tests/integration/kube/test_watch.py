@@ -65,7 +65,8 @@ def _wait(cond: Callable[[], bool], timeout: float = 15.0) -> None:
 class Running:
     """A watcher run in a thread (``with Running(api, tmp_path) as run``); stopped on exit."""
 
-    def __init__(self, api: FakeApi, tmp_path: Path, state: bool = True) -> None:
+    def __init__(self, api: FakeApi, tmp_path: Path, state: bool = True, served: list | None = None) -> None:
+        self.served = served if served is not None else SERVED
         self.out = tmp_path / "events.ndjson"
         self.state = tmp_path / "state.json" if state else None
         self.warnings: list[str] = []
@@ -79,7 +80,7 @@ class Running:
 
     def __enter__(self) -> Running:
         self.thread.start()
-        self.api.wait_watching(SERVED)
+        self.api.wait_watching(self.served)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -308,3 +309,22 @@ def test_a_failed_flush_stops_the_watch_and_the_state_keeps_the_last_delivered_p
     assert [str(e) for e in failure] == ["disk full"]
     saved = orjson.loads(state.read_bytes())
     assert saved["kinds"]["clusterqueues.kueue.x-k8s.io"]["objects"]["team-a"]["metadata"]["resourceVersion"] == "2"
+
+
+def test_kueue_version_auto_reads_v1beta1_where_v1beta2_is_not_served(tmp_path: Path) -> None:
+    old = [CQ.at("v1beta1"), WL.at("v1beta1")]
+    with FakeApi(old) as api:
+        api.create(old[0], {"metadata": {"name": "team-a"}, "spec": {"cohort": "org"}})
+        with Running(api, tmp_path, served=old) as run:
+            (sync,) = run.wait_lines(1)
+            api.create(old[1], _wl("train"))
+            lines = run.wait_lines(2)
+        assert api.watch_requests(old[0]) and api.watch_requests(old[1])
+    assert sync["events"][0]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert lines[1]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    saved = orjson.loads((tmp_path / "state.json").read_bytes())
+    assert saved["kinds"]["clusterqueues.kueue.x-k8s.io"]["version"] == "v1beta1"
+    assert not any("ClusterQueue" in w for w in run.warnings)  # found at v1beta1: not skipped
+    engine, result = run_file(str(run.out))
+    assert result.rejected == 0
+    assert render_state(engine)["clusters"][CLUSTER]["clusterQueues"]["team-a"]["cohort"] == "org"
