@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from quotaledger.commands import demo, ingest, kafka, live, queries, replay, store, version
+from quotaledger.commands import demo, ingest, kafka, live, queries, replay, store, version, watch
 from quotaledger.commands.errors import guarded
 
 app = typer.Typer(
@@ -41,6 +41,7 @@ app.command("dev-broker")(guarded(kafka.dev_broker))
 app.command()(guarded(ingest.ingest))
 app.command()(guarded(kafka.produce))
 app.command()(guarded(live.live))
+app.command()(guarded(watch.watch))
 
 if __name__ == "__main__":
     app()
