@@ -83,8 +83,9 @@ def _exceeded(left: Resources, right: Resources) -> Resources:
     return {r: v - right.get(r, 0) for r, v in left.items() if v > right.get(r, 0)}
 
 
-def _fmt(res: dict) -> str:
-    return "<" + ", ".join(f"{r} {format_quantity(r, int(v))}" for r, v in sorted(res.items())) + ">"
+def _short(queue: str, resource: str, needed: int, available: int) -> dict:
+    """A shortfall as state JSON (keys in sorted order, as a snapshot restores them)."""
+    return {"available": available, "needed": needed, "queue": queue, "resource": resource}
 
 
 class QueueInfo:
@@ -723,8 +724,7 @@ class VolcanoModel(NoClusterQueueQuota):
                     group.reason, group.message = "NotEnqueueable", QUOTA_INSUFFICIENT + ": " + "; ".join(
                         f"queue {q} {r}: needs {format_quantity(r, n)}, available {format_quantity(r, a)}"
                         for q, r, n, a in blocked)
-                    group.shortfalls = [{"queue": q, "resource": r, "needed": n, "available": a}
-                                        for q, r, n, a in blocked]
+                    group.shortfalls = [_short(*b) for b in blocked]
                     continue
                 group.phase = INQUEUE
                 group.reason, group.message, group.shortfalls = "", "", []
@@ -797,7 +797,7 @@ class VolcanoModel(NoClusterQueueQuota):
                                  + ("; ".join(f"{q} {r}: needs {format_quantity(r, n)}, available "
                                               f"{format_quantity(r, a)}" for q, r, n, a in blocked)
                                     if blocked else f"{len(group.pods)} pods, minMember {pg.min_member}"))
-                group.shortfalls = [{"queue": q, "resource": r, "needed": n, "available": a} for q, r, n, a in blocked]
+                group.shortfalls = [_short(*b) for b in blocked]
             return False
         for pod in chosen:
             pod.state = POD_RUNNING
@@ -1061,8 +1061,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 _add(pending, self.pods[k].request)
         now = []
         if queue is not None and pending:
-            now = [{"queue": q, "resource": r, "needed": n, "available": a}
-                   for q, r, n, a in self._allocatable(queue, {}, pending)]
+            now = [_short(*b) for b in self._allocatable(queue, {}, pending)]
         return {"kind": "PodGroup", "key": group.key, "plugin": self.args.plugin, "hierarchy": self.hierarchy,
                 "phase": group.phase if group.pg is not None else "Unknown", "queue": group.queue,
                 "pod": key if pod is not None else None, "reason": group.reason, "message": group.message,
