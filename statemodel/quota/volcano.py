@@ -94,7 +94,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live")
+                 "deserved", "live", "waiting", "pending")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -116,13 +116,17 @@ class QueueInfo:
         self.deserved: dict[str, Fraction] = {}
         self.live = 0
         """Number of its PodGroups that are not Completed (proportion builds a queue only then)."""
+        self.waiting: dict[str, None] = {}
+        """Its Inqueue / Running groups with pending pods (what allocate and reclaim look at)."""
+        self.pending: dict[str, None] = {}
+        """Its Pending groups (what enqueue looks at)."""
 
 
 class GroupInfo:
     """One PodGroup: its object (``None`` while only pods name it), phase, pods and contribution."""
 
     __slots__ = ("key", "pg", "phase", "pods", "alloc", "pending", "inq", "elastic", "reason", "message",
-                 "shortfalls", "queue")
+                 "shortfalls", "queue", "priority", "blocked", "indexed")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -137,6 +141,13 @@ class GroupInfo:
         self.message = ""
         self.shortfalls: list[dict] = []
         self.queue = ""
+        self.priority = 0
+        """The job's priority: the highest ``spec.priority`` of its pods."""
+        self.blocked = ""
+        """What stopped its last allocation: ``cluster`` (free capacity), ``quota`` (the queue's
+        deserved / realCapability) or ``""`` (not tried since it changed)."""
+        self.indexed: tuple[str, str] = ("", "")
+        """``(queue, "waiting" | "pending")`` of the queue index it is in, ``("", "")`` for none."""
 
 
 class PodInfo:
@@ -179,6 +190,19 @@ class VolcanoModel(NoClusterQueueQuota):
         self.used: Resources = {}
         """Σ allocated over every queue (what the nodes hold)."""
         self.stale = True
+        self.retry_all = True
+        """Every waiting group is tried at the next ``run`` (queues, capacity or deserved changed)."""
+        self.fresh: dict[str, None] = {}
+        """Groups applied, given pods or pods back to pending since the last ``run``."""
+        self.relaxed: set[str] = set()
+        """Leaf queues whose held resources went down since the last ``run``."""
+        self.freed = False
+        """The cluster's allocated went down since the last ``run``."""
+        self.reclaimable_alloc: Resources = {}
+        """Σ allocated of the reclaimable queues (nothing to reclaim while it is empty)."""
+        self._shares: dict[str, Fraction] = {}
+        """``queue_share`` per queue, dropped when its allocated or deserved changes."""
+        self._chains: dict[str, list[QueueInfo]] = {}
         self._rebuild_tree()
 
     # -- configuration ---------------------------------------------------------------------------
@@ -188,13 +212,13 @@ class VolcanoModel(NoClusterQueueQuota):
         args = config.volcano if isinstance(config, EngineConfig) and config.volcano else VolcanoArgs()
         if args != self.args:
             self.args = args
-            self.stale = True
+            self.stale = self.retry_all = True
 
     def set_capacity(self, totals: dict[str, int]) -> None:
         """The cluster total (schedulable nodes' allocatable)."""
         if totals != self.capacity:
             self.capacity = dict(totals)
-            self.stale = True
+            self.stale = self.retry_all = True
 
     @property
     def hierarchy(self) -> bool:
@@ -204,15 +228,20 @@ class VolcanoModel(NoClusterQueueQuota):
     def _rebuild_tree(self) -> None:
         """Queues and edges from ``specs``, numbers from the groups (after a queue change)."""
         self.queues = {name: QueueInfo(spec) for name, spec in self.specs.items()}
+        self._chains = {}
+        self._shares = {}
         for name in sorted(self.queues):
             info = self.queues[name]
             if info.parent is not None and info.parent in self.queues:
                 self.queues[info.parent].children.append(name)
         self.used = {}
+        self.reclaimable_alloc = {}
         for group in self.groups.values():
+            group.indexed = ("", "")
             if group.pg is not None:
                 self.queues_for(group)
-        self.stale = True
+            self._index(group)
+        self.stale = self.retry_all = True
 
     def queues_for(self, group: GroupInfo) -> None:
         """Enter ``group``'s contribution into its queue (if that queue exists)."""
@@ -232,8 +261,12 @@ class VolcanoModel(NoClusterQueueQuota):
         _add(queue.inqueue, group.inq, sign)
         _add(queue.elastic, group.elastic, sign)
         _add(self.used, group.alloc, sign)
+        if queue.spec.reclaimable:
+            _add(self.reclaimable_alloc, group.alloc, sign)
+        shares = self._shares
         node: QueueInfo | None = queue
         while node is not None:
+            shares.pop(node.name, None)
             _add(node.h_allocated, group.alloc, sign)
             _add(node.h_request, request, sign)
             _add(node.h_inqueue, group.inq, sign)
@@ -241,8 +274,10 @@ class VolcanoModel(NoClusterQueueQuota):
             node = self.queues.get(node.parent) if node.parent is not None else None
 
     def _refresh(self, group: GroupInfo) -> None:
-        """Recompute ``group``'s numbers and phase from its pods and move them into its queue."""
+        """Recompute ``group``'s numbers and phase from its pods and move them into its queue; note
+        what went down (capacity freed, a queue relaxed) for the next ``run`` and re-index it."""
         queue = self.queues.get(group.queue)
+        old_alloc, old_held = group.alloc, self._held(group)
         if queue is not None:
             self._contribute(queue, group, -1)
             if group.phase != COMPLETED and group.pg is not None:
@@ -279,16 +314,61 @@ class VolcanoModel(NoClusterQueueQuota):
             group.elastic = _exceeded(alloc, minimum)
         else:
             group.inq, group.elastic = {}, {}
+        group.priority = max((self.pods[k].obj.priority for k in group.pods), default=0)
         if queue is not None:
             self._contribute(queue, group, 1)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live += 1
+            new_held = self._held(group)
+            if any(alloc.get(r, 0) < v for r, v in old_alloc.items()):
+                self.freed = True
+                self._relax(queue)
+            elif any(new_held.get(r, 0) < v for r, v in old_held.items()):
+                self._relax(queue)
         if self.args.plugin == "proportion":
-            self.stale = True
+            self.stale = self.retry_all = True
+        self._index(group)
+
+    @staticmethod
+    def _held(group: GroupInfo) -> Resources:
+        """What the group holds for enqueueing: ``allocated + inqueue - elastic``."""
+        held = dict(group.alloc)
+        _add(held, group.inq)
+        _add(held, group.elastic, -1)
+        return held
+
+    def _relax(self, queue: QueueInfo) -> None:
+        """``queue``'s (and its ancestors') held resources went down: its waiting groups are tried
+        again; an inner queue with a finite realCapability relaxes every leaf below (all are tried)."""
+        self.relaxed.add(queue.name)
+        if self.hierarchy:
+            for node in self._chain(queue)[1:]:
+                if node.real:
+                    self.retry_all = True
+
+    def _index(self, group: GroupInfo) -> None:
+        """Keep ``group`` in its queue's ``waiting`` or ``pending`` index (or in none)."""
+        where = ("", "")
+        queue = self.queues.get(group.queue)
+        if group.pg is not None and queue is not None:
+            if group.phase == PENDING:
+                where = (queue.name, "pending")
+            elif group.phase in (INQUEUE, RUNNING) and group.pending:
+                where = (queue.name, "waiting")
+        if where == group.indexed:
+            return
+        old_q, old_kind = group.indexed
+        if old_q in self.queues:
+            getattr(self.queues[old_q], old_kind).pop(group.key, None)
+        if where[0]:
+            getattr(queue, where[1])[group.key] = None
+        group.indexed = where
 
     def _derive(self) -> None:
-        """Recompute capability, realCapability, guarantee and deserved of every queue."""
+        """Recompute capability, realCapability, guarantee and deserved of every queue (whoever made
+        them stale also set ``retry_all``)."""
         self.stale = False
+        self._shares.clear()
         queues = self.queues
         total_g: Resources = {}
         for q in queues.values():
@@ -502,11 +582,17 @@ class VolcanoModel(NoClusterQueueQuota):
             queue.groups.pop(group.key, None)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live -= 1
+            if group.alloc:
+                self.freed = True
+            self._relax(queue)
         group.pg = pg
         group.queue = pg.queue if pg is not None else ""
         if pg is not None:
             self.queues_for(group)
-        self.stale = True
+        self.fresh[group.key] = None
+        self._index(group)
+        if self.args.plugin == "proportion":  # the queues in the session changed
+            self.stale = self.retry_all = True
 
     def _apply_group(self, pg: PodGroup) -> None:
         group = self._group(pg.key)
@@ -529,6 +615,7 @@ class VolcanoModel(NoClusterQueueQuota):
             pod.state = POD_FINISHED
         elif obj.node_name is not None and pod.state == POD_PENDING:
             pod.state, pod.observed = POD_RUNNING, True
+        self.fresh[group_key] = None
         self._refresh(group)
 
     def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
@@ -548,6 +635,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 p.state, p.observed = POD_RUNNING, True
             elif event_type == "WorkloadEvicted" and p.state == POD_RUNNING:
                 p.state = POD_PENDING
+                self.fresh[group.key] = None
                 group.reason, group.message = "Evicted", f"Evicted: {reason or 'Evicted'}"
             elif event_type == "WorkloadFinished" and p.state != POD_FINISHED:
                 p.state = POD_FINISHED
@@ -562,7 +650,10 @@ class VolcanoModel(NoClusterQueueQuota):
                 group.inq, group.elastic = {}, {}
                 if queue is not None:
                     self._contribute(queue, group, 1)
-                self.stale = True
+                    self._relax(queue)
+                self._index(group)
+                if self.args.plugin == "proportion":
+                    self.stale = self.retry_all = True
             return True
         self._refresh(group)
         return True
@@ -570,15 +661,26 @@ class VolcanoModel(NoClusterQueueQuota):
     # -- plugin functions --------------------------------------------------------------------------
 
     def _chain(self, queue: QueueInfo) -> list[QueueInfo]:
-        """``queue`` and its ancestors up to the root (leaf first)."""
-        out = [queue]
-        while out[-1].parent is not None and out[-1].parent in self.queues:
-            out.append(self.queues[out[-1].parent])
+        """``queue`` and its ancestors up to the root (leaf first; cached until the tree changes)."""
+        out = self._chains.get(queue.name)
+        if out is None:
+            out = [queue]
+            while out[-1].parent is not None and out[-1].parent in self.queues:
+                out.append(self.queues[out[-1].parent])
+            self._chains[queue.name] = out
         return out
 
     def queue_share(self, queue: QueueInfo) -> Fraction:
         """``max`` over deserved's dimensions of ``allocated / deserved`` (upstream ``updateShare``); the
         capacity plugin's best-effort queue (no deserved) has share 1."""
+        cached = self._shares.get(queue.name)
+        if cached is not None:
+            return cached
+        share = self._share(queue)
+        self._shares[queue.name] = share
+        return share
+
+    def _share(self, queue: QueueInfo) -> Fraction:
         allocated = queue.h_allocated if self.hierarchy else queue.allocated
         if not queue.deserved:
             return _ONE if self.args.plugin == "capacity" else _ZERO
@@ -595,13 +697,12 @@ class VolcanoModel(NoClusterQueueQuota):
         if a.spec.priority != b.spec.priority:
             return -1 if a.spec.priority > b.spec.priority else 1
         if self.hierarchy:
-            la, lb = self._chain(a)[::-1], self._chain(b)[::-1]
-            i = 0
-            while i + 1 < len(la) and i + 1 < len(lb) and la[i + 1] is lb[i + 1]:
-                i += 1
-            x = la[i + 1] if i + 1 < len(la) else a
-            y = lb[i + 1] if i + 1 < len(lb) else b
-            c = self._compare_share(x, y)
+            la, lb = self._chain(a), self._chain(b)
+            i, j = len(la) - 1, len(lb) - 1  # both end at the root
+            while i > 0 and j > 0 and la[i - 1] is lb[j - 1]:
+                i -= 1
+                j -= 1
+            c = self._compare_share(la[i - 1] if i > 0 else a, lb[j - 1] if j > 0 else b)
         else:
             c = self._compare_share(a, b)
         if c:
@@ -671,15 +772,23 @@ class VolcanoModel(NoClusterQueueQuota):
     # -- actions -----------------------------------------------------------------------------------
 
     def run(self, now_ms: int) -> list[UnitDecision]:
-        """enqueue, allocate, reclaim, repeated while reclaim evicts (at most ``MAX_ROUNDS``)."""
+        """enqueue, allocate, reclaim, repeated while reclaim evicts (at most ``MAX_ROUNDS``).
+
+        A group is tried again only when something it waits for may have changed (``retry_all``,
+        ``fresh``, ``relaxed``, ``freed``): a group not tried would fail as it did, so the decisions
+        are those of trying every group every time; its message stays that of its last attempt."""
         out: list[UnitDecision] = []
         for _ in range(MAX_ROUNDS):
             if self.stale:
                 self._derive()
-            self._enqueue()
+            retry_all, fresh, relaxed, freed = self.retry_all, self.fresh, self.relaxed, self.freed
+            self.retry_all, self.fresh, self.relaxed, self.freed = False, {}, set(), False
+            for key in self._enqueue(retry_all, fresh, relaxed):
+                fresh[key] = None
             if self.stale:
                 self._derive()
-            self._allocate(out)
+            retry_all = retry_all or self.retry_all
+            self._allocate(out, retry_all, fresh, relaxed, freed)
             if self.stale:
                 self._derive()
             if not self._reclaim(out):
@@ -690,21 +799,25 @@ class VolcanoModel(NoClusterQueueQuota):
         return sorted((self.queues[n] for n in names), key=functools.cmp_to_key(self._compare_queues))
 
     def _group_order(self, group: GroupInfo) -> tuple[int, int, str]:
+        """``JobOrderFn``: priority (higher first), then creation, then key."""
         pg = group.pg
         assert pg is not None
-        priority = max((self.pods[k].obj.priority for k in group.pods), default=0)
-        return (-priority, pg.creation_ms, group.key)
+        return (-group.priority, pg.creation_ms, group.key)
 
-    def _enqueue(self) -> bool:
-        """Pending PodGroups become Inqueue (round-robin over queues in queue order)."""
+    def _enqueue(self, retry_all: bool, fresh: dict[str, None], relaxed: set[str]) -> list[str]:
+        """Pending PodGroups become Inqueue (round-robin over queues in queue order); returns them."""
         per_queue: dict[str, list[GroupInfo]] = {}
-        for group in self.groups.values():
-            if group.pg is not None and group.phase == PENDING and group.queue in self.queues:
-                per_queue.setdefault(group.queue, []).append(group)
+        for queue in self.queues.values():
+            if not queue.pending:
+                continue
+            whole = retry_all or queue.name in relaxed
+            groups = [self.groups[k] for k in queue.pending if whole or k in fresh]
+            if groups:
+                per_queue[queue.name] = groups
         if not per_queue:
-            return False
+            return []
         lists = [sorted(per_queue[q.name], key=self._group_order) for q in self._ordered_queues(list(per_queue))]
-        changed = False
+        enqueued: list[str] = []
         for i in range(max(len(x) for x in lists)):
             for groups in lists:
                 if i >= len(groups):
@@ -729,38 +842,71 @@ class VolcanoModel(NoClusterQueueQuota):
                 group.phase = INQUEUE
                 group.reason, group.message, group.shortfalls = "", "", []
                 self._refresh(group)
-                changed = True
-        return changed
+                enqueued.append(group.key)
+        return enqueued
 
-    def _candidates(self) -> dict[str, list[GroupInfo]]:
-        """Inqueue / Running groups with pending pods, per queue."""
-        out: dict[str, list[GroupInfo]] = {}
-        for group in self.groups.values():
-            if group.pg is not None and group.phase in (INQUEUE, RUNNING) and group.pending and \
-                    group.queue in self.queues:
-                out.setdefault(group.queue, []).append(group)
-        return out
+    def _fits_free(self, group: GroupInfo, free: Resources) -> bool:
+        """Whether some pending pod of ``group`` fits the cluster's free capacity (a group none of whose
+        pods fits cannot bind anything)."""
+        for key in group.pods:
+            pod = self.pods[key]
+            if pod.state == POD_PENDING and all(v <= free.get(r, 0) for r, v in pod.request.items()):
+                return True
+        return False
 
-    def _allocate(self, out: list[UnitDecision]) -> bool:
+    def _allocate(self, out: list[UnitDecision], retry_all: bool, fresh: dict[str, None], relaxed: set[str],
+                  freed: bool) -> bool:
         """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
-        proportion) gives its first group a try; a gang short of ``minMember`` is rolled back."""
-        cands = self._candidates()
-        for groups in cands.values():
-            groups.sort(key=self._group_order)
+        proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
+        groups that may succeed are looked at (``run``)."""
+        free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
+        cands: dict[str, list[GroupInfo]] = {}
+        for queue in self.queues.values():
+            if not queue.waiting:
+                continue
+            whole = retry_all or queue.name in relaxed
+            groups = []
+            for key in queue.waiting:
+                g = self.groups[key]
+                if whole or key in fresh or not g.blocked or (freed and g.blocked == "cluster"):
+                    if self._fits_free(g, free):
+                        groups.append(g)
+                    else:
+                        g.blocked = "cluster"
+            if groups:
+                groups.sort(key=self._group_order, reverse=True)
+                cands[queue.name] = groups
         changed = False
+        compare = self._compare_queues
         while cands:
-            order = self._ordered_queues(list(cands))
-            queue = order[0]
+            best: QueueInfo | None = None
+            for name in cands:
+                q = self.queues[name]
+                if best is None or compare(q, best) < 0:
+                    best = q
+            assert best is not None
+            queue = best
             groups = cands[queue.name]
-            group = groups.pop(0)
+            group = groups.pop()
             if not groups:
                 del cands[queue.name]
             if self.args.plugin == "proportion" and self._overused(queue):
                 group.reason, group.message = "NotEnoughResources", f"queue {queue.name} is overused"
-                cands.pop(queue.name, None)
+                group.blocked = "quota"
+                for g in cands.pop(queue.name, []):
+                    g.blocked = "quota"
+                continue
+            if not self._fits_free(group, free):
+                group.blocked = "cluster"  # the free capacity shrank since it was listed
                 continue
             if self._try_allocate(group, queue, out):
                 changed = True
+                free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
+                if not any(v > 0 for v in free.values()):
+                    for groups in cands.values():
+                        for g in groups:
+                            g.blocked = "cluster"
+                    break
         return changed
 
     def _overused(self, queue: QueueInfo) -> bool:
@@ -778,9 +924,14 @@ class VolcanoModel(NoClusterQueueQuota):
         extra: Resources = {}
         chosen: list[PodInfo] = []
         blocked: list[tuple[str, str, int, int]] = []
+        group.blocked = ""
         for pod in pending:
             quota = self._allocatable(queue, extra, pod.request)
             nodes = self._node_fit(extra, pod.request)
+            if nodes:
+                group.blocked = "cluster"
+            elif quota and not group.blocked:
+                group.blocked = "quota"
             if quota or nodes:
                 if not blocked:
                     blocked = quota + [("cluster", r, pod.request[r],
@@ -790,6 +941,8 @@ class VolcanoModel(NoClusterQueueQuota):
             chosen.append(pod)
             _add(extra, pod.request)
         if not chosen or running + len(chosen) < max(pg.min_member, 1):
+            if not group.blocked:
+                group.blocked = "quota"  # too few pods: tried again when pods arrive (fresh)
             if running < pg.min_member:
                 ready = running + len(chosen)
                 group.reason = "NotEnoughResources" if len(pending) + running >= pg.min_member else "NotEnoughTasks"
@@ -939,12 +1092,16 @@ class VolcanoModel(NoClusterQueueQuota):
     def _reclaim(self, out: list[UnitDecision]) -> bool:
         """For each starving group (queue order, then job order), evict victims until its pending pods
         fit the cluster; commit when the group becomes ready, else undo."""
-        cands = self._candidates()
+        if not self.reclaimable_alloc:
+            return False
+        cands = [q.name for q in self.queues.values() if q.waiting]
         changed = False
-        for queue in self._ordered_queues(list(cands)):
+        for queue in self._ordered_queues(cands):
             if self.args.plugin == "proportion" and self._overused(queue):
                 continue
-            for group in sorted(cands[queue.name], key=self._group_order):
+            for group in sorted((self.groups[k] for k in list(queue.waiting)), key=self._group_order):
+                if group.key not in queue.waiting:
+                    continue
                 if self._reclaim_for(group, queue, out):
                     changed = True
         return changed
@@ -1071,12 +1228,14 @@ class VolcanoModel(NoClusterQueueQuota):
     # -- snapshot ------------------------------------------------------------------------------------
 
     def dump(self) -> dict:
-        """Arguments, capacity, queue specs, PodGroups with phase and message, pods with state."""
+        """Arguments, capacity, queue specs, PodGroups with phase, message and what blocked them, pods
+        with state, and what the next ``run`` retries."""
         a = self.args
         return {"args": [a.plugin, a.enabled_hierarchy, a.ancestor_reclaim_level], "capacity": self.capacity,
                 "queues": [_enc_queue(q) for q in self.specs.values()],
                 "groups": [[g.key, _enc_group(g.pg) if g.pg is not None else None, g.phase, g.reason, g.message,
-                            g.shortfalls] for g in self.groups.values()],
+                            g.shortfalls, g.blocked] for g in self.groups.values()],
+                "retry": [self.retry_all, list(self.fresh), sorted(self.relaxed), self.freed],
                 "pods": [[_enc_pod(p.obj), p.group, p.state, p.observed] for p in self.pods.values()]}
 
     def load(self, doc: dict) -> None:
@@ -1092,9 +1251,9 @@ class VolcanoModel(NoClusterQueueQuota):
         self.pods = {}
         self.used = {}
         self._rebuild_tree()
-        for key, raw, phase, reason, message, shortfalls in doc["groups"]:
+        for key, raw, phase, reason, message, shortfalls, blocked in doc["groups"]:
             g = self.groups[key] = GroupInfo(key)
-            g.phase, g.reason, g.message, g.shortfalls = phase, reason, message, shortfalls
+            g.phase, g.reason, g.message, g.shortfalls, g.blocked = phase, reason, message, shortfalls, blocked
             if raw is not None:
                 g.pg = _dec_group(raw)
                 g.queue = g.pg.queue
@@ -1107,6 +1266,8 @@ class VolcanoModel(NoClusterQueueQuota):
             if g.pg is not None:
                 self.queues_for(g)
                 self._refresh(g)
+        retry_all, fresh, relaxed, freed = doc["retry"]
+        self.retry_all, self.fresh, self.relaxed, self.freed = retry_all, dict.fromkeys(fresh), set(relaxed), freed
         self.stale = True
 
 
