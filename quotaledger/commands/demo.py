@@ -28,8 +28,8 @@ def demo(
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 
-    if model not in ("kueue", "koordinator"):
-        raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator)", 2)
+    if model not in ("kueue", "koordinator", "volcano"):
+        raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator, volcano)", 2)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
@@ -61,8 +61,9 @@ def simulate(
     from replay.sim.traces import parse_until
 
     err = err_console()
-    if model not in ("kueue", "koordinator"):
-        raise CommandError(f"--model: {model!r} is not a quota model the simulator runs (kueue, koordinator)", 2)
+    if model not in ("kueue", "koordinator", "volcano"):
+        raise CommandError(f"--model: {model!r} is not a quota model the simulator runs "
+                           "(kueue, koordinator, volcano)", 2)
     imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
     try:
         tick_ms = parse_until(tick, 0) if tick.strip() not in ("0", "") else 0
