@@ -1174,6 +1174,12 @@ class VolcanoModel(NoClusterQueueQuota):
                 "elastic": dict(sorted((q.h_elastic if h else q.elastic).items())),
                 "share": str(self.queue_share(q)), "children": list(q.children)}
 
+    def queue_rows(self) -> list[tuple[str, dict, int]]:
+        """``(name, numbers as in the state's queues, PodGroups not Completed)`` per queue, by name."""
+        if self.stale:
+            self._derive()
+        return [(name, self._numbers(self.queues[name]), self.queues[name].live) for name in sorted(self.queues)]
+
     def view(self) -> dict:
         """``queues`` (upstream ``queueAttr`` names; ``deserved`` rounded down to base units, ``share``
         an exact ratio; with hierarchy a parent's numbers are its subtree's), ``podGroups`` and
