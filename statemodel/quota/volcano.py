@@ -126,7 +126,7 @@ class GroupInfo:
     """One PodGroup: its object (``None`` while only pods name it), phase, pods and contribution."""
 
     __slots__ = ("key", "pg", "phase", "pods", "alloc", "pending", "inq", "elastic", "reason", "message",
-                 "shortfalls", "queue", "priority", "blocked", "indexed")
+                 "shortfalls", "queue", "priority", "blocked", "indexed", "need")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -148,6 +148,8 @@ class GroupInfo:
         deserved / realCapability) or ``""`` (not tried since it changed)."""
         self.indexed: tuple[str, str] = ("", "")
         """``(queue, "waiting" | "pending")`` of the queue index it is in, ``("", "")`` for none."""
+        self.need: list[Resources] = []
+        """The requests of its pending pods (what the free-capacity filter looks at)."""
 
 
 class PodInfo:
@@ -284,6 +286,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 queue.live -= 1
         alloc: Resources = {}
         pending: Resources = {}
+        need: list[Resources] = []
         running = 0
         finished = 0
         for key in group.pods:
@@ -293,9 +296,10 @@ class VolcanoModel(NoClusterQueueQuota):
                 running += 1
             elif pod.state == POD_PENDING:
                 _add(pending, pod.request)
+                need.append(pod.request)
             else:
                 finished += 1
-        group.alloc, group.pending = alloc, pending
+        group.alloc, group.pending, group.need = alloc, pending, need
         pg = group.pg
         if pg is not None:
             if running and running >= pg.min_member:
@@ -848,9 +852,11 @@ class VolcanoModel(NoClusterQueueQuota):
     def _fits_free(self, group: GroupInfo, free: Resources) -> bool:
         """Whether some pending pod of ``group`` fits the cluster's free capacity (a group none of whose
         pods fits cannot bind anything)."""
-        for key in group.pods:
-            pod = self.pods[key]
-            if pod.state == POD_PENDING and all(v <= free.get(r, 0) for r, v in pod.request.items()):
+        for request in group.need:
+            for r, v in request.items():
+                if v > free.get(r, 0):
+                    break
+            else:
                 return True
         return False
 
