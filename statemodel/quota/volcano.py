@@ -205,6 +205,10 @@ class VolcanoModel(NoClusterQueueQuota):
         self._shares: dict[str, Fraction] = {}
         """``queue_share`` per queue, dropped when its allocated or deserved changes."""
         self._chains: dict[str, list[QueueInfo]] = {}
+        self.waiting_queues: dict[str, None] = {}
+        """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
+        self.pending_queues: dict[str, None] = {}
+        """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
         self._rebuild_tree()
 
     # -- configuration ---------------------------------------------------------------------------
@@ -230,6 +234,7 @@ class VolcanoModel(NoClusterQueueQuota):
     def _rebuild_tree(self) -> None:
         """Queues and edges from ``specs``, numbers from the groups (after a queue change)."""
         self.queues = {name: QueueInfo(spec) for name, spec in self.specs.items()}
+        self.waiting_queues, self.pending_queues = {}, {}
         self._chains = {}
         self._shares = {}
         for name in sorted(self.queues):
@@ -362,10 +367,23 @@ class VolcanoModel(NoClusterQueueQuota):
         if where == group.indexed:
             return
         old_q, old_kind = group.indexed
-        if old_q in self.queues:
-            getattr(self.queues[old_q], old_kind).pop(group.key, None)
-        if where[0]:
-            getattr(queue, where[1])[group.key] = None
+        old = self.queues.get(old_q)
+        if old is not None:
+            if old_kind == "waiting":
+                old.waiting.pop(group.key, None)
+                if not old.waiting:
+                    self.waiting_queues.pop(old_q, None)
+            else:
+                old.pending.pop(group.key, None)
+                if not old.pending:
+                    self.pending_queues.pop(old_q, None)
+        if queue is not None and where[0]:
+            if where[1] == "waiting":
+                queue.waiting[group.key] = None
+                self.waiting_queues[queue.name] = None
+            else:
+                queue.pending[group.key] = None
+                self.pending_queues[queue.name] = None
         group.indexed = where
 
     def _derive(self) -> None:
@@ -811,9 +829,8 @@ class VolcanoModel(NoClusterQueueQuota):
     def _enqueue(self, retry_all: bool, fresh: dict[str, None], relaxed: set[str]) -> list[str]:
         """Pending PodGroups become Inqueue (round-robin over queues in queue order); returns them."""
         per_queue: dict[str, list[GroupInfo]] = {}
-        for queue in self.queues.values():
-            if not queue.pending:
-                continue
+        for name in self.pending_queues:
+            queue = self.queues[name]
             whole = retry_all or queue.name in relaxed
             groups = [self.groups[k] for k in queue.pending if whole or k in fresh]
             if groups:
@@ -867,9 +884,8 @@ class VolcanoModel(NoClusterQueueQuota):
         groups that may succeed are looked at (``run``)."""
         free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
         cands: dict[str, list[GroupInfo]] = {}
-        for queue in self.queues.values():
-            if not queue.waiting:
-                continue
+        for name in self.waiting_queues:
+            queue = self.queues[name]
             whole = retry_all or queue.name in relaxed
             groups = []
             for key in queue.waiting:
@@ -1100,7 +1116,7 @@ class VolcanoModel(NoClusterQueueQuota):
         fit the cluster; commit when the group becomes ready, else undo."""
         if not self.reclaimable_alloc:
             return False
-        cands = [q.name for q in self.queues.values() if q.waiting]
+        cands = list(self.waiting_queues)
         changed = False
         for queue in self._ordered_queues(cands):
             if self.args.plugin == "proportion" and self._overused(queue):
