@@ -78,6 +78,15 @@ def _add(into: Resources, delta: Resources, sign: int = 1) -> None:
             into.pop(r, None)
 
 
+def _delta(new: Resources, old: Resources) -> Resources:
+    """``new - old`` per dimension, zeros left out."""
+    if new == old:
+        return {}
+    out = dict(new)
+    _add(out, old, -1)
+    return out
+
+
 def _exceeded(left: Resources, right: Resources) -> Resources:
     """``ExceededPart(left, right)``: per dimension ``max(0, left - right)``, zeros left out."""
     return {r: v - right.get(r, 0) for r, v in left.items() if v > right.get(r, 0)}
@@ -263,21 +272,34 @@ class VolcanoModel(NoClusterQueueQuota):
     def _contribute(self, queue: QueueInfo, group: GroupInfo, sign: int) -> None:
         request = dict(group.alloc)
         _add(request, group.pending)
-        _add(queue.allocated, group.alloc, sign)
-        _add(queue.request, request, sign)
-        _add(queue.inqueue, group.inq, sign)
-        _add(queue.elastic, group.elastic, sign)
-        _add(self.used, group.alloc, sign)
-        if queue.spec.reclaimable:
-            _add(self.reclaimable_alloc, group.alloc, sign)
+        self._move(queue, group.alloc, request, group.inq, group.elastic, sign)
+
+    def _move(self, queue: QueueInfo, alloc: Resources, request: Resources, inq: Resources, elastic: Resources,
+              sign: int) -> None:
+        """Add ``sign`` × these amounts to ``queue``'s numbers and its chain's subtree sums."""
+        if alloc:
+            _add(queue.allocated, alloc, sign)
+            _add(self.used, alloc, sign)
+            if queue.spec.reclaimable:
+                _add(self.reclaimable_alloc, alloc, sign)
+        if request:
+            _add(queue.request, request, sign)
+        if inq:
+            _add(queue.inqueue, inq, sign)
+        if elastic:
+            _add(queue.elastic, elastic, sign)
         shares = self._shares
         node: QueueInfo | None = queue
         while node is not None:
-            shares.pop(node.name, None)
-            _add(node.h_allocated, group.alloc, sign)
-            _add(node.h_request, request, sign)
-            _add(node.h_inqueue, group.inq, sign)
-            _add(node.h_elastic, group.elastic, sign)
+            if alloc:
+                shares.pop(node.name, None)
+                _add(node.h_allocated, alloc, sign)
+            if request:
+                _add(node.h_request, request, sign)
+            if inq:
+                _add(node.h_inqueue, inq, sign)
+            if elastic:
+                _add(node.h_elastic, elastic, sign)
             node = self.queues.get(node.parent) if node.parent is not None else None
 
     def _refresh(self, group: GroupInfo) -> None:
@@ -285,10 +307,9 @@ class VolcanoModel(NoClusterQueueQuota):
         what went down (capacity freed, a queue relaxed) for the next ``run`` and re-index it."""
         queue = self.queues.get(group.queue)
         old_alloc, old_held = group.alloc, self._held(group)
-        if queue is not None:
-            self._contribute(queue, group, -1)
-            if group.phase != COMPLETED and group.pg is not None:
-                queue.live -= 1
+        old_pending, old_inq, old_elastic = group.pending, group.inq, group.elastic
+        if queue is not None and group.phase != COMPLETED and group.pg is not None:
+            queue.live -= 1
         alloc: Resources = {}
         pending: Resources = {}
         need: list[Resources] = []
@@ -325,7 +346,10 @@ class VolcanoModel(NoClusterQueueQuota):
             group.inq, group.elastic = {}, {}
         group.priority = max((self.pods[k].obj.priority for k in group.pods), default=0)
         if queue is not None:
-            self._contribute(queue, group, 1)
+            d_alloc = _delta(alloc, old_alloc)
+            d_request = dict(d_alloc)
+            _add(d_request, _delta(pending, old_pending))
+            self._move(queue, d_alloc, d_request, _delta(group.inq, old_inq), _delta(group.elastic, old_elastic), 1)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live += 1
             new_held = self._held(group)
