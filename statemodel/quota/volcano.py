@@ -1170,8 +1170,10 @@ class VolcanoModel(NoClusterQueueQuota):
                 continue
             need = dict(extra)
             _add(need, freed, -1)
-            if not self._node_fit(need, pod.request):
-                continue  # allocate would have bound it
+            if not self._node_fit(need, pod.request):  # fits the free capacity: no victim needed
+                placed.append(pod)
+                _add(extra, pod.request)
+                continue
             for victim in self._victims(queue, pod.request):
                 if victim.key in taken:
                     continue

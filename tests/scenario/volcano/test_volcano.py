@@ -186,6 +186,19 @@ def test_proportion_reclaim_takes_back_from_the_overused_queue() -> None:
     assert s.state()["pods"]["ns/a-3"]["state"] == "Pending"
 
 
+def test_reclaim_for_a_gang_counts_the_pods_that_fit_without_victims() -> None:
+    # 4 cpu: a runs 3 x 1 (minMember 1).  b's gang of 2 x 1: deserved a 2, b 2 (round 1: a asks 3, b 2).
+    # One pod fits the free cpu, the other needs one of a's pods (a: 3 > 2): one eviction, b binds both
+    s = VolcanoScenario(capacity={"cpu": 4})
+    s.queue("a")
+    s.queue("b")
+    s.job("ns/a", "a", pods=3, min_member=1, cpu=1)
+    s.run()
+    s.job("ns/b", "b", pods=2, cpu=1)
+    assert _decisions(s.run()) == [("Evicted", "ns/a-2"), ("Admitted", "ns/b")]
+    assert s.running("ns/b") == 2
+
+
 def test_reclaim_never_takes_from_a_non_reclaimable_queue() -> None:
     s = VolcanoScenario(capacity={"cpu": 4})
     s.queue("a", reclaimable=False)
