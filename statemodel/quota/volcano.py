@@ -103,7 +103,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live", "waiting", "pending")
+                 "deserved", "live", "waiting", "pending", "ordered")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -129,6 +129,8 @@ class QueueInfo:
         """Its Inqueue / Running groups with pending pods (what allocate and reclaim look at)."""
         self.pending: dict[str, None] = {}
         """Its Pending groups (what enqueue looks at)."""
+        self.ordered: list[GroupInfo] | None = None
+        """``waiting`` in job order (``None``: to be sorted again)."""
 
 
 class GroupInfo:
@@ -389,11 +391,14 @@ class VolcanoModel(NoClusterQueueQuota):
             elif group.phase in (INQUEUE, RUNNING) and group.pending:
                 where = (queue.name, "waiting")
         if where == group.indexed:
+            if where[1] == "waiting" and queue is not None:
+                queue.ordered = None  # its priority may have changed
             return
         old_q, old_kind = group.indexed
         old = self.queues.get(old_q)
         if old is not None:
             if old_kind == "waiting":
+                old.ordered = None
                 old.waiting.pop(group.key, None)
                 if not old.waiting:
                     self.waiting_queues.pop(old_q, None)
@@ -403,6 +408,7 @@ class VolcanoModel(NoClusterQueueQuota):
                     self.pending_queues.pop(old_q, None)
         if queue is not None and where[0]:
             if where[1] == "waiting":
+                queue.ordered = None
                 queue.waiting[group.key] = None
                 self.waiting_queues[queue.name] = None
             else:
@@ -905,55 +911,73 @@ class VolcanoModel(NoClusterQueueQuota):
                   freed: bool) -> bool:
         """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
         proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
-        groups that may succeed are looked at (``run``)."""
+        groups that may succeed are looked at (``run``); each queue's next candidate is found lazily,
+        in job order, when the one before it has been tried."""
         free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
-        cands: dict[str, list[GroupInfo]] = {}
-        for name in self.waiting_queues:
+        lists: dict[str, list[GroupInfo]] = {}
+        at: dict[str, int] = {}
+
+        def advance(name: str) -> GroupInfo | None:
             queue = self.queues[name]
-            whole = retry_all or queue.name in relaxed
-            groups = []
-            for key in queue.waiting:
-                g = self.groups[key]
-                if whole or key in fresh or not g.blocked or (freed and g.blocked == "cluster"):
+            groups = lists[name]
+            whole = retry_all or name in relaxed
+            i = at[name]
+            while i < len(groups):
+                g = groups[i]
+                i += 1
+                if g.key not in queue.waiting:
+                    continue
+                if whole or g.key in fresh or not g.blocked or (freed and g.blocked == "cluster"):
                     if self._fits_free(g, free):
-                        groups.append(g)
-                    else:
-                        g.blocked = "cluster"
-            if groups:
-                groups.sort(key=self._group_order, reverse=True)
-                cands[queue.name] = groups
+                        at[name] = i
+                        return g
+                    g.blocked = "cluster"
+            at[name] = i
+            return None
+
+        heads: dict[str, GroupInfo] = {}
+        for name in self.waiting_queues:
+            lists[name] = self._sorted_waiting(self.queues[name])
+            at[name] = 0
+            head = advance(name)
+            if head is not None:
+                heads[name] = head
         changed = False
         compare = self._compare_queues
-        while cands:
+        while heads:
             best: QueueInfo | None = None
-            for name in cands:
+            for name in heads:
                 q = self.queues[name]
                 if best is None or compare(q, best) < 0:
                     best = q
             assert best is not None
             queue = best
-            groups = cands[queue.name]
-            group = groups.pop()
-            if not groups:
-                del cands[queue.name]
+            group = heads.pop(queue.name)
             if self.args.plugin == "proportion" and self._overused(queue):
                 group.reason, group.message = "NotEnoughResources", f"queue {queue.name} is overused"
                 group.blocked = "quota"
-                for g in cands.pop(queue.name, []):
-                    g.blocked = "quota"
                 continue
             if not self._fits_free(group, free):
-                group.blocked = "cluster"  # the free capacity shrank since it was listed
-                continue
-            if self._try_allocate(group, queue, out):
+                group.blocked = "cluster"  # the free capacity shrank since it was found
+            elif self._try_allocate(group, queue, out):
                 changed = True
                 free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
                 if not any(v > 0 for v in free.values()):
-                    for groups in cands.values():
-                        for g in groups:
-                            g.blocked = "cluster"
+                    for g in heads.values():
+                        g.blocked = "cluster"
                     break
+            nxt = advance(queue.name)
+            if nxt is not None:
+                heads[queue.name] = nxt
         return changed
+
+    def _sorted_waiting(self, queue: QueueInfo) -> list[GroupInfo]:
+        """``queue``'s waiting groups in job order (cached until one of them changes)."""
+        groups = queue.ordered
+        if groups is None:
+            groups = sorted((self.groups[k] for k in queue.waiting), key=self._group_order)
+            queue.ordered = groups
+        return groups
 
     def _overused(self, queue: QueueInfo) -> bool:
         """Proportion's ``OverusedFn``: ``deserved <= allocated`` in every dimension."""
