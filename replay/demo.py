@@ -28,6 +28,7 @@ from replay.sim.importers.outliers import outlier_warnings
 from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
 from replay.reports.plots import write_plots
 from replay.sim.koordinator_quota import to_elastic_quotas
+from replay.sim.volcano_quota import to_volcano_queues
 from replay.sim.quota_tree import generate_quota
 from replay.reports.tables import Report, build_report
 from replay.reports.page import write_index
@@ -90,7 +91,8 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
     """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
     shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``model`` ``koordinator``: a Kueue
     configuration (generated or loaded) is translated to ElasticQuotas
-    (``replay.sim.koordinator_quota``); a loaded one that already holds ElasticQuotas is kept.
+    (``replay.sim.koordinator_quota``), ``volcano``: to a Volcano queue tree
+    (``replay.sim.volcano_quota``); a loaded one that already holds that model's objects is kept.
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
@@ -104,6 +106,8 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None,
         config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
         if model == "koordinator" and config.model != "koordinator":
             config = to_elastic_quotas(config, capacity_node=not imported.nodes)
+        elif model == "volcano" and config.model != "volcano":
+            config = to_volcano_queues(config, capacity_node=not imported.nodes)
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
     try:
@@ -141,8 +145,9 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
             first submission or before its last, a date, an RFC 3339 time).
         progress: progress callback (:data:`Progress`).
         on_note: called with human-readable notes (skipped rows, the quota rule).
-        model: ``kueue`` (default) or ``koordinator``: the quota tree translated to ElasticQuotas and
-            the jobs run as Pods (``load_inputs``).
+        model: ``kueue`` (default), ``koordinator`` (the quota tree translated to ElasticQuotas, the
+            jobs run as Pods) or ``volcano`` (translated to Volcano queues, the jobs run as PodGroups;
+            ``load_inputs``).
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used; the store cannot

@@ -285,7 +285,8 @@ class EngineConfig:
     ``quota_model`` is ``spec.quotaModel`` (default ``kueue``), the name of the cluster's quota model
     in ``statemodel.quota.registry``.  ``preemption_release_on`` is ``spec.preemption.releaseOn``
     (default ``Decision``); ``koordinator`` is ``spec.koordinator`` (the ``koordinator`` model's plugin
-    arguments, ``None`` = upstream defaults).  New fields go last, so a snapshot written before a field
+    arguments, ``None`` = upstream defaults); ``volcano`` is ``spec.volcano`` (the ``volcano`` model's
+    plugin and its arguments, ``None`` = ``proportion``).  New fields go last, so a snapshot written before a field
     existed (fewer positional values) restores with its default.
     """
 
@@ -295,6 +296,7 @@ class EngineConfig:
     quota_model: str = "kueue"
     preemption_release_on: PreemptionReleaseOn = PreemptionReleaseOn.DECISION
     koordinator: "ElasticQuotaArgs | None" = None
+    volcano: "VolcanoArgs | None" = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,8 +393,70 @@ class Pod:
         return f"{self.namespace}/{self.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class VolcanoArgs:
+    """The ``volcano`` model's scheduler configuration (``spec.volcano`` of an ``EngineConfig``):
+    the quota plugin of the tier (``proportion``, upstream's default, or ``capacity``) and the
+    ``capacity`` plugin's arguments that change semantics (reference/volcano.md §2-3):
+    ``enabled_hierarchy`` (the tier's ``enabledHierarchy``) and ``ancestor_reclaim_level``
+    (``ancestorReclaimLevel``, default 0)."""
+
+    plugin: str = "proportion"
+    enabled_hierarchy: bool = False
+    ancestor_reclaim_level: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """Volcano ``scheduling.volcano.sh/v1beta1`` ``Queue`` (reference/volcano.md, fields used).
+
+    ``parent``: ``spec.parent`` (``root`` when empty, as the queue controller patches it).
+    ``weight``: ``spec.weight`` (default 1).  ``capability`` / ``guarantee`` (``spec.guarantee.resource``)
+    / ``deserved``: sorted ``(resource, amount)`` pairs in base units.  ``reclaimable``:
+    ``spec.reclaimable`` (default true).  ``priority``: ``spec.priority`` (default 0).  ``state``:
+    ``status.state`` (``Open`` default, ``Closed``, ``Closing``, ``Unknown``).  ``creation_ms``:
+    ``metadata.creationTimestamp`` (default: event time), the session's tie-break.
+    """
+
+    name: str
+    parent: str
+    weight: int
+    capability: tuple[tuple[str, int], ...]
+    guarantee: tuple[tuple[str, int], ...]
+    deserved: tuple[tuple[str, int], ...]
+    reclaimable: bool
+    priority: int
+    state: str
+    creation_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    """Volcano ``scheduling.volcano.sh/v1beta1`` ``PodGroup``: the gang that is admitted.
+
+    ``queue``: ``spec.queue`` (default ``default``).  ``min_member``: ``spec.minMember`` (default 1).
+    ``min_resources``: ``spec.minResources`` as sorted pairs in base units, ``None`` when absent
+    (upstream then permits enqueueing without a quota check).  ``priority_class_name``:
+    ``spec.priorityClassName`` (kept; the group's priority is its pods' ``spec.priority``, which the
+    admission controller resolves from the same class).
+    """
+
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    min_resources: tuple[tuple[str, int], ...] | None
+    priority_class_name: str
+    creation_ms: int
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
 KubeObject = (ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload | Node | EngineConfig | ElasticQuota
-              | Pod)
+              | Pod | Queue | PodGroup)
 
 
 @dataclass(frozen=True, slots=True)

@@ -365,6 +365,31 @@ elastic_quotas = Table(
 """Projection of the current state: the quota groups of a cluster running the ``koordinator`` model
 (state JSON ``elasticQuotas``), upstream ``QuotaCalculateInfo`` numbers as JSON maps in base units."""
 
+volcano_queues = Table(
+    "volcano_queues",
+    metadata,
+    Column("cluster", String, primary_key=True),
+    Column("name", String, primary_key=True),
+    Column("parent", String, nullable=True, comment="parent queue; NULL for root"),
+    Column("weight", BigInteger, nullable=False),
+    Column("state", String, nullable=False, comment="Open, Closed, Closing or Unknown"),
+    Column("reclaimable", Boolean, nullable=False),
+    Column("capability", JSONType, nullable=False,
+           comment=f"resource -> amount in {BASE_UNITS}; infinite resources left out"),
+    Column("real_capability", JSONType, nullable=False, comment="resource -> amount; infinite resources left out"),
+    Column("guarantee", JSONType, nullable=False, comment="resource -> amount"),
+    Column("deserved", JSONType, nullable=False, comment="resource -> amount (exact value rounded down)"),
+    Column("allocated", JSONType, nullable=False, comment="resource -> amount (bound pods; a parent: its subtree)"),
+    Column("request", JSONType, nullable=False, comment="resource -> amount (bound and pending pods)"),
+    Column("inqueue", JSONType, nullable=False, comment="resource -> amount reserved by Inqueue/Running groups"),
+    Column("elastic", JSONType, nullable=False, comment="resource -> amount allocated beyond minResources"),
+    Column("share", String, nullable=False, comment="exact ratio allocated / deserved, e.g. '2/3'"),
+    Column("pod_groups", BigInteger, nullable=False, comment="PodGroups of the queue that are not Completed"),
+    comment="Projection: Volcano queues (the volcano quota model).",
+)
+"""Projection of the current state: the queues of a cluster running the ``volcano`` model (state JSON
+``queues``), upstream ``queueAttr`` numbers as JSON maps in base units."""
+
 # --------------------------------------------------------------------------- ingest bookkeeping
 
 dead_letters = Table(
@@ -420,5 +445,6 @@ Index(None, outbox.c.published, outbox.c.cluster, outbox.c.first_seq)
 
 __all__ = [
     "metadata", "events", "decisions", "snapshots", "cohorts", "cluster_queues", "local_queues",
-    "quotas", "workloads", "fair_sharing", "nodes", "elastic_quotas", "dead_letters", "ingest_offsets", "outbox",
+    "quotas", "workloads", "fair_sharing", "nodes", "elastic_quotas", "volcano_queues", "dead_letters",
+    "ingest_offsets", "outbox",
 ]

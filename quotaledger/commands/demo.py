@@ -38,8 +38,8 @@ def demo(
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 
-    if model not in ("kueue", "koordinator"):
-        raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator)", 2)
+    if model not in ("kueue", "koordinator", "volcano"):
+        raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
@@ -72,8 +72,9 @@ def simulate(
     from replay.timespec import parse_span
 
     err = err_console()
-    if model not in ("kueue", "koordinator"):
-        raise CommandError(f"--model: {model!r} is not a quota model the simulator runs (kueue, koordinator)", 2)
+    if model not in ("kueue", "koordinator", "volcano"):
+        raise CommandError(f"--model: {model!r} is not a quota model the simulator runs "
+                           "(kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
     imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
     tick_ms = parse_span(tick, "--tick")

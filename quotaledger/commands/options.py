@@ -123,5 +123,7 @@ def snapshot_interval_ms(text: str | None) -> int | None:
         raise CommandError("--snapshot-every-time must be positive", 2)
     return every_ms
 MODEL_OPTION = typer.Option(
-    "kueue", "--model", help="Quota model: kueue, or koordinator (the Kueue quota tree translated to ElasticQuotas: "
-                             "min = nominal, max = nominal + borrowingLimit; jobs run as Pods).")
+    "kueue", "--model", help="Quota model: kueue, koordinator (the Kueue quota tree translated to ElasticQuotas: "
+                             "min = nominal, max = nominal + borrowingLimit; jobs run as Pods), or volcano (translated "
+                             "to Volcano queues, capacity plugin with hierarchy: deserved = nominal, capability = "
+                             "nominal + borrowingLimit; jobs run as PodGroups).")

@@ -12,7 +12,10 @@ from statemodel.timefmt import format_duration
 
 def print_explanation(console: Console, out: dict) -> None:
     """Print a workload's status, reason, request and the numbers of every level of its tree (a
-    Koordinator pod: ``print_pod_explanation``)."""
+    Koordinator pod: ``print_pod_explanation``; a Volcano PodGroup: ``print_pod_group_explanation``)."""
+    if out.get("kind") == "PodGroup":
+        print_pod_group_explanation(console, out)
+        return
     if "pod" in out:
         print_pod_explanation(console, out)
         return
@@ -184,4 +187,53 @@ def print_pod_explanation(console: Console, out: dict) -> None:
                           qty(res, n["autoScaleMin"]), "-" if n["max"] is None else qty(res, n["max"]),
                           str(n["sharedWeight"]), qty(res, n["request"]), qty(res, n["limitedRequest"]),
                           qty(res, n["used"]), qty(res, n["runtime"]))
+    console.print(table)
+
+
+def print_pod_group_explanation(console: Console, out: dict) -> None:
+    """Print a Volcano PodGroup's phase, last message and shortfalls, what binding its pending pods
+    would meet now, and its queue's numbers level by level (``VolcanoModel.explain``)."""
+    via = f" (asked for pod {out['pod']})" if out["pod"] else ""
+    console.print(f"[bold]{out['key']}[/bold]{via}  {out['phase']}  queue {out['queue']}  plugin {out['plugin']}"
+                  f"{' with hierarchy' if out['hierarchy'] else ''}")
+    if out["reason"]:
+        console.print(f"  last attempt [bold]{out['reason']}[/bold]: {out['message']}")
+    if out["pendingRequest"]:
+        console.print("  pending pods ask: " + ", ".join(f"{res} {qty(res, amount)}"
+                                                        for res, amount in out["pendingRequest"].items()))
+    for title, rows in (("what its last attempt was short of", out["shortfalls"]),
+                        ("what binding its pending pods would meet now (allocatable check)", out["allocatableNow"])):
+        if not rows:
+            continue
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+        for header in ("queue", "resource"):
+            table.add_column(header)
+        for header in ("needed", "available"):
+            table.add_column(header, justify="right")
+        for row in rows:
+            res = row["resource"]
+            table.add_row(row["queue"], res, qty(res, row["needed"]), qty(res, row["available"]))
+        console.print(table)
+    table = Table(title="its queue level by level (deserved, realCapability: what may be allocated)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("queue", "resource"):
+        table.add_column(header)
+    for header in ("weight", "guarantee", "deserved", "capability", "realCapability", "allocated", "inqueue",
+                   "elastic", "request", "share"):
+        table.add_column(header, justify="right")
+    for level in out["levels"]:
+        resources = sorted(set(level["deserved"]) | set(level["realCapability"]) | set(level["allocated"])
+                           | set(level["request"])) or ["-"]
+        for i, res in enumerate(resources):
+            def cell(field: str) -> str:
+                if res == "-":
+                    return "-"
+                value = level[field].get(res)
+                if value is None:
+                    return "∞" if field in ("capability", "realCapability") else qty(res, 0)
+                return qty(res, value)
+            table.add_row(level["queue"] if i == 0 else "", res, str(level["weight"]) if i == 0 else "",
+                          *(cell(f) for f in ("guarantee", "deserved", "capability", "realCapability", "allocated",
+                                              "inqueue", "elastic", "request")),
+                          level["share"] if i == 0 else "")
     console.print(table)

@@ -300,12 +300,58 @@ def elastic_quota_tree(name: str, cs: dict) -> Table:
     return table
 
 
+def volcano_queue_tree(name: str, cs: dict) -> Table:
+    """The Volcano queue tree of one cluster (state JSON ``queues``): queues under ``root`` drawn with
+    guides; one row per resource a queue has numbers for, with ``deserved``, ``realCapability``
+    (``∞``: unbounded), ``allocated``, ``inqueue`` and ``request``, its state and the PodGroups by
+    phase."""
+    queues = cs.get("queues", {})
+    groups: dict[str, dict[str, int]] = {}
+    for g in cs.get("podGroups", {}).values():
+        phases = groups.setdefault(g["queue"], {})
+        phases[g["phase"]] = phases.get(g["phase"], 0) + 1
+    table = Table(title=f"cluster {name}  volcano queues  (time {cs.get('time')})", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("queue")
+    table.add_column("resource")
+    for header in ("weight", "deserved", "realCap", "allocated", "inqueue", "request"):
+        table.add_column(header, justify="right")
+    table.add_column("state")
+    table.add_column("podGroups")
+
+    def add(label: str, qname: str, q: dict) -> None:
+        resources = sorted(set(q["deserved"]) | set(q["realCapability"]) | set(q["allocated"])
+                           | set(q["request"])) or ["-"]
+        phases = groups.get(qname, {})
+        summary = ", ".join(f"{phases[p]} {p}" for p in sorted(phases))
+        for i, res in enumerate(resources):
+            cells = ["-"] * 5 if res == "-" else [
+                qty(res, q["deserved"].get(res, 0)),
+                "∞" if res not in q["realCapability"] else qty(res, q["realCapability"][res]),
+                qty(res, q["allocated"].get(res, 0)), qty(res, q["inqueue"].get(res, 0)),
+                qty(res, q["request"].get(res, 0))]
+            table.add_row(label if i == 0 else "", res, str(q["weight"]) if i == 0 else "", *cells,
+                          q["state"] if i == 0 else "", summary if i == 0 else "")
+
+    def walk(q: str, prefix: str, guide: str) -> None:
+        add(prefix + guide + q, q, queues[q])
+        kids = queues[q]["children"]
+        for i, child in enumerate(kids):
+            walk(child, _indent(prefix + guide), "└─ " if i == len(kids) - 1 else "├─ ")
+
+    if "root" in queues:
+        walk("root", "", "")
+    return table
+
+
 def print_state_tree(console: Console, state: dict, only: TreeFilter = TreeFilter()) -> None:
     """Print the tree table of every cluster of a state JSON, filtered by ``only`` (and its
-    Koordinator quota tree when it runs the ``koordinator`` model), then its engine version, time
-    and hash."""
+    Koordinator quota tree or its Volcano queue tree when it runs one of those models), then its
+    engine version, time and hash."""
     for name, cs in state.get("clusters", {}).items():
         console.print(cluster_tree(name, cs, only))
         if cs.get("elasticQuotas"):
             console.print(elastic_quota_tree(name, cs))
+        if cs.get("queues"):
+            console.print(volcano_queue_tree(name, cs))
     console.print(f"engine {state.get('engineVersion')}  time {state.get('time')}  hash {state.get('hash')}")

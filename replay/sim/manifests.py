@@ -21,11 +21,11 @@ from replay.sim.importers.jobs import Job, quantity_string, slug
 
 __all__ = ["QuotaConfig", "QuotaConfigError", "load_manifests", "write_manifests", "queue_names", "KIND_ORDER"]
 
-KIND_ORDER = ("EngineConfig", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "ElasticQuota", "Node")
+KIND_ORDER = ("EngineConfig", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "ElasticQuota", "Queue", "Node")
 """Apply order of configuration kinds (a ClusterQueue's flavors and cohort exist before it)."""
 _FILES = {"EngineConfig": "00-engine-config.yaml", "ResourceFlavor": "10-resource-flavors.yaml",
           "Cohort": "20-cohorts.yaml", "ClusterQueue": "30-cluster-queues.yaml", "LocalQueue": "40-local-queues.yaml",
-          "ElasticQuota": "50-elastic-quotas.yaml", "Node": "60-nodes.yaml"}
+          "ElasticQuota": "50-elastic-quotas.yaml", "Queue": "55-volcano-queues.yaml", "Node": "60-nodes.yaml"}
 
 
 class QuotaConfigError(ValueError):
@@ -57,18 +57,23 @@ class QuotaConfig:
     _lq_cq: dict[tuple[str, str], str] = field(default_factory=dict, init=False, repr=False)
     _cq_groups: dict[str, list[tuple[list[str], list[str]]]] = field(default_factory=dict, init=False, repr=False)
     _leaves: set[str] = field(default_factory=set, init=False, repr=False)
+    _volcano: bool = field(default=False, init=False, repr=False)
 
     @property
     def model(self) -> str:
         """The quota model the configuration is for: ``koordinator`` when it holds ElasticQuotas
-        (jobs run as Pods labelled with their quota), else ``kueue``."""
-        return "koordinator" if self._leaves else "kueue"
+        (jobs run as Pods labelled with their quota), ``volcano`` when it holds Volcano Queues (jobs
+        run as PodGroups), else ``kueue``."""
+        return "volcano" if self._volcano else "koordinator" if self._leaves else "kueue"
 
     def __post_init__(self) -> None:
         for o in self.objects:
             kind, meta, spec = o.get("kind"), o.get("metadata") or {}, o.get("spec") or {}
             if kind == "ElasticQuota":
                 self._leaves.add(meta.get("name", ""))
+            elif kind == "Queue":
+                self._leaves.add(meta.get("name", ""))
+                self._volcano = True
             elif kind == "LocalQueue":
                 self._lq_cq[(meta.get("namespace", ""), meta.get("name", ""))] = spec.get("clusterQueue", "")
             elif kind == "ClusterQueue":
@@ -83,7 +88,8 @@ class QuotaConfig:
         return queue_names(self.root, job.tenant)[2]
 
     def has_local_queue(self, lq: tuple[str, str]) -> bool:
-        """Whether the configuration defines this LocalQueue (ElasticQuotas: the quota named like it)."""
+        """Whether the configuration defines this LocalQueue (ElasticQuotas, Volcano Queues: the quota
+        or queue named like it)."""
         return lq in self._lq_cq or lq[1] in self._leaves
 
     def admission(self, job: Job) -> dict | None:

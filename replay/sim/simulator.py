@@ -61,6 +61,8 @@ __all__ = ["SimulationResult", "simulate", "DEFAULT_TICK_MS"]
 
 API = "kueue.x-k8s.io/v1beta2"
 POD_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 DEFAULT_TICK_MS = 300_000
 """Tick interval: 5 minutes, Kueue's default ``usageSamplingInterval``."""
 
@@ -158,6 +160,55 @@ def pod_object(job: Job, namespace: str, quota: str, bound: bool = False) -> dic
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def pod_group_objects(job: Job, namespace: str, queue: str, bound: bool = False) -> list[dict]:
+    """The Volcano ``PodGroup`` of a job under the ``volcano`` model (``minMember`` 1, ``minResources``
+    the job's total, in queue ``queue``) and its one ``v1`` Pod asking for that total (the job is one
+    unit, as under ``koordinator``), both named like the job; ``bound``: the pod is bound to node
+    ``observed`` (a job already running when the trace starts)."""
+    total = {r: quantity_string(r, a) for r, a in sorted(job.total().items())}
+    name = slug(job.id)
+    spec: dict = {"containers": [{"name": "main", "resources": {"requests": total}}]}
+    if job.priority is not None:
+        spec["priority"] = job.priority
+    if bound:
+        spec["nodeName"] = "observed"
+    return [{"apiVersion": VOLCANO_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace},
+             "spec": {"queue": queue, "minMember": 1, "minResources": total}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+                                                             "annotations": {POD_GROUP_ANNOTATION: name}},
+             "spec": spec}]
+
+
+def _submission(model: str, job: Job, namespace: str, queue: str, key: str, at: int, cluster: str,
+                bound: bool = False, admission: dict | None = None) -> dict:
+    """The event submitting a job under ``model``: a Workload, a Pod, or a PodGroup and its Pod in one
+    ``Batch``."""
+    head = {"id": f"submit/{key}", "time": at, "cluster": cluster}
+    if model == "volcano":
+        group, pod = pod_group_objects(job, namespace, queue, bound)
+        return {**head, "type": "Batch", "events": [{"id": f"submit/{key}/group", "type": "Applied", "object": group},
+                                                    {"id": f"submit/{key}/pod", "type": "Applied", "object": pod}]}
+    unit = pod_object(job, namespace, queue, bound) if model == "koordinator" else \
+        workload_object(job, namespace, queue, admission)
+    return {**head, "type": "Applied", "object": unit}
+
+
+def _withdrawal(model: str, key: str, at: int, cluster: str) -> dict:
+    """The event deleting a pending job's unit under ``model``."""
+    ns, name = key.split("/", 1)
+    meta = {"name": name, "namespace": ns}
+    head = {"id": f"withdraw/{key}", "time": at, "cluster": cluster}
+    if model == "volcano":
+        return {**head, "type": "Batch", "events": [
+            {"id": f"withdraw/{key}/pod", "type": "Deleted", "object": {"apiVersion": "v1", "kind": "Pod",
+                                                                          "metadata": meta}},
+            {"id": f"withdraw/{key}/group", "type": "Deleted", "object": {"apiVersion": VOLCANO_API,
+                                                                            "kind": "PodGroup", "metadata": meta}}]}
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta} if model == "koordinator" else \
+        {"apiVersion": API, "kind": "Workload", "metadata": meta}
+    return {**head, "type": "Deleted", "object": obj}
+
+
 def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO, *,
              until_ms: int | None = None, tick_ms: int = DEFAULT_TICK_MS, finish_at_horizon: bool = False,
              progress: Callable[[int], None] | None = None, engine: Engine | None = None,
@@ -189,7 +240,8 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
     """
     driver = Driver(engine)
     engine = driver.engine
-    pods = quota.model == "koordinator"
+    model = quota.model
+    pods = model != "kueue"
     res = SimulationResult(start_ms=trace.trace_start_ms)
     horizon = trace.trace_end_ms if until_ms is None else until_ms  # no submission after it
     last = [trace.trace_start_ms]  # time of the last event written
@@ -285,16 +337,11 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
             for i, job in enumerate(trace.jobs):
                 if job.preexisting and job.submit_ms <= horizon:
                     admission = quota.admission(job)
-                    if pods and quota.has_local_queue(queues[i]):
-                        unit = pod_object(job, *queues[i], bound=True)
-                    elif admission is None:  # cannot be pre-admitted under this config: submit it instead
-                        schedule(job.submit_ms, _SUBMIT, i)
+                    if not (pods and quota.has_local_queue(queues[i])) and admission is None:
+                        schedule(job.submit_ms, _SUBMIT, i)  # cannot be pre-admitted under this config
                         continue
-                    else:
-                        unit = workload_object(job, *queues[i], admission)
                     key = keys[i]
-                    emit({"id": f"submit/{key}", "time": job.submit_ms, "cluster": cluster, "type": "Applied",
-                          "object": unit})
+                    emit(_submission(model, job, *queues[i], key, job.submit_ms, cluster, True, admission))
                     res.preadmitted += 1
                     state[key] = "admitted"
                     res.admitted_at[key] = job.submit_ms
@@ -323,9 +370,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 job = trace.jobs[i]
                 if kind == _SUBMIT:
                     state[key] = "pending"
-                    unit = pod_object(job, *queues[i]) if pods else workload_object(job, *queues[i])
-                    decisions = emit({"id": f"submit/{key}", "time": at, "cluster": cluster, "type": "Applied",
-                                      "object": unit})
+                    decisions = emit(_submission(model, job, *queues[i], key, at, cluster))
                     res.submitted += 1
                     if job.run_ms is None and job.delete_ms is not None:
                         schedule(max(job.delete_ms, at), _WITHDRAW, i)
@@ -353,12 +398,7 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                         res.finished += 1
                     elif state.get(key) == "pending":
                         state[key] = "done"
-                        ns, name = key.split("/", 1)
-                        decisions = emit({"id": f"withdraw/{key}", "time": at, "cluster": cluster, "type": "Deleted",
-                                          "object": {"apiVersion": "v1", "kind": "Pod",
-                                                     "metadata": {"name": name, "namespace": ns}} if pods else
-                                          {"apiVersion": API, "kind": "Workload",
-                                           "metadata": {"name": name, "namespace": ns}}})
+                        decisions = emit(_withdrawal(model, key, at, cluster))
                         res.withdrawn += 1
                     else:
                         continue

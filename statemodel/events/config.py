@@ -3,8 +3,9 @@
 ``EngineConfig`` carries the engine-wide settings of one cluster: the Kueue Configuration fields
 the engine implements (``admissionFairSharing``, ``fairSharing``; durations in ms, weights in exact
 thousandths), ``spec.quotaModel``, the quota model the cluster runs,
-``spec.preemption.releaseOn``, when a victim's quota is freed, and ``spec.koordinator``, the
-Koordinator ``ElasticQuotaArgs`` that change semantics (docs/events.md "Additions").  Pure.
+``spec.preemption.releaseOn``, when a victim's quota is freed, ``spec.koordinator``, the
+Koordinator ``ElasticQuotaArgs`` that change semantics, and ``spec.volcano``, the Volcano quota
+plugin and its arguments (docs/events.md "Additions").  Pure.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from statemodel.events.fields import choice, fail, members, opt_bool, opt_list, opt_obj, qmap, shown
+from statemodel.events.fields import choice, fail, int_in, members, opt_bool, opt_list, opt_obj, qmap, shown
 from statemodel.events.names import qualified_name_problem
 from statemodel.objects import (
     AdmissionFairSharingConfig,
@@ -22,6 +23,7 @@ from statemodel.objects import (
     FairSharingPreemptionStrategy,
     KubeObject,
     PreemptionReleaseOn,
+    VolcanoArgs,
 )
 from statemodel.quantity import MAX_AMOUNT
 from statemodel.quota import registry
@@ -36,10 +38,6 @@ _STRATEGIES = members(_FINAL, _INITIAL)
 _ALLOWED_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
 _DEFAULT_STRATEGIES = (_FINAL, _INITIAL)
 _RELEASE_ON = members(PreemptionReleaseOn.DECISION, PreemptionReleaseOn.EVICTION)
-
-CONTRACT_QUOTA_MODELS = ("kueue", "koordinator", "volcano")
-"""The ``spec.quotaModel`` names of the event contract (docs/events.md), implemented or not."""
-
 
 def _milli_number(v: Any, path: str) -> int:
     """A JSON number ≥ 0 as exact thousandths (``0.5`` → 500)."""
@@ -66,16 +64,10 @@ def _milli_number(v: Any, path: str) -> int:
 
 def _quota_model(spec: dict, p: str) -> str:
     """``spec.quotaModel``: the name of a model registered in ``statemodel.quota.registry``
-    (default ``kueue``).
-
-    A model the contract names but this engine does not implement is rejected with its own
-    reason, so the producer learns the configuration is valid but unsupported here, not mistyped.
+    (default ``kueue``); every model the event contract names (``kueue``, ``koordinator``,
+    ``volcano``) is registered.
     """
     known = registry.names()
-    v = spec.get("quotaModel")
-    if isinstance(v, str) and v in CONTRACT_QUOTA_MODELS and v not in known:
-        fail(f"{p}.quotaModel", f"quota model {shown(v)} is not implemented by this engine: must be one of "
-             f"{', '.join(known)}")
     return choice(spec, "quotaModel", p, {name: name for name in known}, registry.DEFAULT)
 
 
@@ -112,6 +104,33 @@ def _koordinator_args(spec: dict, p: str) -> ElasticQuotaArgs | None:
         opt_bool(k, "enableRuntimeQuota", kp, True), opt_bool(k, "enableMinQuotaScale", kp, True),
         opt_bool(k, "disableDefaultQuotaPreemption", kp, True), group_max("defaultQuotaGroupMax"),
         group_max("systemQuotaGroupMax"), opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False))
+
+
+VOLCANO_PLUGINS = {"proportion": "proportion", "capacity": "capacity"}
+"""``spec.volcano.plugin`` values: the quota plugin of the scheduler's tier."""
+
+
+def _volcano_args(spec: dict, p: str) -> VolcanoArgs | None:
+    """``spec.volcano``: the quota plugin (``proportion`` default, or ``capacity``) and the
+    ``capacity`` plugin's ``enabledHierarchy`` / ``ancestorReclaimLevel`` (reference/volcano.md §2-3)."""
+    v = opt_obj(spec, "volcano", p)
+    if v is None:
+        return None
+    vp = f"{p}.volcano"
+    known = ("plugin", "enabledHierarchy", "ancestorReclaimLevel")
+    for key in v:
+        if key not in known:
+            fail(f"{vp}.{key}", f"unknown field: must be one of {', '.join(known)}")
+    plugin = choice(v, "plugin", vp, VOLCANO_PLUGINS, "proportion")
+    hierarchy = opt_bool(v, "enabledHierarchy", vp, False)
+    raw_level = v.get("ancestorReclaimLevel")
+    level = 0 if raw_level is None else int_in(raw_level, f"{vp}.ancestorReclaimLevel", 0, 64)
+    if plugin == "proportion" and (hierarchy or level):
+        fail(f"{vp}.plugin", "enabledHierarchy and ancestorReclaimLevel are arguments of the capacity plugin "
+                             "(proportion is flat upstream)")
+    if level and not hierarchy:
+        fail(f"{vp}.ancestorReclaimLevel", "needs enabledHierarchy: true")
+    return VolcanoArgs(plugin, hierarchy, level)
 
 
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
@@ -168,7 +187,8 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
     pr = opt_obj(spec, "preemption", p)
     if pr is not None:
         release_on = choice(pr, "releaseOn", f"{p}.preemption", _RELEASE_ON, PreemptionReleaseOn.DECISION)
-    return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on, _koordinator_args(spec, p))
+    return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on, _koordinator_args(spec, p),
+                        _volcano_args(spec, p))
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

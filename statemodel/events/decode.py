@@ -23,7 +23,7 @@ from typing import Any, Callable
 import orjson
 
 from statemodel.errors import EventError
-from statemodel.events import config, core, koordinator, kueue
+from statemodel.events import config, core, koordinator, kueue, volcano
 from statemodel.events.envelope import EVENT_TYPES, Event
 from statemodel.events.fields import fail, positional_constructor, req_str, shown, type_problem
 from statemodel.events.kueue import parse_admission, req_namespace
@@ -33,9 +33,7 @@ from statemodel.events.upcasters import check_envelope_version, current_version,
 from statemodel.objects import KubeObject, ObjectRef
 from statemodel.timefmt import parse_time
 
-__all__ = ["decode_event", "parse_event", "RESERVED_KIND_PROBLEM"]
-
-RESERVED_KIND_PROBLEM = "kind reserved for the elastic/proportion quota model, not supported yet"
+__all__ = ["decode_event", "parse_event"]
 
 _SORT = orjson.OPT_SORT_KEYS
 _EVENT_TYPES = frozenset(EVENT_TYPES)
@@ -44,9 +42,8 @@ _new_event = positional_constructor(Event)
 _Parser = Callable[[dict, str, int], KubeObject]
 
 _KINDS: dict[str, dict[str, tuple[_Parser, bool]]] = {**kueue.KINDS, **core.KINDS, **config.KINDS,
-                                                      **koordinator.KINDS}
+                                                      **koordinator.KINDS, **volcano.KINDS}
 """apiVersion -> kind -> ``(parser, namespaced)``, current versions only."""
-_RESERVED = {"scheduling.volcano.sh/v1beta1": "Queue"}
 
 
 def _kind_of(o: dict) -> tuple[_Parser, bool, str, str, str]:
@@ -68,12 +65,7 @@ def _kind_of(o: dict) -> tuple[_Parser, bool, str, str, str]:
         elif is_older_version(api):
             fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")
         else:
-            reserved = _RESERVED.get(api)
-            if reserved is None:
-                fail("object.apiVersion", f"unknown apiVersion {shown(api)}")
-            if kind == reserved:
-                fail("object.kind", RESERVED_KIND_PROBLEM)
-            fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")
+            fail("object.apiVersion", f"unknown apiVersion {shown(api)}")
     entry = kinds.get(kind)
     if entry is None:
         fail("object.kind", f"unknown kind {shown(kind)} for apiVersion {shown(api)}")

@@ -1,7 +1,8 @@
 """Quota models by name: ``EngineConfig.spec.quotaModel`` → a factory of fresh ``QuotaModel``s.
 
 ``kueue`` (KEP-79 cohorts, ``statemodel.quota.kueue``) is the default and always present;
-``koordinator`` (elastic quota, ``statemodel.quota.koordinator``) is shipped beside it.  A new
+``koordinator`` (elastic quota, ``statemodel.quota.koordinator``) and ``volcano`` (queues and
+PodGroups, ``statemodel.quota.volcano``) are shipped beside it.  A new
 model registers itself with ``register`` (tests register theirs from the test package).  The
 registry is read when a cluster is created or its ``EngineConfig`` names another model.
 """
@@ -14,6 +15,7 @@ from typing import cast
 from statemodel.quota.koordinator import KoordinatorModel
 from statemodel.quota.kueue import KueueModel
 from statemodel.quota.protocol import QuotaModel
+from statemodel.quota.volcano import VolcanoModel
 
 DEFAULT = "kueue"
 """The model of a cluster whose ``EngineConfig`` names none (or that has no ``EngineConfig``)."""
@@ -24,9 +26,13 @@ _FACTORIES: dict[str, Callable[[], QuotaModel]] = {
     # fair-sharing questions (``share``, ``quota_numbers``, ...) are never asked of it, because a
     # koordinator cluster holds no ClusterQueue; it answers the rest of the protocol.
     "koordinator": cast(Callable[[], QuotaModel], KoordinatorModel),
+    # Volcano's queues and PodGroups (``UnitModel``), with the answers of a model without
+    # ClusterQueue quota on the Kueue side (``statemodel.quota.unit_seam``).
+    "volcano": VolcanoModel,
 }
 
-MODEL_OF_KIND = {"ClusterQueue": DEFAULT, "Cohort": DEFAULT, "ElasticQuota": "koordinator"}
+MODEL_OF_KIND = {"ClusterQueue": DEFAULT, "Cohort": DEFAULT, "ElasticQuota": "koordinator", "Queue": "volcano",
+                 "PodGroup": "volcano"}
 """The model whose quota objects are of a kind (docs/events.md "A cluster runs one quota model"): a
 cluster without an ``EngineConfig`` naming a model (and without Kueue quota objects yet) runs the
 model of the first such object it sees; a cluster running one of these models rejects another's

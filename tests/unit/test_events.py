@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from statemodel.errors import EventError
-from statemodel.events.decode import RESERVED_KIND_PROBLEM, decode_event, parse_event
+from statemodel.events.decode import decode_event, parse_event
 from statemodel.objects import (
     Admission,
     AdmissionFairSharingConfig,
@@ -566,7 +566,12 @@ OBJECT_ERRORS = [
     (CQ, "metadata", DELETE, "object.metadata", "required"),
     (CQ, "metadata.name", "", "object.metadata.name", "must not be empty"),
     (CQ, "metadata.name", 5, "object.metadata.name", "must be a string"),
-    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec", {}, "object.kind", RESERVED_KIND_PROBLEM),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec.weight", 0, "object.spec.weight", "must be greater than or equal to 1, got 0"),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec.parent", "q", "object.spec.parent", "a queue cannot be its own parent"),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec", {"deserved": {"cpu": 1}, "guarantee": {"resource": {"cpu": 2}}}, "object.spec.deserved[cpu]", "deserved 1000 is less than guarantee 2000"),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "spec", {"deserved": {"cpu": 3}, "capability": {"cpu": 2}}, "object.spec.deserved[cpu]", "deserved 3000 is greater than capability 2000"),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"}}, "spec", {}, "object.metadata.namespace", "required"),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}, "status", {"state": "Half"}, "object.status.state", "must be one of Open, Closed, Closing, Unknown"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "spec", {}, "object.metadata.namespace", "required"),
     # resource groups
     (CQ, "spec.resourceGroups", {}, RG, "must be a list"),
@@ -704,8 +709,8 @@ def test_object_errors(base, where, value, path, problem):
         ({"id": "a", "time": 0, "type": "Deleted", "object": {"apiVersion": V2, "kind": "LocalQueue", "metadata": {"name": "lq"}}},
          "object.metadata.namespace", "required"),
         ({"id": "a", "time": 0, "type": "Deleted", "object": {"apiVersion": V2, "kind": "Workload"}}, "object.metadata", "required"),
-        ({"id": "a", "time": 0, "type": "Deleted", "object": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}},
-         "object.kind", RESERVED_KIND_PROBLEM),
+        ({"id": "a", "time": 0, "type": "Deleted", "object": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {}}},
+         "object.metadata.name", "required"),
     ],
 )
 def test_payload_errors(raw, path, problem):

@@ -18,6 +18,7 @@ from statemodel.objects import (
     Node,
     Taint,
     TaintEffect,
+    VolcanoArgs,
 )
 
 GI = 2**30
@@ -94,8 +95,28 @@ def test_quota_model_koordinator_is_shipped() -> None:
     assert engine_config({"quotaModel": "koordinator"}).quota_model == "koordinator"
 
 
+def test_quota_model_volcano_is_shipped_with_its_plugin_arguments() -> None:
+    cfg = engine_config({"quotaModel": "volcano", "volcano": {"plugin": "capacity", "enabledHierarchy": True,
+                                                              "ancestorReclaimLevel": 2}})
+    assert (cfg.quota_model, cfg.volcano) == ("volcano", VolcanoArgs("capacity", True, 2))
+    assert engine_config({"quotaModel": "volcano"}).volcano is None
+
+
+@pytest.mark.parametrize(("volcano", "path", "problem"), [
+    ({"plugin": "drf"}, "object.spec.volcano.plugin", "unsupported value 'drf': must be one of proportion, capacity"),
+    ({"enabledHierarchy": True}, "object.spec.volcano.plugin",
+     "enabledHierarchy and ancestorReclaimLevel are arguments of the capacity plugin (proportion is flat upstream)"),
+    ({"plugin": "capacity", "ancestorReclaimLevel": 1}, "object.spec.volcano.ancestorReclaimLevel",
+     "needs enabledHierarchy: true"),
+    ({"plugin": "capacity", "enabledHierarchy": True, "ancestorReclaimLevel": -1},
+     "object.spec.volcano.ancestorReclaimLevel", "must be greater than or equal to 0, got -1"),
+    ({"tiers": []}, "object.spec.volcano.tiers", "unknown field: must be one of plugin, enabledHierarchy, ancestorReclaimLevel"),
+])
+def test_volcano_arguments_rejected(volcano: dict, path: str, problem: str) -> None:
+    assert rejection(engine_config, {"quotaModel": "volcano", "volcano": volcano}) == (path, problem)
+
+
 @pytest.mark.parametrize(("value", "problem"), [
-    ("volcano", "quota model 'volcano' is not implemented by this engine: must be one of {known}"),
     ("Kueue", "unsupported value 'Kueue': must be one of {known}"),
     ("", "unsupported value '': must be one of {known}"),
     (1, "must be a string"),
@@ -111,7 +132,7 @@ def test_quota_model_the_engine_cannot_run_is_rejected(value: Any, problem: str)
 def test_quota_model_rejection_is_an_event_rejection() -> None:
     raw = {"id": "cfg-1", "time": 0, "type": "Applied",
            "object": {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "c"},
-                      "spec": {"quotaModel": "volcano"}}}
+                      "spec": {"quotaModel": "Volcano"}}}
     with pytest.raises(EventError) as ei:
         parse_event(raw)
     assert (ei.value.event_id, ei.value.path) == ("cfg-1", "object.spec.quotaModel")

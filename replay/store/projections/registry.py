@@ -1,7 +1,7 @@
 """The registry of projection builders, and the rows of all of them for one cluster.
 
 ``REGISTRY`` lists one ``Projection`` per model or concern — Kueue's queue tables, admission fair
-sharing, workloads, nodes, Koordinator's quota groups — in the order their tables are written.  A new quota model adds its
+sharing, workloads, nodes, Koordinator's quota groups, Volcano's queues — in the order their tables are written.  A new quota model adds its
 module beside these (a ``PROJECTION`` built from its own domain records) and one entry here.
 """
 
@@ -11,13 +11,13 @@ from collections.abc import Callable, Collection
 
 import sqlalchemy as sa
 
-from replay.store.projections import afs, koordinator, kueue, nodes, workloads
+from replay.store.projections import afs, koordinator, kueue, nodes, volcano, workloads
 from replay.store.projections.base import Projection, ProjectionSource
 from statemodel import sql_schema as s
 from statemodel.engine import Engine
 
 REGISTRY: tuple[Projection, ...] = (kueue.PROJECTION, afs.PROJECTION, workloads.PROJECTION, nodes.PROJECTION,
-                                    koordinator.PROJECTION)
+                                    koordinator.PROJECTION, volcano.PROJECTION)
 
 PROJECTIONS: tuple[sa.Table, ...] = tuple(table for projection in REGISTRY for table in projection.tables)
 """Every projection table, in writing order."""

@@ -1,0 +1,179 @@
+"""Engine throughput of the ``volcano`` quota model, next to the ``kueue`` model on the same shape.
+
+The shape is ``kueue_scale.py``'s: N leaf queues (100, 1,000, 10,000) under a three-level tree —
+mid queues under ``root`` → parent queues of at most 100 leaves (10 parents per mid) → leaves —
+with the ``capacity`` plugin and ``enabledHierarchy: true``.  A leaf deserves 20 cpu and may use up
+to its capability of 120 cpu (a Kueue ClusterQueue's nominal 20 + borrowingLimit 100); a parent's
+and a mid's deserved is the sum of its children's (the webhook's rule).  The cluster is one Node
+whose cpu is the sum of the leaves' deserved.  Leaves are not reclaimable (``kueue_scale.py``
+configures no preemption either); ``--reclaim`` makes them reclaimable.  50,000 PodGroups of one pod
+(``minMember`` 1, ``minResources`` the pod's request) in Kueue's 35 : 11 : 4 mix (1 cpu 200 ms
+priority 50, 5 cpu 500 ms priority 100, 20 cpu 1,000 ms priority 200) are dealt round-robin over
+the leaves, each PodGroup and its Pod in one ``Batch``; closed loop: every admitted group finishes
+(``WorkloadFinished`` naming the PodGroup) after its run time.
+
+The event files are generated closed-loop, then the engine alone (``decode_event`` +
+``Engine.apply``) is timed over them (best of 2 passes, the cyclic GC paused).  The ``kueue`` model
+runs ``kueue_scale.py``'s file of the same size.  Prints events/s and µs per admission for both and
+the ratios the model must meet: volcano events/s ≥ 0.5 × kueue's, µs/admission at the largest size
+≤ 2 × at the smallest.
+
+    python benchmarks/volcano_scale.py                   # 100, 1,000 and 10,000 queues
+    python benchmarks/volcano_scale.py --sizes 1000 --no-kueue
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import heapq
+import time
+from pathlib import Path
+
+import orjson
+
+from kueue_scale import CLASSES, EPOCH_MS
+from kueue_scale import generate as generate_kueue
+from statemodel.engine import Engine
+from statemodel.events.decode import decode_event
+
+VC_API = "scheduling.volcano.sh/v1beta1"
+GROUP = "scheduling.k8s.io/group-name"
+LEAF_DESERVED, LEAF_CAPABILITY = 20, 120  # cores
+
+
+def tree(n_queues: int) -> list[tuple[str, str, int, bool]]:
+    """``(name, parent, leaves below, is_leaf)`` of the three-level tree, parents first."""
+    parents = max(1, (n_queues + 99) // 100)
+    mids = (parents + 9) // 10
+    per_parent = [0] * parents
+    for i in range(n_queues):
+        per_parent[min(i // 100, parents - 1)] += 1
+    out = [(f"m{m}", "root", sum(per_parent[m * 10:(m + 1) * 10]), False) for m in range(mids)]
+    out += [(f"c{p}", f"m{p // 10}", per_parent[p], False) for p in range(parents)]
+    out += [(f"q{i}", f"c{min(i // 100, parents - 1)}", 1, True) for i in range(n_queues)]
+    return out
+
+
+def config_events(n_queues: int, reclaim: bool) -> list[dict]:
+    """EngineConfig (``volcano``, capacity, hierarchy), the Node and the Queue tree."""
+    out: list[dict] = [
+        {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
+         "spec": {"quotaModel": "volcano", "volcano": {"plugin": "capacity", "enabledHierarchy": True}}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
+         "status": {"allocatable": {"cpu": str(LEAF_DESERVED * n_queues)}}}]
+    for name, parent, leaves, is_leaf in tree(n_queues):
+        spec: dict = {"parent": parent, "deserved": {"cpu": str(LEAF_DESERVED * leaves)}}
+        if is_leaf:
+            spec["capability"] = {"cpu": str(LEAF_CAPABILITY)}
+            spec["reclaimable"] = reclaim
+        out.append({"apiVersion": VC_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec})
+    return [{"type": "Applied", "object": o} for o in out]
+
+
+def generate(n_queues: int, path: Path, total: int = 50_000, reclaim: bool = False) -> dict:
+    """Write the closed-loop event file for ``n_queues`` leaf queues; return counts and the hash."""
+    engine = Engine()
+    seq = 0
+    lines: list[bytes] = []
+
+    def emit(event: dict, at_ms: int) -> list:
+        nonlocal seq
+        seq += 1
+        line = orjson.dumps({"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event})
+        lines.append(line)
+        return engine.apply(decode_event(line))
+
+    for event in config_events(n_queues, reclaim):
+        emit(event, 0)
+    pending: list[tuple[int, int, str, dict | str]] = []
+    order = 0
+    runtimes: dict[str, int] = {}
+    for cls, cpu, run_ms, prio, every, count in CLASSES:
+        for j in range(total * count // 50):
+            i, k = j % n_queues, j // n_queues
+            name = f"{cls}-{k}"
+            runtimes[f"ns{i}/{name}"] = run_ms
+            order += 1
+            group = {"id": f"g{order}", "type": "Applied", "object": {
+                "apiVersion": VC_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": f"ns{i}"},
+                "spec": {"queue": f"q{i}", "minMember": 1, "minResources": {"cpu": cpu}}}}
+            pod = {"id": f"p{order}", "type": "Applied", "object": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": f"ns{i}", "annotations": {GROUP: name}},
+                "spec": {"priority": prio, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}
+            heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit",
+                                     {"type": "Batch", "events": [group, pod]}))
+    admissions = 0
+    while pending:
+        at, _, what, payload = heapq.heappop(pending)
+        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
+        for decision in emit(event, at):
+            if decision.kind == "Admitted":
+                admissions += 1
+                order += 1
+                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+
+
+def measure(path: Path, passes: int = 2) -> dict:
+    """The engine over ``path``, best of ``passes``, the cyclic GC paused."""
+    lines = path.read_bytes().splitlines()
+    best = None
+    gc.disable()
+    try:
+        for _ in range(passes):
+            gc.collect()
+            engine = Engine()
+            admissions = 0
+            start = time.perf_counter()
+            for line in lines:
+                for decision in engine.apply(decode_event(line)):
+                    admissions += decision.kind == "Admitted"
+            elapsed = time.perf_counter() - start
+            if best is None or elapsed < best[0]:
+                best = (elapsed, admissions, engine.hash)
+    finally:
+        gc.enable()
+    assert best is not None
+    seconds, admissions, digest = best
+    return {"events": len(lines), "admissions": admissions, "eps": len(lines) / seconds,
+            "us_per_admission": seconds * 1e6 / max(1, admissions), "hash": digest}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated leaf queue counts")
+    parser.add_argument("--groups", default=50_000, type=int, help="PodGroups (and Kueue workloads) in all")
+    parser.add_argument("--workdir", default="benchmarks/out", type=Path)
+    parser.add_argument("--no-kueue", action="store_true", help="skip the kueue model's run")
+    parser.add_argument("--reclaim", action="store_true", help="leaves reclaimable (reclaim runs)")
+    parser.add_argument("--passes", default=2, type=int)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        path = args.workdir / f"volcano-scale-{n}{'-reclaim' if args.reclaim else ''}.ndjson"
+        gen = generate(n, path, args.groups, args.reclaim)
+        result = measure(path, args.passes)
+        assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
+        line = (f"{n:>6} queues  volcano {result['events']:>7} events {result['admissions']:>7} admissions "
+                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission")
+        if not args.no_kueue:
+            kpath = args.workdir / f"kueue-scale-{n}.ndjson"
+            kgen = generate_kueue(n, kpath, False, args.groups)
+            kueue = measure(kpath, args.passes)
+            assert kueue["hash"] == kgen["hash"]
+            line += (f" | kueue {kueue['events']:>7} events {kueue['eps']:>8,.0f} ev/s "
+                     f"{kueue['us_per_admission']:7.1f} µs/admission | ratio {result['eps'] / kueue['eps']:.2f}")
+        print(line, flush=True)
+        rows.append((n, result))
+    if len(rows) > 1:
+        base = rows[0][1]["us_per_admission"]
+        for n, result in rows[1:]:
+            print(f"µs/admission at {n} queues = {result['us_per_admission'] / base:.2f} × that at {rows[0][0]} queues")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1386 @@
+"""``volcano``: Volcano's queues as a quota model (seed 003, reference/volcano.md §0-6, upstream
+``pkg/scheduler/plugins/proportion`` and ``capacity``, ``pkg/scheduler/actions``).
+
+The model owns its objects and units (``statemodel.quota.protocol.UnitModel``): ``Queue``s form a
+tree under ``root`` (``root`` and ``default`` exist from the start, as upstream creates them);
+``PodGroup``s are the admitted units, gangs of the ``v1`` Pods that name them in the
+``scheduling.k8s.io/group-name`` annotation.
+
+* **Numbers per queue** (reference §1.2): ``allocated`` (running pods), ``request`` (allocated +
+  pending pods), ``inqueue`` (the min resources an Inqueue group reserves; a Running group its
+  min not yet allocated), ``elastic`` (allocated beyond a group's min).  Each queue keeps its own
+  numbers and the sums of its subtree (what the hierarchical capacity plugin reads at ancestors);
+  a change walks up the parent chain.
+* **Deserved**: ``proportion`` water-fills the cluster total (schedulable nodes' allocatable) over
+  the queues that hold a PodGroup by weight, capped by realCapability and request
+  (``volcano_deserved.water_fill``, exact fractions); ``capacity`` takes ``spec.deserved`` (flat),
+  or computes the tree top-down (``enabledHierarchy``: ``volcano_deserved.hierarchical``).
+* **Actions**, after every event, to a fixpoint: *enqueue* (Pending → Inqueue when the queue is
+  Open and ``minResources + allocated + inqueue - elastic <= realCapability``, at every ancestor
+  with hierarchy), *allocate* (queues in the plugin's order, groups by priority then creation,
+  pods bound while the plugin's allocatable check and the cluster's free capacity allow; a group
+  whose bound pods do not reach ``minMember`` is rolled back: gang all-or-nothing), *reclaim* (a
+  queue whose pending pod is within what it may take, ``Preemptive``, evicts running pods of other,
+  reclaimable queues that the plugin's ``Reclaimable`` accepts, siblings first, the queue that would
+  be scheduled last first, lowest priority first; the gang rule keeps every victim group at
+  ``minMember``; committed only when the reclaiming group becomes ready).
+
+Decisions: ``Admitted`` names the PodGroup (``ns/name``) with the usage of the pods bound in that
+step (again when more pods of a running group are bound later); ``Evicted`` names the pod, reason
+``reclaim`` (upstream's ``stmt.Evict(reclaimee, "reclaim")``), preemptor the reclaiming group.
+Pure.
+"""
+
+from __future__ import annotations
+
+import functools
+from fractions import Fraction
+
+from statemodel.errors import EventError
+from statemodel.events.volcano import DEFAULT_QUEUE, ROOT
+from statemodel.objects import EngineConfig, ObjectRef, Pod, PodGroup, Queue, VolcanoArgs
+from statemodel.quantity import format_quantity
+from statemodel.quota.protocol import UnitDecision
+from statemodel.quota.unit_seam import NoClusterQueueQuota
+from statemodel.quota.volcano_deserved import (
+    capacity_deserved, effective_capability, hierarchical, real_capability, water_fill, within,
+)
+
+NAME = "volcano"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+"""The annotation naming a pod's PodGroup (upstream ``KubeGroupNameAnnotationKey``)."""
+MAX_QUEUE_DEPTH = 5
+"""The queue webhook's ``--max-queue-depth`` default."""
+
+PENDING, INQUEUE, RUNNING, COMPLETED = "Pending", "Inqueue", "Running", "Completed"
+"""PodGroup phases (upstream ``PodGroupPhase``)."""
+POD_PENDING, POD_RUNNING, POD_FINISHED = "Pending", "Running", "Finished"
+"""Pod states of the model (a bound pod is ``Running``)."""
+RECLAIM_REASON = "reclaim"
+"""Reason of an ``Evicted`` decision of the reclaim action (upstream's eviction reason)."""
+QUOTA_INSUFFICIENT = "queue resource quota insufficient"
+"""Upstream's PodGroup event when enqueueing is rejected by the queue's realCapability."""
+MAX_ROUNDS = 64
+"""Upper bound of enqueue/allocate/reclaim rounds after one event (a reclaim that makes room for a
+group may let another queue reclaim in turn; each round either changes nothing or moves pods)."""
+
+Resources = dict[str, int]
+_ONE = Fraction(1)
+_ZERO = Fraction(0)
+
+
+def _add(into: Resources, delta: Resources, sign: int = 1) -> None:
+    for r, v in delta.items():
+        total = into.get(r, 0) + sign * v
+        if total:
+            into[r] = total
+        else:
+            into.pop(r, None)
+
+
+def _delta(new: Resources, old: Resources) -> Resources:
+    """``new - old`` per dimension, zeros left out."""
+    if new == old:
+        return {}
+    out = dict(new)
+    _add(out, old, -1)
+    return out
+
+
+def _exceeded(left: Resources, right: Resources) -> Resources:
+    """``ExceededPart(left, right)``: per dimension ``max(0, left - right)``, zeros left out."""
+    return {r: v - right.get(r, 0) for r, v in left.items() if v > right.get(r, 0)}
+
+
+def _short(queue: str, resource: str, needed: int, available: int) -> dict:
+    """A shortfall as state JSON (keys in sorted order, as a snapshot restores them)."""
+    return {"available": available, "needed": needed, "queue": queue, "resource": resource}
+
+
+class QueueInfo:
+    """One queue: its spec, tree edges and numbers (own and subtree sums), and the derived
+    ``capability`` (effective), ``real`` (realCapability), ``guarantee`` and ``deserved``."""
+
+    __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
+                 "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
+                 "deserved", "live", "waiting", "pending", "ordered")
+
+    def __init__(self, spec: Queue) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.parent: str | None = None if spec.name == ROOT else spec.parent
+        self.children: list[str] = []
+        self.groups: dict[str, None] = {}
+        self.allocated: Resources = {}
+        self.request: Resources = {}
+        self.inqueue: Resources = {}
+        self.elastic: Resources = {}
+        self.h_allocated: Resources = {}
+        self.h_request: Resources = {}
+        self.h_inqueue: Resources = {}
+        self.h_elastic: Resources = {}
+        self.capability: Resources = {}
+        self.real: Resources = {}
+        self.guarantee: Resources = {}
+        self.deserved: dict[str, Fraction] = {}
+        self.live = 0
+        """Number of its PodGroups that are not Completed (proportion builds a queue only then)."""
+        self.waiting: dict[str, None] = {}
+        """Its Inqueue / Running groups with pending pods (what allocate and reclaim look at)."""
+        self.pending: dict[str, None] = {}
+        """Its Pending groups (what enqueue looks at)."""
+        self.ordered: list[GroupInfo] | None = None
+        """``waiting`` in job order (``None``: to be sorted again)."""
+
+
+class GroupInfo:
+    """One PodGroup: its object (``None`` while only pods name it), phase, pods and contribution."""
+
+    __slots__ = ("key", "pg", "phase", "pods", "alloc", "pending", "inq", "elastic", "reason", "message",
+                 "shortfalls", "queue", "priority", "blocked", "indexed", "need")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.pg: PodGroup | None = None
+        self.phase = PENDING
+        self.pods: dict[str, None] = {}
+        self.alloc: Resources = {}
+        self.pending: Resources = {}
+        self.inq: Resources = {}
+        self.elastic: Resources = {}
+        self.reason = ""
+        self.message = ""
+        self.shortfalls: list[dict] = []
+        self.queue = ""
+        self.priority = 0
+        """The job's priority: the highest ``spec.priority`` of its pods."""
+        self.blocked = ""
+        """What stopped its last allocation: ``cluster`` (free capacity), ``quota`` (the queue's
+        deserved / realCapability) or ``""`` (not tried since it changed)."""
+        self.indexed: tuple[str, str] = ("", "")
+        """``(queue, "waiting" | "pending")`` of the queue index it is in, ``("", "")`` for none."""
+        self.need: list[Resources] = []
+        """The requests of its pending pods (what the free-capacity filter looks at)."""
+
+
+class PodInfo:
+    """A pod of a PodGroup: its object, state and whether it was bound as observed."""
+
+    __slots__ = ("key", "obj", "group", "state", "observed", "request")
+
+    def __init__(self, obj: Pod, group: str) -> None:
+        self.key = obj.key
+        self.obj = obj
+        self.group = group
+        self.state = POD_PENDING
+        self.observed = False
+        self.request: Resources = {r: v for r, v in obj.requests if v}
+
+    def order(self) -> tuple[int, int, str]:
+        """Task order: priority (higher first), creation, key."""
+        return (-self.obj.priority, self.obj.creation_ms, self.key)
+
+
+def _implicit(name: str) -> Queue:
+    """The ``root`` (not reclaimable) and ``default`` queues as upstream creates them (weight 1)."""
+    return Queue(name, ROOT, 1, (), (), (), name != ROOT, 0, "Open", 0)
+
+
+class VolcanoModel(NoClusterQueueQuota):
+    """The ``volcano`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
+
+    name = NAME
+    version = 1
+    admits_units = True
+
+    def __init__(self) -> None:
+        self.args = VolcanoArgs()
+        self.capacity: Resources = {}
+        self.specs: dict[str, Queue] = {ROOT: _implicit(ROOT), DEFAULT_QUEUE: _implicit(DEFAULT_QUEUE)}
+        self.queues: dict[str, QueueInfo] = {}
+        self.groups: dict[str, GroupInfo] = {}
+        self.pods: dict[str, PodInfo] = {}
+        self.used: Resources = {}
+        """Σ allocated over every queue (what the nodes hold)."""
+        self.stale = True
+        self.retry_all = True
+        """Every waiting group is tried at the next ``run`` (queues, capacity or deserved changed)."""
+        self.fresh: dict[str, None] = {}
+        """Groups applied, given pods or pods back to pending since the last ``run``."""
+        self.relaxed: set[str] = set()
+        """Leaf queues whose held resources went down since the last ``run``."""
+        self.freed = False
+        """The cluster's allocated went down since the last ``run``."""
+        self.reclaimable_alloc: Resources = {}
+        """Σ allocated of the reclaimable queues (nothing to reclaim while it is empty)."""
+        self._shares: dict[str, Fraction] = {}
+        """``queue_share`` per queue, dropped when its allocated or deserved changes."""
+        self._chains: dict[str, list[QueueInfo]] = {}
+        self.waiting_queues: dict[str, None] = {}
+        """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
+        self.pending_queues: dict[str, None] = {}
+        """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
+        self._rebuild_tree()
+
+    # -- configuration ---------------------------------------------------------------------------
+
+    def configure(self, config: object) -> None:
+        """Adopt ``spec.volcano`` of an ``EngineConfig`` (``proportion`` when absent)."""
+        args = config.volcano if isinstance(config, EngineConfig) and config.volcano else VolcanoArgs()
+        if args != self.args:
+            self.args = args
+            self.stale = self.retry_all = True
+
+    def set_capacity(self, totals: dict[str, int]) -> None:
+        """The cluster total (schedulable nodes' allocatable)."""
+        if totals != self.capacity:
+            self.capacity = dict(totals)
+            self.stale = self.retry_all = True
+
+    @property
+    def hierarchy(self) -> bool:
+        """Whether the capacity plugin runs with ``enabledHierarchy``."""
+        return self.args.plugin == "capacity" and self.args.enabled_hierarchy
+
+    def _rebuild_tree(self) -> None:
+        """Queues and edges from ``specs``, numbers from the groups (after a queue change)."""
+        self.queues = {name: QueueInfo(spec) for name, spec in self.specs.items()}
+        self.waiting_queues, self.pending_queues = {}, {}
+        self._chains = {}
+        self._shares = {}
+        for name in sorted(self.queues):
+            info = self.queues[name]
+            if info.parent is not None and info.parent in self.queues:
+                self.queues[info.parent].children.append(name)
+        self.used = {}
+        self.reclaimable_alloc = {}
+        for group in self.groups.values():
+            group.indexed = ("", "")
+            if group.pg is not None:
+                self.queues_for(group)
+            self._index(group)
+        self.stale = self.retry_all = True
+
+    def queues_for(self, group: GroupInfo) -> None:
+        """Enter ``group``'s contribution into its queue (if that queue exists)."""
+        queue = self.queues.get(group.queue)
+        if queue is None:
+            return
+        queue.groups[group.key] = None
+        if group.phase != COMPLETED and group.pg is not None:
+            queue.live += 1
+        self._contribute(queue, group, 1)
+
+    def _contribute(self, queue: QueueInfo, group: GroupInfo, sign: int) -> None:
+        request = dict(group.alloc)
+        _add(request, group.pending)
+        self._move(queue, group.alloc, request, group.inq, group.elastic, sign)
+
+    def _move(self, queue: QueueInfo, alloc: Resources, request: Resources, inq: Resources, elastic: Resources,
+              sign: int) -> None:
+        """Add ``sign`` × these amounts to ``queue``'s numbers and its chain's subtree sums."""
+        if alloc:
+            _add(queue.allocated, alloc, sign)
+            _add(self.used, alloc, sign)
+            if queue.spec.reclaimable:
+                _add(self.reclaimable_alloc, alloc, sign)
+        if request:
+            _add(queue.request, request, sign)
+        if inq:
+            _add(queue.inqueue, inq, sign)
+        if elastic:
+            _add(queue.elastic, elastic, sign)
+        shares = self._shares
+        node: QueueInfo | None = queue
+        while node is not None:
+            if alloc:
+                shares.pop(node.name, None)
+                _add(node.h_allocated, alloc, sign)
+            if request:
+                _add(node.h_request, request, sign)
+            if inq:
+                _add(node.h_inqueue, inq, sign)
+            if elastic:
+                _add(node.h_elastic, elastic, sign)
+            node = self.queues.get(node.parent) if node.parent is not None else None
+
+    def _refresh(self, group: GroupInfo) -> None:
+        """Recompute ``group``'s numbers and phase from its pods and move them into its queue; note
+        what went down (capacity freed, a queue relaxed) for the next ``run`` and re-index it."""
+        queue = self.queues.get(group.queue)
+        old_alloc, old_held = group.alloc, self._held(group)
+        old_pending, old_inq, old_elastic = group.pending, group.inq, group.elastic
+        if queue is not None and group.phase != COMPLETED and group.pg is not None:
+            queue.live -= 1
+        alloc: Resources = {}
+        pending: Resources = {}
+        need: list[Resources] = []
+        running = 0
+        finished = 0
+        for key in group.pods:
+            pod = self.pods[key]
+            if pod.state == POD_RUNNING:
+                _add(alloc, pod.request)
+                running += 1
+            elif pod.state == POD_PENDING:
+                _add(pending, pod.request)
+                need.append(pod.request)
+            else:
+                finished += 1
+        group.alloc, group.pending, group.need = alloc, pending, need
+        pg = group.pg
+        if pg is not None:
+            if running and running >= pg.min_member:
+                group.phase = RUNNING
+            elif group.phase == RUNNING:
+                group.phase = INQUEUE
+            if finished and not running and not pending:
+                group.phase = COMPLETED
+            minimum = dict(pg.min_resources or ())
+            if group.phase == INQUEUE:
+                group.inq = {r: v for r, v in minimum.items() if v}
+            elif group.phase == RUNNING and pg.min_resources is not None:
+                group.inq = _exceeded(minimum, alloc)
+            else:
+                group.inq = {}
+            group.elastic = _exceeded(alloc, minimum)
+        else:
+            group.inq, group.elastic = {}, {}
+        group.priority = max((self.pods[k].obj.priority for k in group.pods), default=0)
+        if queue is not None:
+            d_alloc = _delta(alloc, old_alloc)
+            d_request = dict(d_alloc)
+            _add(d_request, _delta(pending, old_pending))
+            self._move(queue, d_alloc, d_request, _delta(group.inq, old_inq), _delta(group.elastic, old_elastic), 1)
+            if group.phase != COMPLETED and group.pg is not None:
+                queue.live += 1
+            new_held = self._held(group)
+            if any(alloc.get(r, 0) < v for r, v in old_alloc.items()):
+                self.freed = True
+                self._relax(queue)
+            elif any(new_held.get(r, 0) < v for r, v in old_held.items()):
+                self._relax(queue)
+        if self.args.plugin == "proportion":
+            self.stale = self.retry_all = True
+        self._index(group)
+
+    @staticmethod
+    def _held(group: GroupInfo) -> Resources:
+        """What the group holds for enqueueing: ``allocated + inqueue - elastic``."""
+        held = dict(group.alloc)
+        _add(held, group.inq)
+        _add(held, group.elastic, -1)
+        return held
+
+    def _relax(self, queue: QueueInfo) -> None:
+        """``queue``'s (and its ancestors') held resources went down: its waiting groups are tried
+        again; an inner queue with a finite realCapability relaxes every leaf below (all are tried)."""
+        self.relaxed.add(queue.name)
+        if self.hierarchy:
+            for node in self._chain(queue)[1:]:
+                if node.real:
+                    self.retry_all = True
+
+    def _index(self, group: GroupInfo) -> None:
+        """Keep ``group`` in its queue's ``waiting`` or ``pending`` index (or in none)."""
+        where = ("", "")
+        queue = self.queues.get(group.queue)
+        if group.pg is not None and queue is not None:
+            if group.phase == PENDING:
+                where = (queue.name, "pending")
+            elif group.phase in (INQUEUE, RUNNING) and group.pending:
+                where = (queue.name, "waiting")
+        if where == group.indexed:
+            if where[1] == "waiting" and queue is not None:
+                queue.ordered = None  # its priority may have changed
+            return
+        old_q, old_kind = group.indexed
+        old = self.queues.get(old_q)
+        if old is not None:
+            if old_kind == "waiting":
+                old.ordered = None
+                old.waiting.pop(group.key, None)
+                if not old.waiting:
+                    self.waiting_queues.pop(old_q, None)
+            else:
+                old.pending.pop(group.key, None)
+                if not old.pending:
+                    self.pending_queues.pop(old_q, None)
+        if queue is not None and where[0]:
+            if where[1] == "waiting":
+                queue.ordered = None
+                queue.waiting[group.key] = None
+                self.waiting_queues[queue.name] = None
+            else:
+                queue.pending[group.key] = None
+                self.pending_queues[queue.name] = None
+        group.indexed = where
+
+    def _derive(self) -> None:
+        """Recompute capability, realCapability, guarantee and deserved of every queue (whoever made
+        them stale also set ``retry_all``)."""
+        self.stale = False
+        self._shares.clear()
+        queues = self.queues
+        total_g: Resources = {}
+        for q in queues.values():
+            _add(total_g, dict(q.spec.guarantee))
+        if self.hierarchy:
+            children = {name: q.children for name, q in queues.items()}
+            caps, reals, gs, ds = hierarchical(
+                children, {n: effective_capability(dict(q.spec.capability)) for n, q in queues.items()},
+                {n: dict(q.spec.guarantee) for n, q in queues.items()},
+                {n: dict(q.spec.deserved) for n, q in queues.items()}, ROOT)
+            for name, q in queues.items():
+                q.capability, q.real = caps.get(name, {}), reals.get(name, {})
+                q.guarantee = gs.get(name, {})
+                q.deserved = {r: Fraction(v) for r, v in ds.get(name, {}).items()}
+            return
+        for q in queues.values():
+            q.capability = effective_capability(dict(q.spec.capability))
+            q.guarantee = dict(q.spec.guarantee)
+            q.real = real_capability(q.capability, self.capacity, total_g, q.guarantee)
+            if self.args.plugin == "capacity":
+                q.deserved = {r: Fraction(v) for r, v in
+                              capacity_deserved(dict(q.spec.deserved), q.real, q.guarantee).items()}
+            else:
+                q.deserved = {}
+        if self.args.plugin == "proportion":
+            session = [(n, q.spec.weight, q.real, q.request, q.guarantee) for n, q in sorted(queues.items())
+                       if q.live]
+            for name, deserved in water_fill(self.capacity, session).items():
+                queues[name].deserved = {r: v for r, v in deserved.items() if v}
+
+    # -- validation (upstream webhooks, reference §6) ----------------------------------------------
+
+    def validate(self, changes: list[object]) -> None:
+        """Reject a change upstream's queue and PodGroup webhooks would refuse, checked against the
+        tree after the whole change (a Batch as one):
+
+        * deleting ``root`` or ``default``, or a queue that has children;
+        * a parent that does not exist, a parent chain loop, a depth above 5;
+        * a queue becoming a parent while it holds PodGroups;
+        * a child's capability above the nearest ancestor's (below root) that names the resource;
+        * Σ children's guarantee / deserved above the parent's (parents other than root);
+        * a new PodGroup in a missing queue, in ``root`` or a queue with children, or in a queue
+          that is not Open.
+
+        Raises:
+            EventError: naming the field and the rule broken; nothing was changed.
+        """
+        specs = dict(self.specs)
+        touched: list[str] = []
+        new_groups: list[PodGroup] = []
+        for obj in changes:
+            if isinstance(obj, Queue):
+                specs[obj.name] = obj
+                touched.append(obj.name)
+            elif isinstance(obj, PodGroup):
+                if obj.key not in self.groups or self.groups[obj.key].pg is None:
+                    new_groups.append(obj)
+            elif isinstance(obj, ObjectRef) and obj.kind == "Queue":
+                if obj.name in (ROOT, DEFAULT_QUEUE):
+                    raise EventError("object.metadata.name", f"the {obj.name} queue can not be deleted")
+                specs.pop(obj.name, None)
+                touched.append(obj.name)
+        if not touched and not new_groups:
+            return
+        kids: dict[str, list[str]] = {}
+        for name in sorted(specs):
+            if name != ROOT:
+                kids.setdefault(specs[name].parent, []).append(name)
+        for name in touched:
+            if name not in specs:
+                if kids.get(name):
+                    raise EventError("object.metadata.name", f"queue {name} has child queues "
+                                                             f"{', '.join(kids[name])}: delete them first")
+                continue
+            if name == ROOT:
+                continue
+            self._check_queue(name, specs, kids)
+        for pg in new_groups:
+            q = specs.get(pg.queue)
+            if q is None:
+                raise EventError("object.spec.queue", f"unable to find job queue {pg.queue!r}")
+            if pg.queue == ROOT or kids.get(pg.queue):
+                raise EventError("object.spec.queue", f"can only submit PodGroup to a leaf queue; queue "
+                                                      f"{pg.queue!r} has child queues")
+            if q.state != "Open":
+                raise EventError("object.spec.queue", f"can only submit PodGroup to queue with state `Open`, "
+                                                      f"queue `{pg.queue}` status is `{q.state}`")
+
+    def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
+        q = specs[name]
+        seen = {name}
+        depth = 1
+        parent = q.parent
+        while parent != ROOT:
+            if parent not in specs:
+                raise EventError("object.spec.parent", f"parent queue {parent!r} of queue {name!r} does not exist")
+            if parent in seen:
+                raise EventError("object.spec.parent", f"queue {name!r} is in a parent cycle")
+            seen.add(parent)
+            depth += 1
+            parent = specs[parent].parent
+        if depth > MAX_QUEUE_DEPTH:
+            raise EventError("object.spec.parent", f"queue depth {depth} exceeds the maximum {MAX_QUEUE_DEPTH}")
+        if q.parent != ROOT and not any(c != name for c in kids.get(q.parent, [])) and \
+                self._holds_groups(q.parent):
+            raise EventError("object.spec.parent", f"queue {q.parent!r} holds PodGroups and cannot become a parent")
+        own_cap = effective_capability(dict(q.capability))
+        for r, v in sorted(own_cap.items()):
+            ancestor = q.parent
+            while ancestor != ROOT:
+                limit = effective_capability(dict(specs[ancestor].capability)).get(r)
+                if limit is not None:
+                    if v > limit:
+                        raise EventError(f"object.spec.capability[{r}]",
+                                         f"capability {v} is greater than {limit} of ancestor queue {ancestor!r}")
+                    break
+                ancestor = specs[ancestor].parent
+        for child in kids.get(name, []):
+            self._check_child_capability(child, specs, kids, name)
+        for parent in (q.parent, name):
+            if parent == ROOT or not kids.get(parent):
+                continue
+            p = specs[parent]
+            for field, own in (("guarantee", dict(p.guarantee)), ("deserved", dict(p.deserved))):
+                total: Resources = {}
+                for child in kids[parent]:
+                    _add(total, dict(getattr(specs[child], field)))
+                for r, v in sorted(total.items()):
+                    if v > own.get(r, 0):
+                        raise EventError(f"object.spec.{field}", f"the children of queue {parent!r} ask {field} "
+                                                                  f"{r} {v}, above its {own.get(r, 0)}")
+
+    def _check_child_capability(self, child: str, specs: dict[str, Queue], kids: dict[str, list[str]],
+                                top: str) -> None:
+        cap = effective_capability(dict(specs[child].capability))
+        for r, v in sorted(cap.items()):
+            ancestor = specs[child].parent
+            while ancestor != ROOT:
+                limit = effective_capability(dict(specs[ancestor].capability)).get(r)
+                if limit is not None:
+                    if v > limit:
+                        raise EventError(f"object.spec.capability[{r}]",
+                                         f"child queue {child!r} has capability {v}, above {limit} of {ancestor!r}")
+                    break
+                ancestor = specs[ancestor].parent
+        for grandchild in kids.get(child, []):
+            self._check_child_capability(grandchild, specs, kids, top)
+
+    def _holds_groups(self, name: str) -> bool:
+        queue = self.queues.get(name)
+        return queue is not None and any(self.groups[k].phase != COMPLETED for k in queue.groups)
+
+    # -- objects ------------------------------------------------------------------------------------
+
+    def apply_object(self, obj: object) -> bool:
+        """Apply a Queue, PodGroup or Pod naming a PodGroup; ``False`` for any other object."""
+        if isinstance(obj, Queue):
+            self.specs[obj.name] = obj
+            self._rebuild_tree()
+            return True
+        if isinstance(obj, PodGroup):
+            self._apply_group(obj)
+            return True
+        if isinstance(obj, Pod):
+            group = dict(obj.annotations).get(GROUP_ANNOTATION)
+            if group is None:
+                return False
+            self._apply_pod(obj, f"{obj.namespace}/{group}")
+            return True
+        return False
+
+    def delete_object(self, kind: str, key: str) -> bool:
+        """Delete a Queue, PodGroup or Pod of a PodGroup by kind and key; ``False`` otherwise."""
+        if kind == "Queue":
+            if self.specs.pop(key, None) is not None:
+                self._rebuild_tree()
+            return True
+        if kind == "PodGroup":
+            group = self.groups.get(key)
+            if group is not None and group.pg is not None:
+                self._set_queue(group, None)
+                group.pg, group.phase = None, PENDING
+                if not group.pods:
+                    del self.groups[key]
+            return True
+        if kind == "Pod":
+            pod = self.pods.get(key)
+            if pod is None:
+                return False
+            group = self.groups[pod.group]
+            pod.state = POD_FINISHED
+            self._refresh(group)
+            del group.pods[key]
+            del self.pods[key]
+            self._refresh(group)
+            if group.pg is None and not group.pods:
+                del self.groups[group.key]
+            return True
+        return False
+
+    def _group(self, key: str) -> GroupInfo:
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = GroupInfo(key)
+        return group
+
+    def _set_queue(self, group: GroupInfo, pg: PodGroup | None) -> None:
+        queue = self.queues.get(group.queue)
+        if queue is not None:
+            self._contribute(queue, group, -1)
+            queue.groups.pop(group.key, None)
+            if group.phase != COMPLETED and group.pg is not None:
+                queue.live -= 1
+            if group.alloc:
+                self.freed = True
+            self._relax(queue)
+        group.pg = pg
+        group.queue = pg.queue if pg is not None else ""
+        if pg is not None:
+            self.queues_for(group)
+        self.fresh[group.key] = None
+        self._index(group)
+        if self.args.plugin == "proportion":  # the queues in the session changed
+            self.stale = self.retry_all = True
+
+    def _apply_group(self, pg: PodGroup) -> None:
+        group = self._group(pg.key)
+        self._set_queue(group, pg)
+        self._refresh(group)
+
+    def _apply_pod(self, obj: Pod, group_key: str) -> None:
+        pod = self.pods.get(obj.key)
+        if pod is not None and pod.group != group_key:
+            self.delete_object("Pod", obj.key)
+            pod = None
+        group = self._group(group_key)
+        if pod is None:
+            pod = self.pods[obj.key] = PodInfo(obj, group_key)
+            group.pods[obj.key] = None
+        else:
+            pod.obj = obj
+            pod.request = {r: v for r, v in obj.requests if v}
+        if obj.phase in ("Succeeded", "Failed"):
+            pod.state = POD_FINISHED
+        elif obj.node_name is not None and pod.state == POD_PENDING:
+            pod.state, pod.observed = POD_RUNNING, True
+        self.fresh[group_key] = None
+        self._refresh(group)
+
+    def lifecycle(self, event_type: str, key: str, reason: str | None) -> bool:
+        """Observed ``WorkloadAdmitted`` / ``WorkloadEvicted`` / ``WorkloadFinished`` of a pod or a
+        PodGroup (all its pods): bound as given, back to pending, finished."""
+        pod = self.pods.get(key)
+        if pod is not None:
+            pods = [pod]
+            group = self.groups[pod.group]
+        elif key in self.groups:
+            group = self.groups[key]
+            pods = [self.pods[k] for k in group.pods]
+        else:
+            return False
+        for p in pods:
+            if event_type == "WorkloadAdmitted" and p.state == POD_PENDING:
+                p.state, p.observed = POD_RUNNING, True
+            elif event_type == "WorkloadEvicted" and p.state == POD_RUNNING:
+                p.state = POD_PENDING
+                self.fresh[group.key] = None
+                group.reason, group.message = "Evicted", f"Evicted: {reason or 'Evicted'}"
+            elif event_type == "WorkloadFinished" and p.state != POD_FINISHED:
+                p.state = POD_FINISHED
+        if event_type == "WorkloadFinished" and pod is None and group.pg is not None:
+            self._refresh(group)
+            if group.phase != COMPLETED:
+                queue = self.queues.get(group.queue)
+                if queue is not None:
+                    self._contribute(queue, group, -1)
+                    queue.live -= 1
+                group.phase = COMPLETED
+                group.inq, group.elastic = {}, {}
+                if queue is not None:
+                    self._contribute(queue, group, 1)
+                    self._relax(queue)
+                self._index(group)
+                if self.args.plugin == "proportion":
+                    self.stale = self.retry_all = True
+            return True
+        self._refresh(group)
+        return True
+
+    # -- plugin functions --------------------------------------------------------------------------
+
+    def _chain(self, queue: QueueInfo) -> list[QueueInfo]:
+        """``queue`` and its ancestors up to the root (leaf first; cached until the tree changes)."""
+        out = self._chains.get(queue.name)
+        if out is None:
+            out = [queue]
+            while out[-1].parent is not None and out[-1].parent in self.queues:
+                out.append(self.queues[out[-1].parent])
+            self._chains[queue.name] = out
+        return out
+
+    def queue_share(self, queue: QueueInfo) -> Fraction:
+        """``max`` over deserved's dimensions of ``allocated / deserved`` (upstream ``updateShare``); the
+        capacity plugin's best-effort queue (no deserved) has share 1."""
+        cached = self._shares.get(queue.name)
+        if cached is not None:
+            return cached
+        share = self._share(queue)
+        self._shares[queue.name] = share
+        return share
+
+    def _share(self, queue: QueueInfo) -> Fraction:
+        allocated = queue.h_allocated if self.hierarchy else queue.allocated
+        if not queue.deserved:
+            return _ONE if self.args.plugin == "capacity" else _ZERO
+        best = _ZERO
+        for r, d in queue.deserved.items():
+            if d > 0:
+                s = Fraction(allocated.get(r, 0)) / d
+                if s > best:
+                    best = s
+        return best
+
+    def _compare_queues(self, a: QueueInfo, b: QueueInfo) -> int:
+        """``QueueOrderFn`` then the session's fallback (creation, name): negative when ``a`` goes first."""
+        if a.spec.priority != b.spec.priority:
+            return -1 if a.spec.priority > b.spec.priority else 1
+        if self.hierarchy:
+            la, lb = self._chain(a), self._chain(b)
+            i, j = len(la) - 1, len(lb) - 1  # both end at the root
+            while i > 0 and j > 0 and la[i - 1] is lb[j - 1]:
+                i -= 1
+                j -= 1
+            c = self._compare_share(la[i - 1] if i > 0 else a, lb[j - 1] if j > 0 else b)
+        else:
+            c = self._compare_share(a, b)
+        if c:
+            return c
+        if a.spec.creation_ms != b.spec.creation_ms:
+            return -1 if a.spec.creation_ms < b.spec.creation_ms else 1
+        return -1 if a.name < b.name else (1 if a.name > b.name else 0)
+
+    def _compare_share(self, a: QueueInfo, b: QueueInfo) -> int:
+        sa, sb = self.queue_share(a), self.queue_share(b)
+        if sa != sb:
+            return -1 if sa < sb else 1
+        if self.args.plugin == "capacity" and bool(a.deserved) != bool(b.deserved):
+            return -1 if a.deserved else 1
+        return 0
+
+    def _allocatable(self, queue: QueueInfo, extra: Resources, request: Resources) -> list[tuple[str, str, int, int]]:
+        """What blocks binding ``request`` to ``queue`` now (``extra``: tentatively bound in this step):
+        ``(queue, resource, needed, available)`` per failing dimension; empty when allocatable."""
+        out: list[tuple[str, str, int, int]] = []
+        if self.args.plugin == "proportion":
+            used = dict(queue.allocated)
+            _add(used, extra)
+            for r in sorted(request):
+                v = request[r]
+                if v > 0 and used.get(r, 0) + v > queue.deserved.get(r, _ZERO):
+                    out.append((queue.name, r, v, max(0, int(queue.deserved.get(r, _ZERO)) - used.get(r, 0))))
+            return out
+        levels = self._chain(queue) if self.hierarchy else [queue]
+        for level in levels:
+            used = dict(level.h_allocated if self.hierarchy else level.allocated)
+            _add(used, extra)
+            for r in within(used, request, level.real):
+                out.append((level.name, r, request[r], max(0, level.real[r] - used.get(r, 0))))
+        return out
+
+    def _node_fit(self, extra: Resources, request: Resources) -> list[str]:
+        """Dimensions where the cluster's free capacity cannot hold ``request``."""
+        used = dict(self.used)
+        _add(used, extra)
+        return [r for r in sorted(request) if request[r] > 0 and used.get(r, 0) + request[r] > self.capacity.get(r, 0)]
+
+    def _enqueueable(self, group: GroupInfo, queue: QueueInfo) -> list[tuple[str, str, int, int]]:
+        """``minResources + allocated + inqueue - elastic <= realCapability`` on minResources'
+        dimensions, at the leaf (and every ancestor with hierarchy): the failing ``(queue,
+        resource, needed, available)``."""
+        pg = group.pg
+        assert pg is not None
+        if pg.min_resources is None:
+            return []
+        need = {r: v for r, v in pg.min_resources if v > 0}
+        out = []
+        for level in (self._chain(queue) if self.hierarchy else [queue]):
+            if self.hierarchy:
+                a, i, e = level.h_allocated, level.h_inqueue, level.h_elastic
+            else:
+                a, i, e = level.allocated, level.inqueue, level.elastic
+            for r in sorted(need):
+                cap = level.real.get(r)
+                if cap is None:
+                    continue
+                held = a.get(r, 0) + i.get(r, 0) - e.get(r, 0)
+                if held + need[r] > cap:
+                    out.append((level.name, r, need[r], max(0, cap - held)))
+        return out
+
+    # -- actions -----------------------------------------------------------------------------------
+
+    def run(self, now_ms: int) -> list[UnitDecision]:
+        """enqueue, allocate, reclaim, repeated while reclaim evicts (at most ``MAX_ROUNDS``).
+
+        A group is tried again only when something it waits for may have changed (``retry_all``,
+        ``fresh``, ``relaxed``, ``freed``): a group not tried would fail as it did, so the decisions
+        are those of trying every group every time; its message stays that of its last attempt."""
+        out: list[UnitDecision] = []
+        for _ in range(MAX_ROUNDS):
+            if self.stale:
+                self._derive()
+            retry_all, fresh, relaxed, freed = self.retry_all, self.fresh, self.relaxed, self.freed
+            self.retry_all, self.fresh, self.relaxed, self.freed = False, {}, set(), False
+            for key in self._enqueue(retry_all, fresh, relaxed):
+                fresh[key] = None
+            if self.stale:
+                self._derive()
+            retry_all = retry_all or self.retry_all
+            self._allocate(out, retry_all, fresh, relaxed, freed)
+            if self.stale:
+                self._derive()
+            if not self._reclaim(out):
+                break
+        return out
+
+    def _ordered_queues(self, names: list[str]) -> list[QueueInfo]:
+        return sorted((self.queues[n] for n in names), key=functools.cmp_to_key(self._compare_queues))
+
+    def _group_order(self, group: GroupInfo) -> tuple[int, int, str]:
+        """``JobOrderFn``: priority (higher first), then creation, then key."""
+        pg = group.pg
+        assert pg is not None
+        return (-group.priority, pg.creation_ms, group.key)
+
+    def _enqueue(self, retry_all: bool, fresh: dict[str, None], relaxed: set[str]) -> list[str]:
+        """Pending PodGroups become Inqueue (round-robin over queues in queue order); returns them."""
+        per_queue: dict[str, list[GroupInfo]] = {}
+        for name in self.pending_queues:
+            queue = self.queues[name]
+            whole = retry_all or queue.name in relaxed
+            groups = [self.groups[k] for k in queue.pending if whole or k in fresh]
+            if groups:
+                per_queue[queue.name] = groups
+        if not per_queue:
+            return []
+        lists = [sorted(per_queue[q.name], key=self._group_order) for q in self._ordered_queues(list(per_queue))]
+        enqueued: list[str] = []
+        for i in range(max(len(x) for x in lists)):
+            for groups in lists:
+                if i >= len(groups):
+                    continue
+                group = groups[i]
+                queue = self.queues[group.queue]
+                if queue.spec.state != "Open":
+                    group.reason, group.message = "QueueNotOpen", f"queue {queue.name} is {queue.spec.state}"
+                    group.shortfalls = []
+                    continue
+                if self.hierarchy and queue.children:
+                    group.reason, group.message = "NotLeafQueue", f"queue {queue.name} is not a leaf queue"
+                    group.shortfalls = []
+                    continue
+                blocked = self._enqueueable(group, queue)
+                if blocked:
+                    group.reason, group.message = "NotEnqueueable", QUOTA_INSUFFICIENT + ": " + "; ".join(
+                        f"queue {q} {r}: needs {format_quantity(r, n)}, available {format_quantity(r, a)}"
+                        for q, r, n, a in blocked)
+                    group.shortfalls = [_short(*b) for b in blocked]
+                    continue
+                group.phase = INQUEUE
+                group.reason, group.message, group.shortfalls = "", "", []
+                self._refresh(group)
+                enqueued.append(group.key)
+        return enqueued
+
+    def _fits_free(self, group: GroupInfo, free: Resources) -> bool:
+        """Whether some pending pod of ``group`` fits the cluster's free capacity (a group none of whose
+        pods fits cannot bind anything)."""
+        for request in group.need:
+            for r, v in request.items():
+                if v > free.get(r, 0):
+                    break
+            else:
+                return True
+        return False
+
+    def _allocate(self, out: list[UnitDecision], retry_all: bool, fresh: dict[str, None], relaxed: set[str],
+                  freed: bool) -> bool:
+        """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
+        proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
+        groups that may succeed are looked at (``run``); each queue's next candidate is found lazily,
+        in job order, when the one before it has been tried."""
+        free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
+        lists: dict[str, list[GroupInfo]] = {}
+        at: dict[str, int] = {}
+
+        def advance(name: str) -> GroupInfo | None:
+            queue = self.queues[name]
+            groups = lists[name]
+            whole = retry_all or name in relaxed
+            i = at[name]
+            while i < len(groups):
+                g = groups[i]
+                i += 1
+                if g.key not in queue.waiting:
+                    continue
+                if whole or g.key in fresh or not g.blocked or (freed and g.blocked == "cluster"):
+                    if self._fits_free(g, free):
+                        at[name] = i
+                        return g
+                    g.blocked = "cluster"
+            at[name] = i
+            return None
+
+        heads: dict[str, GroupInfo] = {}
+        for name in self.waiting_queues:
+            lists[name] = self._sorted_waiting(self.queues[name])
+            at[name] = 0
+            head = advance(name)
+            if head is not None:
+                heads[name] = head
+        changed = False
+        compare = self._compare_queues
+        while heads:
+            best: QueueInfo | None = None
+            for name in heads:
+                q = self.queues[name]
+                if best is None or compare(q, best) < 0:
+                    best = q
+            assert best is not None
+            queue = best
+            group = heads.pop(queue.name)
+            if self.args.plugin == "proportion" and self._overused(queue):
+                group.reason, group.message = "NotEnoughResources", f"queue {queue.name} is overused"
+                group.blocked = "quota"
+                continue
+            if not self._fits_free(group, free):
+                group.blocked = "cluster"  # the free capacity shrank since it was found
+            elif self._try_allocate(group, queue, out):
+                changed = True
+                free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
+                if not any(v > 0 for v in free.values()):
+                    for g in heads.values():
+                        g.blocked = "cluster"
+                    break
+            nxt = advance(queue.name)
+            if nxt is not None:
+                heads[queue.name] = nxt
+        return changed
+
+    def _sorted_waiting(self, queue: QueueInfo) -> list[GroupInfo]:
+        """``queue``'s waiting groups in job order (cached until one of them changes)."""
+        groups = queue.ordered
+        if groups is None:
+            groups = sorted((self.groups[k] for k in queue.waiting), key=self._group_order)
+            queue.ordered = groups
+        return groups
+
+    def _overused(self, queue: QueueInfo) -> bool:
+        """Proportion's ``OverusedFn``: ``deserved <= allocated`` in every dimension."""
+        return all(queue.deserved.get(r, _ZERO) <= queue.allocated.get(r, 0)
+                   for r in set(queue.deserved) | set(queue.allocated)) if (queue.deserved or queue.allocated) \
+            else True
+
+    def _try_allocate(self, group: GroupInfo, queue: QueueInfo, out: list[UnitDecision]) -> bool:
+        pg = group.pg
+        assert pg is not None
+        pending = sorted((self.pods[k] for k in group.pods if self.pods[k].state == POD_PENDING),
+                         key=PodInfo.order)
+        running = sum(1 for k in group.pods if self.pods[k].state == POD_RUNNING)
+        extra: Resources = {}
+        chosen: list[PodInfo] = []
+        blocked: list[tuple[str, str, int, int]] = []
+        group.blocked = ""
+        for pod in pending:
+            quota = self._allocatable(queue, extra, pod.request)
+            nodes = self._node_fit(extra, pod.request)
+            if nodes:
+                group.blocked = "cluster"
+            elif quota and not group.blocked:
+                group.blocked = "quota"
+            if quota or nodes:
+                if not blocked:
+                    blocked = quota + [("cluster", r, pod.request[r],
+                                        max(0, self.capacity.get(r, 0) - self.used.get(r, 0) - extra.get(r, 0)))
+                                       for r in nodes]
+                continue
+            chosen.append(pod)
+            _add(extra, pod.request)
+        if not chosen or running + len(chosen) < max(pg.min_member, 1):
+            if not group.blocked:
+                group.blocked = "quota"  # too few pods: tried again when pods arrive (fresh)
+            if running < pg.min_member:
+                ready = running + len(chosen)
+                group.reason = "NotEnoughResources" if len(pending) + running >= pg.min_member else "NotEnoughTasks"
+                group.message = (f"{pg.min_member - ready}/{len(group.pods)} tasks in gang unschedulable: "
+                                 + ("; ".join(f"{q} {r}: needs {format_quantity(r, n)}, available "
+                                              f"{format_quantity(r, a)}" for q, r, n, a in blocked)
+                                    if blocked else f"{len(group.pods)} pods, minMember {pg.min_member}"))
+                group.shortfalls = [_short(*b) for b in blocked]
+            return False
+        for pod in chosen:
+            pod.state = POD_RUNNING
+        self._refresh(group)
+        group.reason, group.message, group.shortfalls = "", "", []
+        self._admitted(group, queue, chosen, None, out)
+        return True
+
+    def _admitted(self, group: GroupInfo, queue: QueueInfo, pods: list[PodInfo], preemptor: str | None,
+                  out: list[UnitDecision]) -> None:
+        usage: Resources = {}
+        for pod in pods:
+            _add(usage, pod.request)
+        over = 1 if any(queue.allocated.get(r, 0) > queue.deserved.get(r, _ZERO) for r in queue.allocated) else 0
+        out.append(("Admitted", group.key, queue.name, usage, over, preemptor, None,
+                    "bound " + ", ".join(p.key for p in pods)))
+
+    # -- reclaim -----------------------------------------------------------------------------------
+
+    def _preemptive(self, queue: QueueInfo, extra: Resources, request: Resources) -> bool:
+        """May ``queue`` reclaim for a pod asking ``request`` (``PreemptiveFn``)?"""
+        if self.args.plugin == "proportion":
+            return not self._allocatable(queue, extra, request)
+        if self._allocatable(queue, extra, request):
+            return False
+        levels = [queue]
+        if self.hierarchy and self.args.ancestor_reclaim_level:
+            chain = self._chain(queue)
+            levels += [q for q in chain[1:self.args.ancestor_reclaim_level + 1] if q.name != ROOT]
+        for level in levels:
+            used = dict(level.h_allocated if self.hierarchy else level.allocated)
+            _add(used, extra)
+            _add(used, request)
+            if any(request[r] > 0 and used.get(r, 0) <= level.deserved.get(r, _ZERO) for r in request):
+                return True
+        return False
+
+    def _common_depth(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Depth of the deepest common ancestor of two queues (root = 0; flat plugins: 0)."""
+        if not self.hierarchy:
+            return 0
+        la, lb = self._chain(a)[::-1], self._chain(b)[::-1]
+        i = 0
+        while i + 1 < len(la) and i + 1 < len(lb) and la[i + 1] is lb[i + 1]:
+            i += 1
+        return i
+
+    def _victims(self, reclaimer: QueueInfo, request: Resources) -> list[PodInfo]:
+        """Running pods of other reclaimable queues, in victim order: deeper common ancestor with the
+        reclaimer first (siblings, then cousins), then the queue that would be scheduled last (reverse
+        queue order), lower weight, then within a queue the group scheduled last (reverse job order)
+        and its pods lowest priority, latest first."""
+        pods = [p for p in self.pods.values() if p.state == POD_RUNNING]
+        by_queue: dict[str, list[PodInfo]] = {}
+        for p in pods:
+            group = self.groups[p.group]
+            q = self.queues.get(group.queue)
+            if q is None or q is reclaimer or not q.spec.reclaimable or group.pg is None:
+                continue
+            if not any(r in request for r in p.request):
+                continue
+            by_queue.setdefault(q.name, []).append(p)
+        queues = self._ordered_queues(list(by_queue))
+        rank = {q.name: i for i, q in enumerate(queues)}
+        queues.sort(key=lambda q: (-self._common_depth(reclaimer, q), -rank[q.name], q.spec.weight))
+        out: list[PodInfo] = []
+        for q in queues:
+            members = by_queue[q.name]
+            members.sort(key=lambda p: (self._group_order(self.groups[p.group]), p.order()), reverse=True)
+            out.extend(members)
+        return out
+
+    def _reclaimable(self, reclaimer: QueueInfo, victim: PodInfo, allocated: dict[str, Resources],
+                     gang: dict[str, int]) -> bool:
+        """The plugin's ``ReclaimableFn`` and the gang rule for one victim, with the running copies
+        of ``allocated`` (per queue) and of running pods per group; updates them when accepted."""
+        group = self.groups[victim.group]
+        pg = group.pg
+        assert pg is not None
+        running = gang.get(group.key)
+        if running is None:
+            running = sum(1 for k in group.pods if self.pods[k].state == POD_RUNNING)
+        if not (pg.min_member <= running - 1 or pg.min_member == 1):
+            return False
+        queue = self.queues[group.queue]
+        levels = [queue]
+        if self.args.plugin == "proportion":
+            alloc = allocated.setdefault(queue.name, dict(queue.allocated))
+            if all(alloc.get(r, 0) <= queue.deserved.get(r, _ZERO) for r in alloc):
+                return False
+        else:
+            key = queue.name
+            alloc = allocated.setdefault(key, dict(queue.h_allocated if self.hierarchy else queue.allocated))
+            after = dict(alloc)
+            _add(after, victim.request, -1)
+            if any(after.get(r, 0) < g for r, g in queue.guarantee.items()):
+                return False
+            if not self._exceeds(queue, alloc, victim.request):
+                if any(r in queue.deserved for r in victim.request) or not self._contention(reclaimer, queue):
+                    return False
+            level = self.args.ancestor_reclaim_level if self.hierarchy else 0
+            if level:
+                mine, theirs = self._chain(reclaimer), self._chain(queue)
+                for depth in range(1, level + 1):
+                    if depth >= len(theirs) or theirs[depth].name == ROOT:
+                        break
+                    anc = theirs[depth]
+                    if depth < len(mine) and mine[depth] is anc:
+                        continue
+                    a = allocated.setdefault(anc.name, dict(anc.h_allocated))
+                    if not self._exceeds(anc, a, victim.request):
+                        return False
+                    levels.append(anc)
+        for level_q in levels:
+            _add(allocated[level_q.name], victim.request, -1)
+        gang[group.key] = running - 1
+        return True
+
+    def _exceeds(self, queue: QueueInfo, allocated: Resources, request: Resources) -> bool:
+        """Immediate victim (no deserved on the request's dimensions) or ``allocated`` above
+        ``deserved`` on a dimension of the request that the deserved names
+        (``GreaterPartlyWithRelevantDimensions``)."""
+        relevant = [r for r in request if request[r] > 0 and r in queue.deserved]
+        if not relevant:
+            return True
+        return any(allocated.get(r, 0) > queue.deserved[r] for r in relevant)
+
+    def _contention(self, reclaimer: QueueInfo, victim_queue: QueueInfo) -> bool:
+        """``True`` unless contention avoidance spares a best-effort victim queue: the reclaimer and the
+        victim share a non-root ancestor within ``ancestorReclaimLevel`` and the reclaimer has no
+        deserved (hierarchy, level > 0)."""
+        level = self.args.ancestor_reclaim_level if self.hierarchy else 0
+        if not level or reclaimer.deserved:
+            return True
+        mine = {q.name for q in self._chain(reclaimer)[1:level + 1] if q.name != ROOT}
+        theirs = {q.name for q in self._chain(victim_queue)[1:level + 1] if q.name != ROOT}
+        return not (mine & theirs)
+
+    def _reclaim(self, out: list[UnitDecision]) -> bool:
+        """For each starving group (queue order, then job order), evict victims until its pending pods
+        fit the cluster; commit when the group becomes ready, else undo."""
+        if not self.reclaimable_alloc:
+            return False
+        cands = list(self.waiting_queues)
+        changed = False
+        for queue in self._ordered_queues(cands):
+            if self.args.plugin == "proportion" and self._overused(queue):
+                continue
+            for group in sorted((self.groups[k] for k in list(queue.waiting)), key=self._group_order):
+                if group.key not in queue.waiting:
+                    continue
+                if self._reclaim_for(group, queue, out):
+                    changed = True
+        return changed
+
+    def _reclaim_for(self, group: GroupInfo, queue: QueueInfo, out: list[UnitDecision]) -> bool:
+        pg = group.pg
+        assert pg is not None
+        pending = sorted((self.pods[k] for k in group.pods if self.pods[k].state == POD_PENDING),
+                         key=PodInfo.order)
+        running = sum(1 for k in group.pods if self.pods[k].state == POD_RUNNING)
+        extra: Resources = {}
+        freed: Resources = {}
+        evicted: list[PodInfo] = []
+        taken: set[str] = set()
+        placed: list[PodInfo] = []
+        allocated: dict[str, Resources] = {}
+        gang: dict[str, int] = {}
+        for pod in pending:
+            if pod.obj.preemption_policy == "Never" or not self._preemptive(queue, extra, pod.request):
+                continue
+            need = dict(extra)
+            _add(need, freed, -1)
+            if not self._node_fit(need, pod.request):  # fits the free capacity: no victim needed
+                placed.append(pod)
+                _add(extra, pod.request)
+                continue
+            for victim in self._victims(queue, pod.request):
+                if victim.key in taken:
+                    continue
+                if not self._node_fit(need, pod.request):
+                    break
+                if not self._reclaimable(queue, victim, allocated, gang):
+                    continue
+                taken.add(victim.key)
+                evicted.append(victim)
+                _add(freed, victim.request)
+                _add(need, victim.request, -1)
+            if self._node_fit(need, pod.request):
+                continue
+            placed.append(pod)
+            _add(extra, pod.request)
+        if not placed or running + len(placed) < max(pg.min_member, 1):
+            return False
+        victims_by_group: dict[str, None] = {}
+        for victim in evicted:
+            victim.state = POD_PENDING
+            victims_by_group[victim.group] = None
+            vgroup = self.groups[victim.group]
+            out.append(("Evicted", victim.key, vgroup.queue, dict(victim.request), 0, group.key, RECLAIM_REASON,
+                        f"reclaimed by {group.key} of queue {queue.name}"))
+        for key in victims_by_group:
+            self._refresh(self.groups[key])
+        for pod in placed:
+            pod.state = POD_RUNNING
+        self._refresh(group)
+        group.reason, group.message, group.shortfalls = "", "", []
+        self._admitted(group, queue, placed, None, out)
+        return True
+
+    # -- views ---------------------------------------------------------------------------------------
+
+    def _numbers(self, q: QueueInfo) -> dict:
+        h = self.hierarchy
+        return {"parent": q.parent, "weight": q.spec.weight, "state": q.spec.state,
+                "reclaimable": q.spec.reclaimable, "priority": q.spec.priority,
+                "capability": dict(sorted(q.capability.items())), "realCapability": dict(sorted(q.real.items())),
+                "guarantee": dict(sorted(q.guarantee.items())),
+                "deserved": {r: int(v) for r, v in sorted(q.deserved.items())},
+                "allocated": dict(sorted((q.h_allocated if h else q.allocated).items())),
+                "request": dict(sorted((q.h_request if h else q.request).items())),
+                "inqueue": dict(sorted((q.h_inqueue if h else q.inqueue).items())),
+                "elastic": dict(sorted((q.h_elastic if h else q.elastic).items())),
+                "share": str(self.queue_share(q)), "children": list(q.children)}
+
+    def queue_rows(self) -> list[tuple[str, dict, int]]:
+        """``(name, numbers as in the state's queues, PodGroups not Completed)`` per queue, by name."""
+        if self.stale:
+            self._derive()
+        return [(name, self._numbers(self.queues[name]), self.queues[name].live) for name in sorted(self.queues)]
+
+    def view(self) -> dict:
+        """``queues`` (upstream ``queueAttr`` names; ``deserved`` rounded down to base units, ``share``
+        an exact ratio; with hierarchy a parent's numbers are its subtree's), ``podGroups`` and
+        ``pods``."""
+        if self.stale:
+            self._derive()
+        queues = {name: self._numbers(self.queues[name]) for name in sorted(self.queues)}
+        groups = {}
+        for key in sorted(self.groups):
+            g = self.groups[key]
+            pg = g.pg
+            groups[key] = {"queue": g.queue, "phase": g.phase if pg is not None else "Unknown",
+                           "minMember": pg.min_member if pg is not None else None,
+                           "minResources": dict(pg.min_resources) if pg is not None and pg.min_resources is not None
+                           else None,
+                           "pods": len(g.pods),
+                           "running": sum(1 for k in g.pods if self.pods[k].state == POD_RUNNING),
+                           "allocated": dict(sorted(g.alloc.items())), "reason": g.reason, "message": g.message,
+                           "shortfalls": g.shortfalls}
+        pods = {key: {"group": p.group, "state": p.state, "request": dict(sorted(p.request.items())),
+                      "observed": p.observed} for key, p in sorted(self.pods.items())}
+        return {"queues": queues, "podGroups": groups, "pods": pods}
+
+    def explain(self, key: str) -> dict | None:
+        """Why PodGroup (or pod) ``key`` is where it is: phase, the last message and shortfalls, and
+        per level from its queue up to the root the queue's numbers (deserved, realCapability, what
+        is allocated and reserved) and what an enqueue / allocate check would find now."""
+        pod = self.pods.get(key)
+        group = self.groups.get(pod.group if pod is not None else key)
+        if group is None:
+            return None
+        if self.stale:
+            self._derive()
+        queue = self.queues.get(group.queue)
+        levels = []
+        if queue is not None:
+            for q in (self._chain(queue) if self.hierarchy else [queue]):
+                levels.append({"queue": q.name, **self._numbers(q)})
+        pending: Resources = {}
+        for k in group.pods:
+            if self.pods[k].state == POD_PENDING:
+                _add(pending, self.pods[k].request)
+        now = []
+        if queue is not None and pending:
+            now = [_short(*b) for b in self._allocatable(queue, {}, pending)]
+        return {"kind": "PodGroup", "key": group.key, "plugin": self.args.plugin, "hierarchy": self.hierarchy,
+                "phase": group.phase if group.pg is not None else "Unknown", "queue": group.queue,
+                "pod": key if pod is not None else None, "reason": group.reason, "message": group.message,
+                "shortfalls": group.shortfalls, "pendingRequest": dict(sorted(pending.items())),
+                "allocatableNow": now, "levels": levels}
+
+    # -- snapshot ------------------------------------------------------------------------------------
+
+    def dump(self) -> dict:
+        """Arguments, capacity, queue specs, PodGroups with phase, message and what blocked them, pods
+        with state, and what the next ``run`` retries."""
+        a = self.args
+        return {"args": [a.plugin, a.enabled_hierarchy, a.ancestor_reclaim_level], "capacity": self.capacity,
+                "queues": [_enc_queue(q) for q in self.specs.values()],
+                "groups": [[g.key, _enc_group(g.pg) if g.pg is not None else None, g.phase, g.reason, g.message,
+                            g.shortfalls, g.blocked] for g in self.groups.values()],
+                "retry": [self.retry_all, list(self.fresh), sorted(self.relaxed), self.freed],
+                "pods": [[_enc_pod(p.obj), p.group, p.state, p.observed] for p in self.pods.values()]}
+
+    def load(self, doc: dict) -> None:
+        """Rebuild from ``dump`` output (numbers recomputed from the pods)."""
+        plugin, hierarchy_on, level = doc["args"]
+        self.args = VolcanoArgs(plugin, hierarchy_on, level)
+        self.capacity = dict(doc["capacity"])
+        self.specs = {}
+        for raw in doc["queues"]:
+            q = _dec_queue(raw)
+            self.specs[q.name] = q
+        self.groups = {}
+        self.pods = {}
+        self.used = {}
+        self._rebuild_tree()
+        for key, raw, phase, reason, message, shortfalls, blocked in doc["groups"]:
+            g = self.groups[key] = GroupInfo(key)
+            g.phase, g.reason, g.message, g.shortfalls, g.blocked = phase, reason, message, shortfalls, blocked
+            if raw is not None:
+                g.pg = _dec_group(raw)
+                g.queue = g.pg.queue
+        for raw, group, state, observed in doc["pods"]:
+            pod = PodInfo(_dec_pod(raw), group)
+            pod.state, pod.observed = state, observed
+            self.pods[pod.key] = pod
+            self.groups[group].pods[pod.key] = None
+        for g in self.groups.values():
+            if g.pg is not None:
+                self.queues_for(g)
+                self._refresh(g)
+        retry_all, fresh, relaxed, freed = doc["retry"]
+        self.retry_all, self.fresh, self.relaxed, self.freed = retry_all, dict.fromkeys(fresh), set(relaxed), freed
+        self.stale = True
+
+
+def _pairs(rows: list | None) -> tuple[tuple[str, int], ...]:
+    return tuple((r, v) for r, v in rows or ())
+
+
+def _enc_queue(q: Queue) -> list:
+    return [q.name, q.parent, q.weight, [list(x) for x in q.capability], [list(x) for x in q.guarantee],
+            [list(x) for x in q.deserved], q.reclaimable, q.priority, q.state, q.creation_ms]
+
+
+def _dec_queue(row: list) -> Queue:
+    name, parent, weight, cap, guarantee, deserved, reclaimable, priority, state, creation = row
+    return Queue(name, parent, weight, _pairs(cap), _pairs(guarantee), _pairs(deserved), reclaimable, priority,
+                 state, creation)
+
+
+def _enc_group(g: PodGroup) -> list:
+    return [g.namespace, g.name, g.queue, g.min_member,
+            None if g.min_resources is None else [list(x) for x in g.min_resources], g.priority_class_name,
+            g.creation_ms]
+
+
+def _dec_group(row: list) -> PodGroup:
+    ns, name, queue, min_member, min_res, pcn, creation = row
+    return PodGroup(ns, name, queue, min_member, None if min_res is None else _pairs(min_res), pcn, creation)
+
+
+def _enc_pod(p: Pod) -> list:
+    return [p.namespace, p.name, p.uid, p.creation_ms, p.priority, [list(x) for x in p.requests],
+            [list(x) for x in p.labels], [list(x) for x in p.annotations], p.node_name, p.phase, p.preemption_policy]
+
+
+def _dec_pod(row: list) -> Pod:
+    ns, name, uid, creation, priority, requests, labels, annotations, node, phase, policy = row
+    return Pod(ns, name, uid, creation, priority, _pairs(requests), tuple((k, v) for k, v in labels),
+               tuple((k, v) for k, v in annotations), node, phase, policy)
