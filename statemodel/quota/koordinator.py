@@ -106,14 +106,19 @@ class Group:
     """One quota group with upstream ``QuotaInfo.CalculateInfo`` numbers (base units, per resource).
 
     ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it.
-    ``calc_total``: the total its children's runtimes were last computed from (``None`` = stale).
-    ``served``: per resource where that computation gave every child all it asks, the sum of the
-    children's runtimes.
+    ``calc_total``: the total its children's runtimes are valid for (``None`` = stale).
+    ``served``: per resource where every child is given all it asks, the sum of the children's
+    runtimes.  ``flexible``: the resources where, moreover, every child lends and has a positive
+    weight, so the runtimes stay the requests for any total ≥ ``served`` (min scaling moves only
+    ``autoScaleMin`` then).  ``overdrawn``: a served sum may exceed ``calc_total`` (a child's
+    request grew before this group's own runtime did); checked at the next computation.
+    ``dims``: the resources of the children's ``max``; ``min_sum``: per resource the children's
+    Σ ``min`` (the base of min scaling).
     """
 
-    __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight", "auto_min",
+    __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight",
                  "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total",
-                 "served")
+                 "served", "flexible", "overdrawn", "dims", "min_sum")
 
     def __init__(self, name: str, parent: str | None) -> None:
         self.name = name
@@ -124,7 +129,6 @@ class Group:
         self.min: Resources = {}
         self.max: Resources = {}
         self.weight: Resources = {}
-        self.auto_min: Resources = {}
         self.request: Resources = {}
         self.child_request: Resources = {}
         self.used: Resources = {}
@@ -134,6 +138,10 @@ class Group:
         self.pods: dict[str, None] = {}
         self.calc_total: Resources | None = None
         self.served: dict[str, int] = {}
+        self.flexible: dict[str, None] = {}
+        self.overdrawn = False
+        self.dims: list[str] = []
+        self.min_sum: dict[str, int] = {}
 
     def limited(self) -> Resources:
         """``min(request, max)`` per ``max`` key (upstream ``getLimitRequestNoLock``)."""
@@ -534,18 +542,27 @@ class KoordinatorModel:
     def _still_served(self, parent: Group, child: Group, r: str, limited: int) -> bool:
         """When ``parent``'s children were all given what they ask in ``r`` and still are with
         ``child``'s new limited request, set ``child``'s runtime and keep the others (the
-        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise."""
+        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise.
+
+        In a flexible resource (every child lends, every weight positive) the new sum may exceed
+        the total the set was computed for: the parent's own runtime follows later in the same walk
+        up, and ``_calc`` checks the sum against it (``overdrawn``)."""
         served = parent.served.get(r)
         old = child.runtime.get(r)
         if served is None or old is None or parent.calc_total is None:
             return False
-        floor = child.auto_min.get(r, 0)
-        if limited > floor and child.weight.get(r, 0) <= 0:
-            return False
-        take = limited if limited > floor or child.allow_lent else floor
+        if r in parent.flexible:
+            take = limited
+        else:
+            floor = self._auto_min_of(child, r)
+            if limited > floor and child.weight.get(r, 0) <= 0:
+                return False
+            take = limited if limited > floor or child.allow_lent else floor
         total = served - old + take
         if total > parent.calc_total.get(r, 0):
-            return False
+            if r not in parent.flexible:
+                return False
+            parent.overdrawn = True
         parent.served[r] = total
         child.runtime[r] = take
         if self.args.monitor_all_quotas and take < old:
@@ -572,31 +589,59 @@ class KoordinatorModel:
         return total
 
     def _calc(self, parent: Group, total: Resources) -> None:
-        """Recompute the runtimes of ``parent``'s children from ``total`` unless nothing changed."""
-        if parent.calc_total is not None and parent.calc_total == total:
-            return
+        """Recompute the runtimes of ``parent``'s children from ``total`` unless they still hold.
+
+        They hold when the total is unchanged (and no served sum was overdrawn), and, in a resource
+        whose total changed, when the set is flexible and served in full within the new total (every
+        child keeps its request; only ``autoScaleMin`` follows the total, and it is derived on
+        demand).  Otherwise every resource of the set is shared again (``redistribute``)."""
+        old_total = parent.calc_total
+        if old_total is not None:
+            if not parent.overdrawn and old_total == total:
+                return
+            served, flexible = parent.served, parent.flexible
+            holds = True
+            for r in parent.dims:
+                t = total.get(r, 0)
+                s = served.get(r)
+                if r in flexible and s is not None and s <= t:
+                    continue
+                if t != old_total.get(r, 0) or (s is not None and s > t):
+                    holds = False
+                    break
+            if holds:
+                parent.calc_total = dict(total)
+                parent.overdrawn = False
+                return
+        self._share(parent, total)
+
+    def _share(self, parent: Group, total: Resources) -> None:
+        """Share ``total`` among ``parent``'s children in every resource of their ``max``."""
         groups = self.groups
         children = [groups[n] for n in parent.children]
         dims: dict[str, None] = {}
         for child in children:
             child.runtime = {}
-            child.auto_min = {}
             for r in child.max:
                 dims[r] = None
         scale = self.args.enable_min_quota_scale
         served: dict[str, int] = {}
+        flexible: dict[str, None] = {}
+        min_sum: dict[str, int] = {}
         for r in sorted(dims):
             members = [c for c in children if r in c.max]
             t = total.get(r, 0)
             mins = [c.min.get(r, 0) for c in members]
+            min_sum[r] = sum(mins)
             autos = scaled_mins(t, mins) if scale else mins
             shares = []
+            lending = True
             for c, auto in zip(members, autos):
-                if auto or r in c.min:
-                    c.auto_min[r] = auto
                 req = c.request.get(r, 0)
                 mx = c.max[r]
-                shares.append(Share(c.name, req if req < mx else mx, auto, 0, c.weight.get(r, 0), c.allow_lent))
+                weight = c.weight.get(r, 0)
+                lending = lending and c.allow_lent and weight > 0
+                shares.append(Share(c.name, req if req < mx else mx, auto, 0, weight, c.allow_lent))
             whole = 0
             full = True
             for c, share, rt in zip(members, shares, redistribute(t, shares)):
@@ -605,13 +650,42 @@ class KoordinatorModel:
                 full = full and (share.request <= share.min or rt == share.request)
             if full and whole <= t:
                 served[r] = whole
+                if lending:
+                    flexible[r] = None
         parent.served = served
+        parent.flexible = flexible
+        parent.overdrawn = False
+        parent.dims = sorted(dims)
+        parent.min_sum = min_sum
         parent.calc_total = dict(total)
         if self.args.monitor_all_quotas:  # a parent whose runtime moved: its children's shares move too
             for child in children:
                 if child.children:
                     for name in child.children:
                         self.watch[name] = None
+
+    def _auto_min_of(self, group: Group, r: str) -> int:
+        """``autoScaleMin`` of ``group`` in ``r`` for the total its parent last shared (§4): its
+        ``min`` unless min scaling is on and that total is below the children's Σ ``min``; then
+        ``floor(total · min / Σ min)``, 0 for a total ≤ 0 (``koordinator_runtime.scaled_mins``)."""
+        m = group.min.get(r, 0)
+        parent = self.groups.get(group.parent) if group.parent is not None else None
+        if parent is None or parent.calc_total is None or not self.args.enable_min_quota_scale:
+            return m
+        whole = parent.min_sum.get(r, 0)
+        t = parent.calc_total.get(r, 0)
+        if t >= whole:
+            return m
+        return t * m // whole if t > 0 else 0
+
+    def auto_scale_min(self, name: str) -> Resources:
+        """``autoScaleMin`` of quota ``name`` (upstream field): per resource of its ``min`` that its
+        ``max`` also has, the min after min scaling (``_auto_min_of``); empty for the special groups.
+        Call ``runtime`` first for numbers as of now."""
+        group = self.groups[name]
+        if group.parent is None:
+            return {}
+        return {r: self._auto_min_of(group, r) for r in sorted(group.min) if r in group.max}
 
     def runtime(self, name: str) -> Resources:
         """The runtime of quota ``name`` now (its ``max`` for the system and default groups)."""
@@ -990,7 +1064,7 @@ class KoordinatorModel:
                 runtime = node.runtime
             per: dict[str, dict] = {}
             for r in resources:
-                floor = node.auto_min.get(r, node.min.get(r, 0))
+                floor = self._auto_min_of(node, r) if r in node.max else node.min.get(r, 0)
                 limited = min(node.request.get(r, 0), node.max.get(r, 0)) if r in node.max else 0
                 role = "borrower" if limited > floor else ("lender" if node.allow_lent else "keepsMin")
                 per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": floor,
@@ -1024,7 +1098,7 @@ class KoordinatorModel:
         for g, runtime in self.quota_groups():
             quotas[g.name] = {
                 "parent": g.parent, "isParent": g.is_parent, "min": dict(sorted(g.min.items())),
-                "max": dict(sorted(g.max.items())), "autoScaleMin": dict(sorted(g.auto_min.items())),
+                "max": dict(sorted(g.max.items())), "autoScaleMin": self.auto_scale_min(g.name),
                 "sharedWeight": dict(sorted(g.weight.items())), "request": dict(sorted(g.request.items())),
                 "childRequest": dict(sorted(g.child_request.items())), "used": dict(sorted(g.used.items())),
                 "nonPreemptibleUsed": dict(sorted(g.np_used.items())),
