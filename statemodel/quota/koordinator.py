@@ -1094,11 +1094,20 @@ class KoordinatorModel:
         """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
         evicts pods least important first until ``used <= runtime``.
 
+        The monitor runs at the instants ``k · revokePodInterval`` of event time.  The state is
+        constant between events, and a monitor instant at the time of an event sees the state before
+        it: a group found over at an event at ``t`` was last under at the instant
+        ``floor(t / interval) · interval``, and is recycled at the first monitor instant more than
+        ``delayEvictTime`` after that, i.e. at the first event at or after it (still over then); the
+        clock restarts at the last instant at or before that event.
+
         Only groups that may have changed are looked at (a due-time index instead of every group at
         every event): the groups already over their runtime (their clock runs), groups whose used
         grew, and children of sibling sets whose runtimes were shared again; every group after a
         configuration, capacity or quota change.  Groups are visited by name."""
         delay = self.args.delay_evict_time_ms
+        period = self.args.revoke_pod_interval_ms
+        tick = now_ms - now_ms % period  # the monitor's last instant at or before now
         if self.watch_all:
             names = list(self.groups)
         else:
@@ -1117,10 +1126,10 @@ class KoordinatorModel:
             if not _le(group.used, runtime):
                 self.over_since.pop(name, None)
                 continue
-            since = self.over_since.setdefault(name, now_ms)
-            if now_ms - since <= delay:
+            since = self.over_since.setdefault(name, tick)
+            if now_ms < since + (delay // period + 1) * period:
                 continue
-            self.over_since[name] = now_ms
+            self.over_since[name] = tick
             pods = [self.pods[k] for k in group.pods if self.pods[k].status == ADMITTED]
             pods.sort(key=lambda p: (p.obj.priority, -(p.admitted_ms or 0), p.key))
             used = dict(group.used)
@@ -1336,11 +1345,13 @@ def _pairs(rows: list) -> tuple[tuple[str, int], ...]:
 def _enc_args(a: ElasticQuotaArgs) -> list:
     return [a.delay_evict_time_ms, a.monitor_all_quotas, a.enable_check_parent_quota, a.enable_runtime_quota,
             a.enable_min_quota_scale, a.disable_default_quota_preemption, [list(p) for p in a.default_quota_group_max],
-            [list(p) for p in a.system_quota_group_max], a.guarantee_usage]
+            [list(p) for p in a.system_quota_group_max], a.guarantee_usage, a.revoke_pod_interval_ms]
 
 
 def _dec_args(row: list) -> ElasticQuotaArgs:
-    return ElasticQuotaArgs(row[0], row[1], row[2], row[3], row[4], row[5], _pairs(row[6]), _pairs(row[7]), row[8])
+    interval = row[9] if len(row) > 9 else 1000  # snapshots written before revokePodInterval was kept
+    return ElasticQuotaArgs(row[0], row[1], row[2], row[3], row[4], row[5], _pairs(row[6]), _pairs(row[7]), row[8],
+                            interval)
 
 
 def _enc_quota(q: ElasticQuota) -> list:

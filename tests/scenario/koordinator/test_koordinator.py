@@ -197,6 +197,26 @@ def test_guarantee_example_recycles_overuse_after_the_delay() -> None:
     assert s.pod_state("ns/a0")["status"] == "Pending"
 
 
+def test_recycling_runs_at_the_monitor_period_on_event_time() -> None:
+    # the guarantee example with revokePodInterval 10 s: B's pod arrives at 25 s, so the monitor
+    # instant at 20 s was the last to see A within its runtime; A is recycled at the first instant more
+    # than 120 s after it: 150 s (at 140 s the overuse has lasted exactly 120 s), not at 25 + 121 s
+    s = KoordScenario(capacity={GPU: 100}, monitorAllQuotas=True, revokePodInterval="10s")
+    s.quota("a", min={GPU: 50}, max={GPU: 100})
+    s.quota("b", min={GPU: 50}, max={GPU: 100})
+    for i in range(4):
+        s.pod(f"ns/a{i}", quota="a", priority=i, gpu=25, at=10 + i)
+    s.pod("ns/b0", quota="b", gpu=100, at=25)
+    s.run()
+    s.tick(at=146)
+    assert s.run() == []
+    s.tick(at=149)
+    assert s.run() == []
+    decisions = s.tick(at=150) and s.run()
+    assert [(d["type"], d["workload"], d["reason"]) for d in decisions] == [
+        ("Evicted", "ns/a0", "QuotaOverUsedRevoke"), ("Evicted", "ns/a1", "QuotaOverUsedRevoke")]
+
+
 def test_recycling_is_off_by_default() -> None:
     s = KoordScenario(capacity={GPU: 100})
     s.quota("a", min={GPU: 50}, max={GPU: 100})
