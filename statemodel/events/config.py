@@ -106,8 +106,6 @@ def _koordinator_args(spec: dict, p: str) -> ElasticQuotaArgs | None:
     for gate in gates:
         if gate != "ElasticQuotaGuaranteeUsage":
             fail(f"{kp}.featureGates.{gate}", "unknown feature gate: must be ElasticQuotaGuaranteeUsage")
-    if opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False):
-        fail(f"{kp}.featureGates.ElasticQuotaGuaranteeUsage", "feature gate not implemented by this engine")
     return ElasticQuotaArgs(
         delay_ms, opt_bool(k, "monitorAllQuotas", kp, False), opt_bool(k, "enableCheckParentQuota", kp, False),
         opt_bool(k, "enableRuntimeQuota", kp, True), opt_bool(k, "enableMinQuotaScale", kp, True),

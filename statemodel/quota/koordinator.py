@@ -105,6 +105,8 @@ def _mask(res: Resources, keys: Resources) -> Resources:
 class Group:
     """One quota group with upstream ``QuotaInfo.CalculateInfo`` numbers (base units, per resource).
 
+    ``guaranteed``: with ``ElasticQuotaGuaranteeUsage``, ``max(allocated, min)`` per resource
+    (allocated: a leaf's used, a parent's children's Σ guaranteed; §6), else empty.
     ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it
     (pending and running); ``running``: the keys of its running pods.
     ``calc_total``: the total its children's runtimes are valid for (``None`` = stale).
@@ -118,7 +120,8 @@ class Group:
     """
 
     __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight",
-                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "running", "calc_total",
+                 "request", "child_request", "used", "np_used", "runtime", "guaranteed", "children", "pods", "running",
+                 "calc_total",
                  "served", "flexible", "overdrawn", "dims", "min_sum")
 
     def __init__(self, name: str, parent: str | None) -> None:
@@ -135,6 +138,7 @@ class Group:
         self.used: Resources = {}
         self.np_used: Resources = {}
         self.runtime: Resources = {}
+        self.guaranteed: Resources = {}
         self.children: list[str] = []
         self.pods: dict[str, None] = {}
         self.running: dict[str, None] = {}
@@ -302,12 +306,19 @@ class KoordinatorModel:
     def configure(self, config: object) -> None:
         """Adopt ``spec.koordinator`` of an ``EngineConfig`` (upstream defaults when absent)."""
         args = config.koordinator if isinstance(config, EngineConfig) and config.koordinator else ElasticQuotaArgs()
+        gate_changed = args.guarantee_usage != self.args.guarantee_usage
         self.args = args
         for name, maximum in ((SYSTEM, args.system_quota_group_max), (DEFAULT, args.default_quota_group_max)):
             if name not in self.specs:
                 self._respec_special(self.groups[name], dict(maximum), {})
         for group in self.groups.values():
             group.calc_total = None
+            if gate_changed:
+                group.guaranteed = {}
+        if gate_changed:  # lending and guarantees follow the gate: every quota is derived again
+            for spec in list(self.specs.values()):
+                if spec.name not in (SYSTEM, DEFAULT):
+                    self._apply_quota(spec)
         self._touch()
 
     def set_capacity(self, totals: dict[str, int]) -> None:
@@ -508,7 +519,7 @@ class KoordinatorModel:
             group.spec = eq
             group.parent = eq.parent
             group.is_parent = eq.is_parent
-            group.allow_lent = eq.allow_lent_resource
+            group.allow_lent = eq.allow_lent_resource and not self.args.guarantee_usage
             group.min = dict(eq.min)
             group.max = dict(eq.max)
             group.weight = dict(eq.shared_weight) if eq.shared_weight is not None else dict(eq.max)
@@ -569,6 +580,7 @@ class KoordinatorModel:
         if group.name in parent.children:
             parent.children.remove(group.name)
         self._stale(parent)
+        self._guarantee(parent)
 
     def _attach(self, group: Group) -> None:
         assert group.parent is not None
@@ -576,6 +588,8 @@ class KoordinatorModel:
         self._insert_child(parent, group.name)
         self._propagate(parent, group.limited())
         self._add_used_from(parent, group.used, 1)
+        self._guarantee(group)
+        self._guarantee(parent)
 
     def _recount(self, group: Group) -> None:
         """Recompute a group's own numbers from its pods (its ``max`` keys may have changed)."""
@@ -601,6 +615,34 @@ class KoordinatorModel:
         group.used = used
         group.np_used = np_used
         self._stale(group)
+        self._guarantee(group)
+
+    def _guarantee(self, group: Group) -> None:
+        """With ``ElasticQuotaGuaranteeUsage`` (§6, upstream ``recursiveUpdateGroupTreeWithDeltaAllocated``):
+        recompute ``group``'s ``guaranteed = max(allocated, min)`` (allocated: its used for a leaf,
+        its children's Σ guaranteed for a parent) and carry a change up; each change makes the
+        sibling set it belongs to share again (the guarantee is a floor there).  Root, system and
+        default groups have none."""
+        if not self.args.guarantee_usage:
+            return
+        node: Group | None = group
+        while node is not None and node.parent is not None and node.name != ROOT:
+            if node.children:
+                allocated: Resources = {}
+                for name in node.children:
+                    allocated = _add(allocated, self.groups[name].guaranteed)
+            else:
+                allocated = dict(node.used)
+            for r, m in node.min.items():
+                if m > allocated.get(r, 0) or r not in allocated:
+                    allocated[r] = m
+            if allocated == node.guaranteed:
+                return
+            node.guaranteed = allocated
+            parent = self.groups.get(node.parent)
+            if parent is not None:
+                self._stale(parent)
+            node = parent
 
     # -- request and used up the tree (§3) --------------------------------------------------------
 
@@ -680,7 +722,7 @@ class KoordinatorModel:
         if r in parent.flexible:
             take = limited
         else:
-            floor = self._auto_min_of(child, r)
+            floor = max(self._auto_min_of(child, r), child.guaranteed.get(r, 0))
             if limited > floor and child.weight.get(r, 0) <= 0:
                 return False
             take = limited if limited > floor or child.allow_lent else floor
@@ -767,13 +809,14 @@ class KoordinatorModel:
                 mx = c.max[r]
                 weight = c.weight.get(r, 0)
                 lending = lending and c.allow_lent and weight > 0
-                shares.append(Share(c.name, req if req < mx else mx, auto, 0, weight, c.allow_lent))
+                shares.append(Share(c.name, req if req < mx else mx, auto, c.guaranteed.get(r, 0), weight,
+                                    c.allow_lent))
             whole = 0
             full = True
             for c, share, rt in zip(members, shares, redistribute(t, shares)):
                 c.runtime[r] = rt
                 whole += rt
-                full = full and (share.request <= share.min or rt == share.request)
+                full = full and (share.request <= max(share.min, share.guarantee) or rt == share.request)
             if full and whole <= t:
                 served[r] = whole
                 if lending:
@@ -921,6 +964,7 @@ class KoordinatorModel:
         info.note(None, "")
         group.running[info.key] = None
         self._add_used_from(group, info.request, 1)
+        self._guarantee(group)
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request)
         if group.parent is None:  # system / default used shrink what the root shares
@@ -932,6 +976,7 @@ class KoordinatorModel:
         info.admitted_ms = None
         group.running.pop(info.key, None)
         self._add_used_from(group, info.request, -1)
+        self._guarantee(group)
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request, -1)
         if group.parent is None:
@@ -1161,7 +1206,7 @@ class KoordinatorModel:
         the numbers, ``shortBy = needed - available``), request, and
         for every level from its quota up to the root the numbers its runtime comes from, per
         resource of the pod's request: what the parent shares (``parentTotal``), ``min`` /
-        ``autoScaleMin``, ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
+        ``autoScaleMin`` / ``guaranteed`` (the floor is the larger of the last two), ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
         (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
         its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
         does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
@@ -1182,10 +1227,13 @@ class KoordinatorModel:
                 runtime = node.runtime
             per: dict[str, dict] = {}
             for r in resources:
-                floor = self._auto_min_of(node, r) if r in node.max else node.min.get(r, 0)
+                auto = self._auto_min_of(node, r) if r in node.max else node.min.get(r, 0)
+                guaranteed = node.guaranteed.get(r, 0)
+                floor = auto if auto > guaranteed else guaranteed
                 limited = min(node.request.get(r, 0), node.max.get(r, 0)) if r in node.max else 0
                 role = "borrower" if limited > floor else ("lender" if node.allow_lent else "keepsMin")
-                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": floor,
+                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": auto,
+                          "guaranteed": guaranteed,
                           "max": node.max.get(r), "sharedWeight": node.weight.get(r, 0),
                           "request": node.request.get(r, 0), "limitedRequest": limited, "role": role,
                           "used": node.used.get(r, 0), "runtime": runtime.get(r, 0)}
@@ -1221,7 +1269,8 @@ class KoordinatorModel:
                 "childRequest": dict(sorted(g.child_request.items())), "used": dict(sorted(g.used.items())),
                 "nonPreemptibleUsed": dict(sorted(g.np_used.items())),
                 "runtime": dict(sorted(runtime.items())),
-                "guaranteed": {}, "allowLentResource": g.allow_lent, "pods": len(g.pods)}
+                "guaranteed": dict(sorted(g.guaranteed.items())), "allowLentResource": g.allow_lent,
+                "pods": len(g.pods)}
         pods = {}
         for key in sorted(self.pods):
             p = self.pods[key]

@@ -217,6 +217,65 @@ def test_recycling_runs_at_the_monitor_period_on_event_time() -> None:
         ("Evicted", "ns/a0", "QuotaOverUsedRevoke"), ("Evicted", "ns/a1", "QuotaOverUsedRevoke")]
 
 
+GATE = {"ElasticQuotaGuaranteeUsage": True}
+
+
+def test_guarantee_usage_keeps_allocated_usage_and_stops_lending() -> None:
+    # quotaguarantee1/2 with ElasticQuotaGuaranteeUsage (reference §6).  A (min 50, max 100) is alone on
+    # 100 GPUs and runs 100: A's guaranteed = max(allocated 100, min 50) = 100.  Then B (min 50, max
+    # 100) comes and asks 100; lending is off, so B's floor is its guaranteed max(0, 50) = 50.  A asks
+    # 100 <= its floor 100 -> runtime 100; B asks more than its floor -> runtime 50 and nothing left to
+    # share (the floors, 150, exceed the cluster's 100, as upstream).  A is within its runtime, so
+    # nothing is recycled (without the gate A's runtime would drop to 50 and A be recycled); B waits.
+    s = KoordScenario(capacity={GPU: 100}, monitorAllQuotas=True, featureGates=GATE)
+    s.quota("a", min={GPU: 50}, max={GPU: 100})
+    for i in range(4):
+        s.pod(f"ns/a{i}", quota="a", priority=i, gpu=25, at=10 + i)
+    s.quota("b", min={GPU: 50}, max={GPU: 100}, at=20)
+    s.pod("ns/b0", quota="b", gpu=100, at=21)
+    s.run()
+    assert (s.eq("a")["guaranteed"], s.eq("b")["guaranteed"]) == ({GPU: 100}, {GPU: 50})
+    assert (s.eq("a")["allowLentResource"], s.eq("b")["request"]) == (False, {GPU: 100})
+    assert (s.runtime("a", GPU), s.runtime("b", GPU)) == (100, 50)
+    s.tick(at=500)
+    assert s.run() == [] and len(s.running()) == 4
+    assert s.pod_state("ns/b0")["message"] == (
+        "Insufficient quotas, quotaName: b, runtime: map[nvidia.com/gpu:50], used: map[], "
+        "pod's request: map[nvidia.com/gpu:100], exceedDimensions: [nvidia.com/gpu]")
+    # A's pods end: A's guaranteed falls back to its min 50 and A keeps it (not lending): B still gets 50
+    for i in range(4):
+        s.finish(f"ns/a{i}", at=600)
+    assert s.run() == []
+    assert (s.eq("a")["guaranteed"], s.runtime("a", GPU), s.runtime("b", GPU)) == ({GPU: 50}, 50, 50)
+
+
+def test_guarantee_usage_an_idle_quota_keeps_its_min() -> None:
+    # C (min 30) idle, D (min 10) asks 80 on a 100-GPU cluster.  Without the gate C lends: D gets 80.
+    # With it C keeps 30, D gets its floor 10 plus the 60 left: 70, and its 80-GPU pod waits.
+    for gate, d_runtime, running in ((False, 80, ["ns/d"]), (True, 70, [])):
+        s = KoordScenario(capacity={GPU: 100}, featureGates={"ElasticQuotaGuaranteeUsage": gate})
+        s.quota("c", min={GPU: 30}, max={GPU: 100})
+        s.quota("d", min={GPU: 10}, max={GPU: 100})
+        s.pod("ns/d", quota="d", gpu=80)
+        s.run()
+        assert (s.runtime("c", GPU), s.runtime("d", GPU), s.running()) == (30 if gate else 0, d_runtime, running)
+
+
+def test_guarantee_gate_switched_on_later_derives_every_quota_again() -> None:
+    # the same as above, the gate arriving with a later EngineConfig: C stops lending at once
+    s = KoordScenario(capacity={GPU: 100})
+    s.quota("c", min={GPU: 30}, max={GPU: 100})
+    s.quota("d", min={GPU: 10}, max={GPU: 100})
+    s.pod("ns/d", quota="d", gpu=80, at=5)
+    s.run()
+    assert (s.runtime("c", GPU), s.runtime("d", GPU)) == (0, 80)
+    s.config(featureGates=GATE, at=10)
+    s.run()
+    # D's 80 running GPUs are its guaranteed now (max(allocated 80, min 10)): D keeps runtime 80 and C
+    # holds its min 30 (the floors exceed the cluster, as upstream)
+    assert (s.runtime("c", GPU), s.runtime("d", GPU), s.eq("d")["guaranteed"]) == (30, 80, {GPU: 80})
+
+
 def test_recycling_is_off_by_default() -> None:
     s = KoordScenario(capacity={GPU: 100})
     s.quota("a", min={GPU: 50}, max={GPU: 100})
