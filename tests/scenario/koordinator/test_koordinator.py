@@ -39,6 +39,24 @@ def test_runtimequota_worked_example_is_5_20_35_40() -> None:
         {"reason": "WaitingForQuota", "resource": GPU, "quota": "c", "needed": 40, "available": 35}]
 
 
+def test_runtimequota_figures_step_by_step() -> None:
+    # runtimequota2-4, one step each: the min part gives A its request 5 (it lends 5) and B, C, D their
+    # mins, leaving 100 - 55 = 45; round 1 shares 45 by 60:50:80 = 14.21 / 11.84 / 18.95: bases
+    # 14/11/18, the 2 left to the largest remainders (D 180, C 160 of 190) -> 14/12/19; B needs only
+    # 5 and returns 9; round 2 shares 9 by 50:80 = 3.46 / 5.54: bases 3/5, the 1 left to D -> 3/6
+    from statemodel.quota.koordinator_runtime import Share, hamilton, redistribute
+
+    assert hamilton(45, [60, 50, 80], ["b", "c", "d"]) == [14, 12, 19]
+    assert hamilton(9, [50, 80], ["c", "d"]) == [3, 6]
+    shares = [Share("a", 5, 10, 0, 40, True), Share("b", 20, 15, 0, 60, True), Share("c", 40, 20, 0, 50, True),
+              Share("d", 70, 15, 0, 80, True)]
+    assert redistribute(100, shares) == [5, 20, 35, 40]
+    # runtimequota1 draws C asking 30: round 1 caps B at 20 (returns 9) and C at 30 (returns 2); D
+    # alone takes the 11 returned: 15 + 19 + 11 = 45
+    shares[2] = Share("c", 30, 20, 0, 50, True)
+    assert redistribute(100, shares) == [5, 20, 30, 45]
+
+
 def test_quotatree_hierarchical_example() -> None:
     # quotatree2-4: ParentA.request = 10 + 10 = 20, ParentB.request = 40 + 70 = 110;
     # root 100: A = 20, B = 80; inside B: 20 + 40, pool 20 by 40:70 -> 7.27/12.73 -> 27/53
