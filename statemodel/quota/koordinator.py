@@ -1206,7 +1206,8 @@ class KoordinatorModel:
         the numbers, ``shortBy = needed - available``), request, and
         for every level from its quota up to the root the numbers its runtime comes from, per
         resource of the pod's request: what the parent shares (``parentTotal``), ``min`` /
-        ``autoScaleMin`` / ``guaranteed`` (the floor is the larger of the last two), ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
+        ``autoScaleMin`` / ``guaranteed`` (the floor is the larger of the last two), ``max``,
+        ``sharedWeight``, ``request`` and ``limitedRequest``
         (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
         its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
         does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
@@ -1307,9 +1308,9 @@ class KoordinatorModel:
             else:
                 info.quota = quota
             info.status = status
-            info.note(reason, message, [Shortfall(WAITING_FOR_QUOTA if r == str(WAITING_FOR_QUOTA) else EXCEEDS_MAX_QUOTA,
-                                                  "", res, node, needed, available)
-                                        for r, res, node, needed, available in shorts])
+            info.note(reason, message, [
+                Shortfall(WAITING_FOR_QUOTA if r == str(WAITING_FOR_QUOTA) else EXCEEDS_MAX_QUOTA, "", res, node, needed,
+                          available) for r, res, node, needed, available in shorts])
             info.admitted_ms = admitted_ms
             info.observed = observed
         self.over_since = dict(doc["overSince"])

@@ -1,7 +1,7 @@
 """Properties of the ``koordinator`` model over random histories through the whole engine: a two-level
 ElasticQuota tree, pods arriving, finishing, being deleted, nodes coming and going, ticks driving the
-recycling monitor, the ``ElasticQuotaGuaranteeUsage`` gate switched on and off.  After every event, each lending group's runtime is at least
-``min(limited request, autoScaleMin)`` while its parent's floors fit, children never share more than
+recycling monitor, the ``ElasticQuotaGuaranteeUsage`` gate switched on and off.  After every event,
+each lending group's runtime is at least ``min(limited request, autoScaleMin)`` while its parent's floors fit, children never share more than
 their parent's runtime when their floors fit, and no scheduled admission exceeds runtime; a snapshot
 at any point plus the tail equals the full replay (decisions, state, hash); a second replay is
 byte-identical."""
