@@ -219,7 +219,8 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     result.report_json = out_dir / "report.json"
     # stdlib json: integrals of bytes × ms exceed 64 bits, which orjson refuses
     result.report_json.write_text(json.dumps(
-        {"cluster": report.cluster, "startMs": report.start_ms, "endMs": report.end_ms, "hash": engine.hash,
+        {"cluster": report.cluster, "model": report.model, "startMs": report.start_ms, "endMs": report.end_ms,
+         "hash": engine.hash,
          "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock

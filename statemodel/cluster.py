@@ -151,7 +151,11 @@ class ClusterState:
     def validate(self, event: Event) -> None:
         """Reject (``EventError``) an event the unit model's webhooks refuse, before it changes
         anything; a cluster that would switch to a unit model on this event validates against a
-        fresh one."""
+        fresh one.  Only objects are checked: lifecycle events and Workloads (never a quota object
+        nor a unit model's) return at once, so the Kueue path pays nothing."""
+        kind = event.type
+        if kind != "Batch" and (kind != "Applied" or isinstance(event.obj, Workload)) and kind != "Deleted":
+            return
         changes: list[object] = []
         for e in (event.events if event.type == "Batch" else (event,)):
             if e.type == "Applied" and e.obj is not None:

@@ -325,6 +325,8 @@ class ElasticQuotaArgs:
     group maxima as sorted ``(resource, amount)`` pairs in base units.
 
     ``guarantee_usage`` is the feature gate ``ElasticQuotaGuaranteeUsage`` (default off).
+    ``revoke_pod_interval_ms``: the overuse monitor's period (``revokePodInterval``, default 1 s),
+    on event time (docs/koordinator.md, "Recycling").
     """
 
     delay_evict_time_ms: int = 120_000
@@ -336,6 +338,7 @@ class ElasticQuotaArgs:
     default_quota_group_max: tuple[tuple[str, int], ...] = GROUP_MAX_DEFAULT
     system_quota_group_max: tuple[tuple[str, int], ...] = GROUP_MAX_DEFAULT
     guarantee_usage: bool = False
+    revoke_pod_interval_ms: int = 1000
 
 
 @dataclass(frozen=True, slots=True)

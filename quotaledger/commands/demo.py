@@ -33,8 +33,9 @@ def demo(
     model: str = MODEL_OPTION,
 ) -> None:
     """The main job on a real trace: import it, build the quota tree (written as editable manifests),
-    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort
-    (tables, PNG plots, index.html) — all in one output folder, named at the end."""
+    simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort (per
+    quota group under --model koordinator) (tables, PNG plots, index.html) — all in one output
+    folder, named at the end."""
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 

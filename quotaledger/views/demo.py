@@ -37,16 +37,17 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 
 def print_demo(console: Console, result: DemoResult) -> None:
     """The report table, the output folder, the SQL URL, three example queries and the timing."""
-    from replay.reports.page import example_queries, headers, table_rows
+    from replay.reports.page import example_queries, headers, node_label, table_rows
     from replay.store.db import redacted
 
     report = result.report
-    table = Table(title=f"{report.cluster}: per Cohort and ClusterQueue (docs/demo.md: The demo report)",
+    table = Table(title=f"{report.cluster}: per {node_label(report)}, quota model {report.model} "
+                        "(docs/demo.md: The demo report)",
                   title_justify="left", box=box.SIMPLE_HEAD)
     for i, header in enumerate(headers(report)):
         table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
     for node, row in zip(report.nodes, table_rows(report)):
-        table.add_row(*row, style="bold" if node.kind == "Cohort" else None)
+        table.add_row(*row, style="bold" if node.kind in ("Cohort", "ParentQuota") else None)
     console.print(table)
     sim, rep = result.simulation, result.replay
     console.print(f"simulation: {sim.summary()}", markup=False, highlight=False)
@@ -61,5 +62,5 @@ def print_demo(console: Console, result: DemoResult) -> None:
     console.print(f"SQL store: {url}   check it: quotaledger verify --db '{url}'",
                   markup=False, highlight=False)
     console.print("example queries (e.g. sqlite3 on the file, or psql):", markup=False)
-    for what, sql in example_queries(report.cluster):
+    for what, sql in example_queries(report.cluster, report.model):
         console.print(f"  -- {what}\n  {sql}", markup=False, highlight=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from replay.reports.tables import GPU, Report, percentile
+from replay.reports.tables import GPU, KOORDINATOR, Report, percentile
 from replay.reports.page import duration
 
 __all__ = ["write_plots", "display_unit"]
@@ -58,6 +58,10 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
     step = progress or (lambda done, total: None)
     total = 3
     span_days = _days(report.end_ms, report.start_ms)
+    elastic = report.model == KOORDINATOR
+    floor_label = "min of the group" if elastic else "nominal quota of the subtree"
+    ceiling_label = "max of the group" if elastic else "nominal + borrowingLimit"
+    level = "group" if elastic else "cohort"
     if top:
         fig, axes = plt.subplots(len(top), 1, figsize=(13, 3.2 * len(top) + 0.6), sharex=True, squeeze=False)
         for ax, name in zip(axes[:, 0], top):
@@ -69,10 +73,10 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
             ax.step(xs, ys, where="post", lw=0.9, color="tab:blue", label=f"usage ({unit})")
             nominal, ceiling = report.limits[name]
             ax.axhline(nominal / scale, color="tab:green", ls="--", lw=1.2,
-                       label=f"nominal quota of the subtree: {nominal / scale:,.0f} {unit}")
+                       label=f"{floor_label}: {nominal / scale:,.0f} {unit}")
             if ceiling is not None:
                 ax.axhline(ceiling / scale, color="tab:red", ls=":", lw=1.2,
-                           label=f"nominal + borrowingLimit: {ceiling / scale:,.0f} {unit}")
+                           label=f"{ceiling_label}: {ceiling / scale:,.0f} {unit}")
             ax.set_title(f"{name}: {res} usage vs quota", loc="left", fontsize=10)
             ax.set_ylabel(f"{res} ({unit})")
             ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
@@ -80,7 +84,7 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
         axes[-1, 0].set_xlabel("time since the start of the trace (days)")
         axes[-1, 0].set_xlim(0, span_days)
-        fig.suptitle(f"{report.cluster}: usage vs quota per top cohort", fontsize=12)
+        fig.suptitle(f"{report.cluster}: usage vs quota per top {level} (quota model {report.model})", fontsize=12)
         fig.tight_layout()
         written.append(_save(fig, out / "usage_vs_quota.png"))
         step(1, total)
@@ -91,7 +95,8 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
             xs = [_days(t, report.start_ms) for t, _ in pts] + [span_days]
             ys = [v for _, v in pts] + [pts[-1][1]]
             ax.step(xs, ys, where="post", lw=1.2, label=name)
-        ax.set_title(f"{report.cluster}: pending workloads over time", loc="left", fontsize=11)
+        ax.set_title(f"{report.cluster}: pending {'pods' if elastic else 'workloads'} over time (quota model "
+                     f"{report.model})", loc="left", fontsize=11)
         ax.set_xlabel("time since the start of the trace (days)")
         ax.set_ylabel("pending workloads (count)")
         ax.set_xlim(0, span_days)

@@ -46,6 +46,19 @@ Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
   counted up to the decision (docs/preemption.md).
 - ``pending_peak``: the most workloads pending at once (counted after all events of an instant,
   so a workload admitted by the event that submitted it never counts); ``pending_at_end``.
+
+Under the ``koordinator`` quota model (the cluster has ``elastic_quotas`` rows) the nodes are the
+ElasticQuota groups (kind ``ParentQuota`` for ``is-parent`` groups, ``LeafQuota`` otherwise; the
+root, system and default groups are not shown), read from that projection, and the units are
+``v1`` Pods: a Pod ``Applied`` event enters the quota its ``quota.scheduling.koordinator.sh/name``
+label names (else a quota named like its namespace, else the default group) as pending, or, with
+``spec.nodeName``, holds its containers' requests from then on (running at start); decisions name
+the quota in ``clusterQueue``.  The group's ``min`` plays the part of the nominal quota (a
+parent's ``min`` already covers its children's: it is not added to them), so utilization is used
+/ min and *borrowing* is time above min; ``lendable`` is the min of a group that lends
+(``allow-lent-resource``), 0 otherwise; a parent's own share is its min minus its children's Σ
+min.  Each group also reports its ``max``, ``runtime`` and ``used`` at the end of the history
+(the projection).
 """
 
 from __future__ import annotations
@@ -60,13 +73,19 @@ from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel import sql_schema as s
 from statemodel.quantity import parse_quantity
 
-__all__ = ["NodeStats", "Report", "build_report", "percentile", "GPU"]
+__all__ = ["NodeStats", "Report", "build_report", "percentile", "GPU", "KOORDINATOR"]
 
 GPU = "nvidia.com/gpu"
 PENDING = ("", "")
 """Change key of the pending-workload count (flavor and resource keys are never empty)."""
 
 Key = tuple[str, str]  # (flavor, resource)
+
+KOORDINATOR = "koordinator"
+"""``Report.model`` of a cluster that runs the ``koordinator`` quota model."""
+POD_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+SPECIAL_QUOTAS = ("koordinator-root-quota", "koordinator-system-quota", "koordinator-default-quota")
+DEFAULT_QUOTA = "koordinator-default-quota"
 
 
 def percentile(values: list[int], p: int) -> int | None:
@@ -91,6 +110,8 @@ class NodeStats:
         borrowing_ms / lent_ms / span_ms: ms.
         pending_peak: workloads pending at once, at most.
         preempted: ``Preempted`` decisions of its workloads; lost_gpu_ms: GPU × ms of the runs they ended.
+        maximum / runtime / used: ``koordinator`` only: the group's ``max``, and its ``runtime`` and
+            ``used`` at the end of the history (resource → base units); empty otherwise.
     """
 
     kind: str
@@ -110,6 +131,9 @@ class NodeStats:
     pending_peak: int = 0
     preempted: int = 0
     lost_gpu_ms: int = 0
+    maximum: dict[str, int] = field(default_factory=dict)
+    runtime: dict[str, int] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
 
     def utilization(self, resource: str) -> Fraction | None:
         """Time-weighted usage / (nominal × span) of ``resource``; ``None`` without nominal quota."""
@@ -137,13 +161,16 @@ class Report:
         usage_series: top node → ``[(time ms, usage of its headline resource)]``: the value after
             each instant at which it changed, starting with ``(start, 0)``.
         pending_series: top node → ``[(time ms, pending workloads)]``, the same way.
-        limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline resource.
+        limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline
+            resource (``koordinator``: ``(min, max)``).
+        model: the quota model of the cluster: ``kueue`` or :data:`KOORDINATOR`.
     """
 
     cluster: str
     start_ms: int
     end_ms: int
     nodes: list[NodeStats]
+    model: str = "kueue"
     top: list[str] = field(default_factory=list)
     headline: dict[str, str] = field(default_factory=dict)
     usage_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -167,10 +194,16 @@ class Report:
 
 @dataclass
 class _Tree:
-    cohort_parent: dict[str, str | None]
-    cq_cohort: dict[str, str | None]
+    cohort_parent: dict[str, str | None]  # inner node → parent
+    cq_cohort: dict[str, str | None]  # leaf → parent
     lq_cq: dict[str, str]
     own: dict[tuple[str, str], dict[Key, tuple[int, int | None, int | None]]]  # (kind, name) → key → quota
+    model: str = "kueue"
+    inner: str = "Cohort"
+    leaf: str = "ClusterQueue"
+    quota_names: set[str] = field(default_factory=set)  # koordinator: every quota a pod may name
+    parent_own: dict[str, dict[Key, int]] = field(default_factory=dict)  # koordinator: min − Σ children's min
+    end: dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -187,6 +220,11 @@ class _History:
 
 
 def _read_tree(conn: sa.Connection, cluster: str) -> _Tree:
+    eq = s.elastic_quotas.c
+    groups = list(conn.execute(sa.select(eq.name, eq.parent, eq.is_parent, eq.allow_lent_resource, eq.min, eq.max,
+                                         eq.runtime, eq.used).where(eq.cluster == cluster).order_by(eq.name)))
+    if groups:
+        return _elastic_tree(groups)
     cohort_parent = {r.name: r.parent for r in conn.execute(
         sa.select(s.cohorts.c.name, s.cohorts.c.parent).where(s.cohorts.c.cluster == cluster))}
     cq_cohort = {r.name: r.cohort for r in conn.execute(
@@ -201,6 +239,54 @@ def _read_tree(conn: sa.Connection, cluster: str) -> _Tree:
         own.setdefault((kind, r.node_name), {})[(r.flavor, r.resource)] = (r.nominal, r.borrowing_limit,
                                                                             r.lending_limit)
     return _Tree(cohort_parent, cq_cohort, lq_cq, own)
+
+
+def _elastic_tree(groups: list) -> _Tree:
+    """The ``koordinator`` tree from ``elastic_quotas`` rows (module docstring)."""
+    tree = _Tree({}, {}, {}, {}, KOORDINATOR, "ParentQuota", "LeafQuota")
+    shown = {g.name for g in groups if g.name not in SPECIAL_QUOTAS}
+    tree.quota_names = {g.name for g in groups}
+    child_min: dict[str, dict[Key, int]] = {}
+    for g in groups:
+        if g.name not in shown:
+            continue
+        parent = g.parent if g.parent in shown else None
+        kind = tree.inner if g.is_parent else tree.leaf
+        (tree.cohort_parent if g.is_parent else tree.cq_cohort)[g.name] = parent
+        mins, maxs = g.min or {}, g.max or {}
+        tree.own[(kind, g.name)] = {("", r): (mins.get(r, 0), maxs[r] - mins.get(r, 0) if r in maxs else None,
+                                              mins.get(r, 0) if g.allow_lent_resource else 0)
+                                    for r in sorted(set(mins) | set(maxs))}
+        tree.end[g.name] = (dict(maxs), dict(g.runtime or {}), dict(g.used or {}))
+        if parent is not None:
+            acc = child_min.setdefault(parent, {})
+            for r, v in mins.items():
+                acc[("", r)] = acc.get(("", r), 0) + v
+    for g in groups:
+        if g.name in shown and g.is_parent:
+            below = child_min.get(g.name, {})
+            tree.parent_own[g.name] = {("", r): max(0, v - below.get(("", r), 0)) for r, v in (g.min or {}).items()}
+    return tree
+
+
+def _pod_quota(obj: dict, tree: _Tree) -> str:
+    """The quota of an archived Pod (upstream ``GetQuotaName``, without the ``namespaces`` annotation)."""
+    meta = obj.get("metadata") or {}
+    label = (meta.get("labels") or {}).get(POD_QUOTA_LABEL)
+    if label:
+        return label if label in tree.quota_names else DEFAULT_QUOTA
+    ns = meta.get("namespace", "default")
+    return ns if ns in tree.quota_names else DEFAULT_QUOTA
+
+
+def _pod_usage(obj: dict) -> dict[Key, int]:
+    """A Pod's containers' requests, summed per resource (flavor ``""``)."""
+    out: dict[Key, int] = {}
+    for i, c in enumerate((obj.get("spec") or {}).get("containers") or ()):
+        for res, value in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[("", res)] = out.get(("", res), 0) + parse_quantity(
+                res, value, f"spec.containers[{i}].resources.requests.{res}")
+    return out
 
 
 def _usage(assignments: object) -> dict[Key, int]:
@@ -266,6 +352,27 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                     change(cq, t, PENDING, 1)
                     if key in observed:
                         h.observed.setdefault(cq, []).append(observed[key])
+        elif r.type == "Applied" and obj.get("kind") == "Pod" and tree.model == KOORDINATOR:
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('namespace', 'default')}/{meta.get('name')}"
+            phase = (obj.get("status") or {}).get("phase")
+            if key in holding or key in queued:  # an update of a known pod: it stays where it is
+                if phase in ("Succeeded", "Failed"):
+                    release(key, t)
+            elif phase not in ("Succeeded", "Failed"):
+                cq = _pod_quota(obj, tree)
+                if (obj.get("spec") or {}).get("nodeName"):
+                    usage = _pod_usage(obj)
+                    holding[key] = (cq, usage)
+                    held_since[key] = t
+                    for k, v in usage.items():
+                        change(cq, t, k, v)
+                    h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
+                else:
+                    queued[key] = (cq, t)
+                    change(cq, t, PENDING, 1)
+                    if key in observed:
+                        h.observed.setdefault(cq, []).append(observed[key])
         elif r.type == "WorkloadFinished":
             release(payload.get("workload", ""), t)
         elif r.type == "WorkloadEvicted" and payload.get("workload") in holding:  # observed: back to its queue
@@ -275,7 +382,7 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                 change(cq, t, k, -v)
             queued[key] = (cq, t)
             change(cq, t, PENDING, 1)
-        elif r.type == "Deleted" and obj.get("kind") == "Workload":
+        elif r.type == "Deleted" and obj.get("kind") in ("Workload", "Pod"):
             meta = obj.get("metadata") or {}
             release(f"{meta.get('namespace', 'default')}/{meta.get('name')}", t)
         for dec in by_cause.get(r.position, ()):
@@ -426,10 +533,11 @@ def build_report(url: str, cluster: str, *, observed_waits: dict[str, int] | Non
 
 def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) -> Report:
     children: dict[str | None, list[tuple[str, str]]] = {}
+    inner, leaf = tree.inner, tree.leaf
     for name, parent in tree.cohort_parent.items():
-        children.setdefault(parent, []).append(("Cohort", name))
+        children.setdefault(parent, []).append((inner, name))
     for name, cohort in tree.cq_cohort.items():
-        children.setdefault(cohort, []).append(("ClusterQueue", name))
+        children.setdefault(cohort, []).append((leaf, name))
     for lst in children.values():
         lst.sort(key=lambda kn: (kn[1], kn[0]))
     nodes: list[NodeStats] = []
@@ -440,9 +548,11 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
         """A node's subtree totals, once every child is finished."""
         kind, name = node.kind, node.name
         total = dict((k, q[0]) for k, q in tree.own.get((kind, name), {}).items())
-        cqs = [name] if kind == "ClusterQueue" else []
-        for ck, cn in (children.get(name, []) if kind == "Cohort" else []):
+        cqs = [name] if kind == leaf else []
+        for ck, cn in (children.get(name, []) if kind == inner else []):
             cqs += subtree_cqs[(ck, cn)]
+            if tree.model == KOORDINATOR:  # a parent's min already covers its children's
+                continue
             for k, v in nominal[(ck, cn)].items():
                 total[k] = total.get(k, 0) + v
         subtree_cqs[(kind, name)] = cqs
@@ -458,6 +568,8 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
             node.lost_gpu_ms += hist.lost_gpu_ms.get(cq, 0)
         node.waits_ms.sort()
         node.observed_waits_ms.sort()
+        if name in tree.end:
+            node.maximum, node.runtime, node.used = tree.end[name]
 
     def walk(kind: str, name: str) -> None:
         """Nodes in pre-order, finished in post-order, with an explicit stack (no recursion on depth)."""
@@ -470,7 +582,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
             node = NodeStats(k, n, parent, depth, span_ms=end - start)
             nodes.append(node)
             stack.append((k, n, parent, depth, node))
-            kids = children.get(n, []) if k == "Cohort" else []
+            kids = children.get(n, []) if k == inner else []
             for ck, cn in reversed(kids):
                 stack.append((ck, cn, n, depth + 1, None))
 
@@ -478,7 +590,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
     for kind, name in roots:
         walk(kind, name)
     by_id = {(n.kind, n.name): n for n in nodes}
-    report = Report(cluster, start, end, nodes)
+    report = Report(cluster, start, end, nodes, tree.model)
 
     def child(kind: str, name: str) -> _Child:
         own = tree.own.get((kind, name), {})
@@ -494,10 +606,10 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
             return hist.changes.get(cqs[0], [])
         return list(heapq.merge(*[hist.changes.get(cq, []) for cq in cqs], key=lambda c: c[0]))
 
-    first_root = next((kn for kn in roots if kn[0] == "Cohort"), None)
+    first_root = next((kn for kn in roots if kn[0] == inner), None)
     top = children.get(first_root[1], []) if first_root is not None else roots
     parents: list[tuple[str | None, list[tuple[str, str]]]] = [(None, roots)]
-    parents += [(n.name, children.get(n.name, [])) for n in nodes if n.kind == "Cohort"]
+    parents += [(n.name, children.get(n.name, [])) for n in nodes if n.kind == inner]
     for parent, kids in parents:
         if not kids:
             continue
@@ -506,8 +618,9 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
         if kids is top:
             series = {}
             for i, (k, n) in enumerate(kids):
-                res = GPU if nominal[(k, n)] and any(r == GPU and v > 0 for (_, r), v in nominal[(k, n)].items()) \
-                    else "cpu"
+                quota = tree.own.get((k, n), {}) if tree.model == KOORDINATOR else {}
+                res = GPU if any(r == GPU and v > 0 for (_, r), v in nominal[(k, n)].items()) or \
+                    any(r == GPU and (q[1] or 0) > 0 for (_, r), q in quota.items()) else "cpu"
                 series[i] = res
                 report.top.append(n)
                 report.headline[n] = res
@@ -517,6 +630,11 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
                 limits = [q[1] for (_, r), q in tree.own.get((k, n), {}).items() if r == res]
                 capped = bool(limits) and all(b is not None for b in limits)
                 report.limits[n] = (nom, nom + sum(b or 0 for b in limits) if capped else None)
-        own = None if parent is None else {k: q[0] for k, q in tree.own.get(("Cohort", parent), {}).items()}
+        if parent is None:
+            own = None
+        elif tree.model == KOORDINATOR:
+            own = tree.parent_own.get(parent, {})
+        else:
+            own = {k: q[0] for k, q in tree.own.get((inner, parent), {}).items()}
         _sweep(cs, [stream(k, n) for k, n in kids], own, start, end, series, report)
     return report

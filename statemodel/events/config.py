@@ -86,7 +86,8 @@ def _koordinator_args(spec: dict, p: str) -> ElasticQuotaArgs | None:
     delay = k.get("delayEvictTime")
     delay_ms = 120_000 if delay is None else parse_duration(delay, f"{kp}.delayEvictTime")
     interval = k.get("revokePodInterval")
-    if interval is not None and parse_duration(interval, f"{kp}.revokePodInterval") <= 0:
+    interval_ms = 1000 if interval is None else parse_duration(interval, f"{kp}.revokePodInterval")
+    if interval_ms <= 0:
         fail(f"{kp}.revokePodInterval", "must be greater than 0")
 
     def group_max(key: str) -> tuple[tuple[str, int], ...]:
@@ -97,13 +98,12 @@ def _koordinator_args(spec: dict, p: str) -> ElasticQuotaArgs | None:
     for gate in gates:
         if gate != "ElasticQuotaGuaranteeUsage":
             fail(f"{kp}.featureGates.{gate}", "unknown feature gate: must be ElasticQuotaGuaranteeUsage")
-    if opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False):
-        fail(f"{kp}.featureGates.ElasticQuotaGuaranteeUsage", "feature gate not implemented by this engine")
     return ElasticQuotaArgs(
         delay_ms, opt_bool(k, "monitorAllQuotas", kp, False), opt_bool(k, "enableCheckParentQuota", kp, False),
         opt_bool(k, "enableRuntimeQuota", kp, True), opt_bool(k, "enableMinQuotaScale", kp, True),
         opt_bool(k, "disableDefaultQuotaPreemption", kp, True), group_max("defaultQuotaGroupMax"),
-        group_max("systemQuotaGroupMax"), opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False))
+        group_max("systemQuotaGroupMax"), opt_bool(gates, "ElasticQuotaGuaranteeUsage", f"{kp}.featureGates", False),
+        interval_ms)
 
 
 VOLCANO_PLUGINS = {"proportion": "proportion", "capacity": "capacity"}

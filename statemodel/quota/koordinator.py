@@ -105,15 +105,24 @@ def _mask(res: Resources, keys: Resources) -> Resources:
 class Group:
     """One quota group with upstream ``QuotaInfo.CalculateInfo`` numbers (base units, per resource).
 
-    ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it.
-    ``calc_total``: the total its children's runtimes were last computed from (``None`` = stale).
-    ``served``: per resource where that computation gave every child all it asks, the sum of the
-    children's runtimes.
+    ``guaranteed``: with ``ElasticQuotaGuaranteeUsage``, ``max(allocated, min)`` per resource
+    (allocated: a leaf's used, a parent's children's Σ guaranteed; §6), else empty.
+    ``children``: names of child groups, sorted.  ``pods``: keys of the pods associated with it
+    (pending and running); ``running``: the keys of its running pods.
+    ``calc_total``: the total its children's runtimes are valid for (``None`` = stale).
+    ``served``: per resource where every child is given all it asks, the sum of the children's
+    runtimes.  ``flexible``: the resources where, moreover, every child lends and has a positive
+    weight, so the runtimes stay the requests for any total ≥ ``served`` (min scaling moves only
+    ``autoScaleMin`` then).  ``overdrawn``: a served sum may exceed ``calc_total`` (a child's
+    request grew before this group's own runtime did); checked at the next computation.
+    ``dims``: the resources of the children's ``max``; ``min_sum``: per resource the children's
+    Σ ``min`` (the base of min scaling).
     """
 
-    __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight", "auto_min",
-                 "request", "child_request", "used", "np_used", "runtime", "children", "pods", "calc_total",
-                 "served")
+    __slots__ = ("name", "spec", "parent", "is_parent", "allow_lent", "min", "max", "weight",
+                 "request", "child_request", "used", "np_used", "runtime", "guaranteed", "children", "pods", "running",
+                 "calc_total",
+                 "served", "flexible", "overdrawn", "dims", "min_sum")
 
     def __init__(self, name: str, parent: str | None) -> None:
         self.name = name
@@ -124,16 +133,21 @@ class Group:
         self.min: Resources = {}
         self.max: Resources = {}
         self.weight: Resources = {}
-        self.auto_min: Resources = {}
         self.request: Resources = {}
         self.child_request: Resources = {}
         self.used: Resources = {}
         self.np_used: Resources = {}
         self.runtime: Resources = {}
+        self.guaranteed: Resources = {}
         self.children: list[str] = []
         self.pods: dict[str, None] = {}
+        self.running: dict[str, None] = {}
         self.calc_total: Resources | None = None
         self.served: dict[str, int] = {}
+        self.flexible: dict[str, None] = {}
+        self.overdrawn = False
+        self.dims: list[str] = []
+        self.min_sum: dict[str, int] = {}
 
     def limited(self) -> Resources:
         """``min(request, max)`` per ``max`` key (upstream ``getLimitRequestNoLock``)."""
@@ -150,14 +164,63 @@ class Group:
         return req
 
 
+class Failure:
+    """Why PreFilter refuses a pod (§7), as numbers; the upstream message and the shortfalls are
+    derived from them when read (a pod may fail many times before anyone looks).
+
+    Attributes:
+        kind: ``runtime`` (the quota's own runtime, or ``max`` without ``enableRuntimeQuota``),
+            ``nonPreemptible`` (non-preemptible used against ``min``) or ``parent`` (an ancestor,
+            ``enableCheckParentQuota``).
+        topo: the quota names from the checked level down to the pod's quota (one name unless
+            ``parent``).
+        limit: the bound checked (runtime, max or min); used: what the checked level uses (its
+            non-preemptible used for ``nonPreemptible``); request: the pod's masked request;
+            exceed: the dimensions over the bound, sorted.  Base units; never modified.
+    """
+
+    __slots__ = ("kind", "topo", "limit", "used", "request", "exceed")
+
+    def __init__(self, kind: str, topo: list[str], limit: Resources, used: Resources, request: Resources,
+                 exceed: list[str]) -> None:
+        self.kind = kind
+        self.topo = topo
+        self.limit = limit
+        self.used = used
+        self.request = request
+        self.exceed = exceed
+
+    def message(self) -> str:
+        """Upstream's Unschedulable message (``plugin.go`` PreFilter, ``checkQuotaRecursive``)."""
+        dims = " ".join(self.exceed)
+        if self.kind == "nonPreemptible":
+            return (f"Insufficient non-preemptible quotas, quotaName: {self.topo[0]}, min: {_fmt(self.limit)}, "
+                    f"nonPreemptibleUsed: {_fmt(self.used)}, pod's request: {_fmt(self.request)}, "
+                    f"exceedDimensions: [{dims}]")
+        if self.kind == "parent":
+            return (f"Insufficient quotas, quotaNameTopo: [{' '.join(self.topo)}], runtime: {_fmt(self.limit)}, "
+                    f"used: {_fmt(self.used)}, pod's request: {_fmt(self.request)}, exceedDimensions: [{dims}]")
+        return (f"Insufficient quotas, quotaName: {self.topo[0]}, runtime: {_fmt(self.limit)}, used: "
+                f"{_fmt(self.used)}, pod's request: {_fmt(self.request)}, exceedDimensions: [{dims}]")
+
+    def shortfalls(self) -> list[Shortfall]:
+        """Per exceeded dimension: needed = used + request, available = the bound, at the checked
+        level (``WaitingForQuota``)."""
+        node = self.topo[0]
+        return [Shortfall(WAITING_FOR_QUOTA, "", r, node, self.used.get(r, 0) + self.request.get(r, 0),
+                          self.limit.get(r, 0)) for r in self.exceed]
+
+
 class PodInfo:
     """A pod known to the model: its object, quota, status and pending reason.
 
     ``request``: the effective request masked to its quota's ``max`` keys (what quota counts).
+    ``message`` / ``shortfalls``: of the last attempt, derived from ``failure`` when it failed
+    PreFilter, else as noted (``note``).
     """
 
-    __slots__ = ("key", "obj", "quota", "request", "status", "reason", "message", "shortfalls", "admitted_ms",
-                 "observed", "non_preemptible")
+    __slots__ = ("key", "obj", "quota", "request", "status", "reason", "failure", "_message", "_shortfalls",
+                 "admitted_ms", "observed", "non_preemptible")
 
     def __init__(self, obj: Pod) -> None:
         self.key = obj.key
@@ -168,10 +231,32 @@ class PodInfo:
         self.request: Resources = {}
         self.status = PENDING
         self.reason: str | None = None
-        self.message = ""
-        self.shortfalls: list[Shortfall] = []
+        self.failure: Failure | None = None
+        self._message = ""
+        self._shortfalls: list[Shortfall] = []
         self.admitted_ms: int | None = None
         self.observed: bool | None = None
+
+    @property
+    def message(self) -> str:
+        """The message of the last attempt (``""`` when there is none)."""
+        failure = self.failure
+        return failure.message() if failure is not None else self._message
+
+    @property
+    def shortfalls(self) -> list[Shortfall]:
+        """The shortfalls of the last attempt."""
+        failure = self.failure
+        return failure.shortfalls() if failure is not None else self._shortfalls
+
+    def note(self, reason: str | None, message: str, shortfalls: list[Shortfall] | None = None) -> None:
+        """Record the outcome of something other than a failed PreFilter."""
+        self.reason, self.failure, self._message = reason, None, message
+        self._shortfalls = shortfalls if shortfalls is not None else []
+
+    def fail(self, failure: Failure) -> None:
+        """Record a failed PreFilter (reason ``Unschedulable``)."""
+        self.reason, self.failure, self._message, self._shortfalls = UNSCHEDULABLE, failure, "", []
 
     def set_object(self, obj: Pod) -> None:
         """Take ``obj`` as the pod's current object; ``non_preemptible``: label ``preemptible: "false"``
@@ -197,6 +282,8 @@ class KoordinatorModel:
         self.capacity: Resources = {}
         self.specs: dict[str, ElasticQuota] = {}
         self.spec_children: dict[str, dict[str, None]] = {}
+        self.child_min: dict[str, Resources] = {}
+        self.child_min_keys: dict[str, dict[str, int]] = {}
         self.groups: dict[str, Group] = {}
         self.pods: dict[str, PodInfo] = {}
         self.over_since: dict[str, int] = {}
@@ -219,12 +306,19 @@ class KoordinatorModel:
     def configure(self, config: object) -> None:
         """Adopt ``spec.koordinator`` of an ``EngineConfig`` (upstream defaults when absent)."""
         args = config.koordinator if isinstance(config, EngineConfig) and config.koordinator else ElasticQuotaArgs()
+        gate_changed = args.guarantee_usage != self.args.guarantee_usage
         self.args = args
         for name, maximum in ((SYSTEM, args.system_quota_group_max), (DEFAULT, args.default_quota_group_max)):
             if name not in self.specs:
                 self._respec_special(self.groups[name], dict(maximum), {})
         for group in self.groups.values():
             group.calc_total = None
+            if gate_changed:
+                group.guaranteed = {}
+        if gate_changed:  # lending and guarantees follow the gate: every quota is derived again
+            for spec in list(self.specs.values()):
+                if spec.name not in (SYSTEM, DEFAULT):
+                    self._apply_quota(spec)
         self._touch()
 
     def set_capacity(self, totals: dict[str, int]) -> None:
@@ -275,6 +369,7 @@ class KoordinatorModel:
                             for c in changes)
         specs = dict(self.specs) if quota_changes else self.specs
         touched: list[str] = []
+        changed: dict[str, None] = {}
         pods: list[Pod] = []
         for change in changes:
             if isinstance(change, ElasticQuota):
@@ -282,6 +377,7 @@ class KoordinatorModel:
                     raise EventError("object.metadata.name", f"quota {change.name} cannot be modified")
                 specs[change.name] = change
                 touched.append(change.name)
+                changed[change.name] = None
             elif isinstance(change, ObjectRef) and change.kind == "ElasticQuota":
                 if change.name in (ROOT, SYSTEM, DEFAULT):
                     raise EventError("object.metadata.name", f"quota {change.name} cannot be deleted")
@@ -291,19 +387,13 @@ class KoordinatorModel:
                 if group is not None and any(self.pods[k].status != FINISHED for k in group.pods):
                     raise EventError("object.metadata.name", f"quota {change.name} has pods")
                 specs.pop(change.name, None)
+                changed[change.name] = None
             elif isinstance(change, Pod):
                 pods.append(change)
-        by_parent: dict[str, list[ElasticQuota]] = {}
-        for name in touched:  # the children after the change of the parents the checks read
-            if name not in specs:
-                continue
-            for parent in (name, specs[name].parent):
-                if parent not in by_parent:
-                    kids = set(self.spec_children.get(parent, {})) | set(touched)
-                    by_parent[parent] = [specs[k] for k in sorted(kids) if k in specs and specs[k].parent == parent]
+        sums: dict[str, tuple[int, Resources]] = {}
         for name in touched:
             if name in specs:
-                self._validate_quota(specs[name], specs, by_parent)
+                self._validate_quota(specs[name], specs, changed, sums)
         for pod in pods:
             quota = self._associate(pod, specs)
             target = specs.get(quota)
@@ -311,10 +401,40 @@ class KoordinatorModel:
                 raise EventError(f"object.metadata.labels[{LABEL_QUOTA_NAME}]",
                                  f"pod cannot be associated with parent quota {quota}")
 
-    def _validate_quota(self, eq: ElasticQuota, specs: dict[str, ElasticQuota],
-                        by_parent: dict[str, list[ElasticQuota]]) -> None:
+    def _children_after(self, parent: str, specs: dict[str, ElasticQuota], changed: dict[str, None],
+                        sums: dict[str, tuple[int, Resources]]) -> tuple[int, Resources]:
+        """How many child quotas ``parent`` has after the change and their Σ ``min`` (every key some
+        child's min names, zero or not), from the running sums adjusted for the ``changed`` names;
+        memoised in ``sums``.  O(changed × resources)."""
+        known = sums.get(parent)
+        if known is not None:
+            return known
+        count = len(self.spec_children.get(parent, {}))
+        total = dict(self.child_min.get(parent, {}))
+        keys = dict(self.child_min_keys.get(parent, {}))
+        for name in changed:
+            for spec, sign in ((self.specs.get(name), -1), (specs.get(name), 1)):
+                if spec is not None and spec.parent == parent:
+                    count += sign
+                    for r, v in spec.min:
+                        total[r] = total.get(r, 0) + sign * v
+                        keys[r] = keys.get(r, 0) + sign
+        result = (count, {r: total[r] for r in sorted(keys) if keys[r] > 0})
+        sums[parent] = result
+        return result
+
+    def _count_min(self, eq: ElasticQuota, sign: int) -> None:
+        """Add (``sign`` 1) or take out (-1) ``eq``'s min in its parent's running Σ children's min."""
+        total = self.child_min.setdefault(eq.parent, {})
+        keys = self.child_min_keys.setdefault(eq.parent, {})
+        for r, v in eq.min:
+            total[r] = total.get(r, 0) + sign * v
+            keys[r] = keys.get(r, 0) + sign
+
+    def _validate_quota(self, eq: ElasticQuota, specs: dict[str, ElasticQuota], changed: dict[str, None],
+                        sums: dict[str, tuple[int, Resources]]) -> None:
         labels = "object.metadata.labels"
-        children = by_parent.get(eq.name, [])
+        children, children_min = self._children_after(eq.name, specs, changed, sums)
         old = self.specs.get(eq.name)
         if not eq.is_parent and children:
             raise EventError(f"{labels}[quota.scheduling.koordinator.sh/is-parent]",
@@ -341,24 +461,18 @@ class KoordinatorModel:
         if eq.allow_force_update:
             return
         if eq.parent != ROOT:
-            pspec = specs[eq.parent]
-            total: Resources = {}
-            for sibling in by_parent.get(eq.parent, []):
-                total = _add(total, dict(sibling.min))
-            pmin = dict(pspec.min)
+            _, total = self._children_after(eq.parent, specs, changed, sums)
+            pmin = dict(specs[eq.parent].min)
             over = sorted(r for r, v in total.items() if v > pmin.get(r, 0))
             if over:
                 raise EventError("object.spec.min", f"the min of the children of {eq.parent} sums to "
                                  f"{_fmt(total)}, more than its min {_fmt(pmin)} ({', '.join(over)})")
         if children:
-            total = {}
-            for s in children:
-                total = _add(total, dict(s.min))
             own = dict(eq.min)
-            over = sorted(r for r, v in total.items() if v > own.get(r, 0))
+            over = sorted(r for r, v in children_min.items() if v > own.get(r, 0))
             if over:
                 raise EventError("object.spec.min", f"the min of the children of {eq.name} sums to "
-                                 f"{_fmt(total)}, more than its min {_fmt(own)} ({', '.join(over)})")
+                                 f"{_fmt(children_min)}, more than its min {_fmt(own)} ({', '.join(over)})")
 
     # -- objects ---------------------------------------------------------------------------------
 
@@ -389,8 +503,10 @@ class KoordinatorModel:
         old_spec = self.specs.get(name)
         if old_spec is not None:
             self.spec_children.get(old_spec.parent, {}).pop(name, None)
+            self._count_min(old_spec, -1)
         self.specs[name] = eq
         self.spec_children.setdefault(eq.parent, {})[name] = None
+        self._count_min(eq, 1)
         group = self.groups.get(name)
         if name in (SYSTEM, DEFAULT):
             assert group is not None
@@ -403,7 +519,7 @@ class KoordinatorModel:
             group.spec = eq
             group.parent = eq.parent
             group.is_parent = eq.is_parent
-            group.allow_lent = eq.allow_lent_resource
+            group.allow_lent = eq.allow_lent_resource and not self.args.guarantee_usage
             group.min = dict(eq.min)
             group.max = dict(eq.max)
             group.weight = dict(eq.shared_weight) if eq.shared_weight is not None else dict(eq.max)
@@ -422,7 +538,9 @@ class KoordinatorModel:
         group = self.groups.get(name)
         if name in (ROOT, SYSTEM, DEFAULT) or group is None or group.spec is None:
             return
-        self.spec_children.get(self.specs.pop(name).parent, {}).pop(name, None)
+        spec = self.specs.pop(name)
+        self.spec_children.get(spec.parent, {}).pop(name, None)
+        self._count_min(spec, -1)
         for key in list(group.pods):
             self._move(self.pods[key], DEFAULT)
         self._detach(group)
@@ -462,6 +580,7 @@ class KoordinatorModel:
         if group.name in parent.children:
             parent.children.remove(group.name)
         self._stale(parent)
+        self._guarantee(parent)
 
     def _attach(self, group: Group) -> None:
         assert group.parent is not None
@@ -469,6 +588,8 @@ class KoordinatorModel:
         self._insert_child(parent, group.name)
         self._propagate(parent, group.limited())
         self._add_used_from(parent, group.used, 1)
+        self._guarantee(group)
+        self._guarantee(parent)
 
     def _recount(self, group: Group) -> None:
         """Recompute a group's own numbers from its pods (its ``max`` keys may have changed)."""
@@ -494,58 +615,122 @@ class KoordinatorModel:
         group.used = used
         group.np_used = np_used
         self._stale(group)
+        self._guarantee(group)
+
+    def _guarantee(self, group: Group) -> None:
+        """With ``ElasticQuotaGuaranteeUsage`` (§6, upstream ``recursiveUpdateGroupTreeWithDeltaAllocated``):
+        recompute ``group``'s ``guaranteed = max(allocated, min)`` (allocated: its used for a leaf,
+        its children's Σ guaranteed for a parent) and carry a change up; each change makes the
+        sibling set it belongs to share again (the guarantee is a floor there).  Root, system and
+        default groups have none."""
+        if not self.args.guarantee_usage:
+            return
+        node: Group | None = group
+        while node is not None and node.parent is not None and node.name != ROOT:
+            if node.children:
+                allocated: Resources = {}
+                for name in node.children:
+                    allocated = _add(allocated, self.groups[name].guaranteed)
+            else:
+                allocated = dict(node.used)
+            for r, m in node.min.items():
+                if m > allocated.get(r, 0) or r not in allocated:
+                    allocated[r] = m
+            if allocated == node.guaranteed:
+                return
+            node.guaranteed = allocated
+            parent = self.groups.get(node.parent)
+            if parent is not None:
+                self._stale(parent)
+            node = parent
 
     # -- request and used up the tree (§3) --------------------------------------------------------
 
     def _propagate(self, group: Group, delta: Resources) -> None:
         """Add ``delta`` to ``group.childRequest`` and carry the change of its limited request up.
 
+        Only the resources in ``delta`` are touched at each level (O(depth × changed resources)).
         A parent's sibling set is marked for re-sharing only when the change can alter it: a child
         that stayed hungry (limited request above its runtime before and after, in every changed
         dimension) is never capped in any round of the water-filling, so its request plays no part
         in the result and the cached runtimes stay exact."""
         while delta:
             if group.name == ROOT:  # its children's sibling set was marked by the child's step
-                group.request = {r: v for r, v in _add(group.request, delta).items() if v}
-                group.child_request = group.request
+                req = group.request
+                for r, d in delta.items():
+                    v = req.get(r, 0) + d
+                    if v:
+                        req[r] = v
+                    else:
+                        req.pop(r, None)
+                group.child_request = req
                 return
-            old = group.limited()
-            group.child_request = {r: v for r, v in _add(group.child_request, delta).items() if v > 0}
-            group.request = group.derived_request()
+            creq, req, mx = group.child_request, group.request, group.max
+            lends = group.allow_lent
+            up: Resources = {}
+            moved: list[tuple[str, int, int]] = []
+            for r, d in delta.items():
+                before = req.get(r, 0)
+                c = creq.get(r, 0) + d
+                if c > 0:
+                    creq[r] = c
+                else:
+                    creq.pop(r, None)
+                    c = 0
+                if not lends:
+                    floor = group.min.get(r, 0)
+                    if floor > c:
+                        c = floor
+                if c:
+                    req[r] = c
+                else:
+                    req.pop(r, None)
+                cap = mx.get(r)
+                if cap is not None:
+                    old_l = before if before < cap else cap
+                    new_l = c if c < cap else cap
+                    if new_l != old_l:
+                        up[r] = new_l - old_l
+                        moved.append((r, old_l, new_l))
             if group.parent is None:  # system / default: outside the tree
                 return
-            new = group.limited()
-            delta = {r: new[r] - old.get(r, 0) for r in new if new[r] != old.get(r, 0)}
-            for r in old:
-                if r not in new and old[r]:
-                    delta[r] = -old[r]
             parent = self.groups[group.parent]
-            if delta and parent.calc_total is not None:
+            if moved and parent.calc_total is not None:
                 runtime = group.runtime
-                for r in delta:
+                for r, old_l, new_l in moved:
                     rt = runtime.get(r)
-                    if rt is not None and old.get(r, 0) > rt and new.get(r, 0) > rt:
+                    if rt is not None and old_l > rt and new_l > rt:
                         continue
-                    if not self._still_served(parent, group, r, new.get(r, 0)):
+                    if not self._still_served(parent, group, r, new_l):
                         self._stale(parent)
                         break
+            delta = up
             group = parent
 
     def _still_served(self, parent: Group, child: Group, r: str, limited: int) -> bool:
         """When ``parent``'s children were all given what they ask in ``r`` and still are with
         ``child``'s new limited request, set ``child``'s runtime and keep the others (the
-        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise."""
+        water-filling would end the same way: the pool covers every borrower); ``False`` otherwise.
+
+        In a flexible resource (every child lends, every weight positive) the new sum may exceed
+        the total the set was computed for: the parent's own runtime follows later in the same walk
+        up, and ``_calc`` checks the sum against it (``overdrawn``)."""
         served = parent.served.get(r)
         old = child.runtime.get(r)
         if served is None or old is None or parent.calc_total is None:
             return False
-        floor = child.auto_min.get(r, 0)
-        if limited > floor and child.weight.get(r, 0) <= 0:
-            return False
-        take = limited if limited > floor or child.allow_lent else floor
+        if r in parent.flexible:
+            take = limited
+        else:
+            floor = max(self._auto_min_of(child, r), child.guaranteed.get(r, 0))
+            if limited > floor and child.weight.get(r, 0) <= 0:
+                return False
+            take = limited if limited > floor or child.allow_lent else floor
         total = served - old + take
         if total > parent.calc_total.get(r, 0):
-            return False
+            if r not in parent.flexible:
+                return False
+            parent.overdrawn = True
         parent.served[r] = total
         child.runtime[r] = take
         if self.args.monitor_all_quotas and take < old:
@@ -572,46 +757,104 @@ class KoordinatorModel:
         return total
 
     def _calc(self, parent: Group, total: Resources) -> None:
-        """Recompute the runtimes of ``parent``'s children from ``total`` unless nothing changed."""
-        if parent.calc_total is not None and parent.calc_total == total:
-            return
+        """Recompute the runtimes of ``parent``'s children from ``total`` unless they still hold.
+
+        They hold when the total is unchanged (and no served sum was overdrawn), and, in a resource
+        whose total changed, when the set is flexible and served in full within the new total (every
+        child keeps its request; only ``autoScaleMin`` follows the total, and it is derived on
+        demand).  Otherwise every resource of the set is shared again (``redistribute``)."""
+        old_total = parent.calc_total
+        if old_total is not None:
+            if not parent.overdrawn and old_total == total:
+                return
+            served, flexible = parent.served, parent.flexible
+            holds = True
+            for r in parent.dims:
+                t = total.get(r, 0)
+                s = served.get(r)
+                if r in flexible and s is not None and s <= t:
+                    continue
+                if t != old_total.get(r, 0) or (s is not None and s > t):
+                    holds = False
+                    break
+            if holds:
+                parent.calc_total = dict(total)
+                parent.overdrawn = False
+                return
+        self._share(parent, total)
+
+    def _share(self, parent: Group, total: Resources) -> None:
+        """Share ``total`` among ``parent``'s children in every resource of their ``max``."""
         groups = self.groups
         children = [groups[n] for n in parent.children]
         dims: dict[str, None] = {}
         for child in children:
             child.runtime = {}
-            child.auto_min = {}
             for r in child.max:
                 dims[r] = None
         scale = self.args.enable_min_quota_scale
         served: dict[str, int] = {}
+        flexible: dict[str, None] = {}
+        min_sum: dict[str, int] = {}
         for r in sorted(dims):
             members = [c for c in children if r in c.max]
             t = total.get(r, 0)
             mins = [c.min.get(r, 0) for c in members]
+            min_sum[r] = sum(mins)
             autos = scaled_mins(t, mins) if scale else mins
             shares = []
+            lending = True
             for c, auto in zip(members, autos):
-                if auto or r in c.min:
-                    c.auto_min[r] = auto
                 req = c.request.get(r, 0)
                 mx = c.max[r]
-                shares.append(Share(c.name, req if req < mx else mx, auto, 0, c.weight.get(r, 0), c.allow_lent))
+                weight = c.weight.get(r, 0)
+                lending = lending and c.allow_lent and weight > 0
+                shares.append(Share(c.name, req if req < mx else mx, auto, c.guaranteed.get(r, 0), weight,
+                                    c.allow_lent))
             whole = 0
             full = True
             for c, share, rt in zip(members, shares, redistribute(t, shares)):
                 c.runtime[r] = rt
                 whole += rt
-                full = full and (share.request <= share.min or rt == share.request)
+                full = full and (share.request <= max(share.min, share.guarantee) or rt == share.request)
             if full and whole <= t:
                 served[r] = whole
+                if lending:
+                    flexible[r] = None
         parent.served = served
+        parent.flexible = flexible
+        parent.overdrawn = False
+        parent.dims = sorted(dims)
+        parent.min_sum = min_sum
         parent.calc_total = dict(total)
         if self.args.monitor_all_quotas:  # a parent whose runtime moved: its children's shares move too
             for child in children:
                 if child.children:
                     for name in child.children:
                         self.watch[name] = None
+
+    def _auto_min_of(self, group: Group, r: str) -> int:
+        """``autoScaleMin`` of ``group`` in ``r`` for the total its parent last shared (§4): its
+        ``min`` unless min scaling is on and that total is below the children's Σ ``min``; then
+        ``floor(total · min / Σ min)``, 0 for a total ≤ 0 (``koordinator_runtime.scaled_mins``)."""
+        m = group.min.get(r, 0)
+        parent = self.groups.get(group.parent) if group.parent is not None else None
+        if parent is None or parent.calc_total is None or not self.args.enable_min_quota_scale:
+            return m
+        whole = parent.min_sum.get(r, 0)
+        t = parent.calc_total.get(r, 0)
+        if t >= whole:
+            return m
+        return t * m // whole if t > 0 else 0
+
+    def auto_scale_min(self, name: str) -> Resources:
+        """``autoScaleMin`` of quota ``name`` (upstream field): per resource of its ``min`` that its
+        ``max`` also has, the min after min scaling (``_auto_min_of``); empty for the special groups.
+        Call ``runtime`` first for numbers as of now."""
+        group = self.groups[name]
+        if group.parent is None:
+            return {}
+        return {r: self._auto_min_of(group, r) for r in sorted(group.min) if r in group.max}
 
     def runtime(self, name: str) -> Resources:
         """The runtime of quota ``name`` now (its ``max`` for the system and default groups)."""
@@ -671,7 +914,7 @@ class KoordinatorModel:
             self._charge(info, info.observed)
             info.admitted_ms = admitted_ms
         elif pod.node_name is not None:
-            self._charge(info, not self._prefilter(info))
+            self._charge(info, self._prefilter(info) is None)
 
     def _enter(self, info: PodInfo, quota: str) -> None:
         """Count a (not finished) pod's request in ``quota``."""
@@ -718,8 +961,10 @@ class KoordinatorModel:
         group = self.groups[info.quota]
         info.status = ADMITTED
         info.observed = observed
-        info.reason, info.message, info.shortfalls = None, "", []
+        info.note(None, "")
+        group.running[info.key] = None
         self._add_used_from(group, info.request, 1)
+        self._guarantee(group)
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request)
         if group.parent is None:  # system / default used shrink what the root shares
@@ -729,7 +974,9 @@ class KoordinatorModel:
         group = self.groups[info.quota]
         info.status = PENDING
         info.admitted_ms = None
+        group.running.pop(info.key, None)
         self._add_used_from(group, info.request, -1)
+        self._guarantee(group)
         if info.non_preemptible:
             group.np_used = _tally(group.np_used, info.request, -1)
         if group.parent is None:
@@ -743,38 +990,31 @@ class KoordinatorModel:
         if info is None:
             return False
         if event_type == "WorkloadAdmitted" and info.status == PENDING:
-            self._charge(info, not self._prefilter(info))
+            self._charge(info, self._prefilter(info) is None)
         elif event_type == "WorkloadEvicted" and info.status == ADMITTED:
             self._release(info)
-            info.reason, info.message = "PendingEvaluation", f"Evicted: {reason or 'Evicted'}"
+            info.note("PendingEvaluation", f"Evicted: {reason or 'Evicted'}")
         elif event_type == "WorkloadFinished" and info.status != FINISHED:
             self._forget(info)
             info.status = FINISHED
-            info.reason, info.message, info.shortfalls = None, "", []
+            info.note(None, "")
         return True
 
     # -- admission (§7, §8) ------------------------------------------------------------------------
 
-    def _prefilter(self, info: PodInfo) -> list[tuple[str, str, list[Shortfall]]]:
-        """What fails for ``info`` now: ``(kind, message, shortfalls)`` with kind ``runtime``,
-        ``nonPreemptible`` or ``parent``; empty when it fits (upstream ``PreFilter``)."""
+    def _prefilter(self, info: PodInfo) -> Failure | None:
+        """What fails for ``info`` now (upstream ``PreFilter``): the first failed check, ``None`` when
+        it fits."""
         group = self.groups[info.quota]
         req = info.request
         limit = self.runtime(group.name) if self.args.enable_runtime_quota else group.max
-        failures = []
         exceed = _le(_add(group.used, req), limit)
         if exceed:
-            failures.append(("runtime", self._insufficient(group, limit, req, exceed), self._shorts(group, limit, req, exceed)))
-            return failures
+            return Failure("runtime", [group.name], dict(limit), group.used, req, exceed)
         if info.non_preemptible:
             exceed = _le(_add(group.np_used, req), group.min)
             if exceed:
-                message = (f"Insufficient non-preemptible quotas, quotaName: {group.name}, min: {_fmt(group.min)}, "
-                           f"nonPreemptibleUsed: {_fmt(group.np_used)}, pod's request: {_fmt(req)}, "
-                           f"exceedDimensions: [{' '.join(exceed)}]")
-                shorts = [Shortfall(WAITING_FOR_QUOTA, "", r, group.name, group.np_used.get(r, 0) + req.get(r, 0),
-                                    group.min.get(r, 0)) for r in exceed]
-                return [("nonPreemptible", message, shorts)]
+                return Failure("nonPreemptible", [group.name], group.min, group.np_used, req, exceed)
         if self.args.enable_check_parent_quota:
             topo = [group.name]
             node = self.groups.get(group.parent) if group.parent is not None else None
@@ -783,22 +1023,9 @@ class KoordinatorModel:
                 limit = node.runtime if self.args.enable_runtime_quota else node.max
                 exceed = _le(_add(node.used, req), limit)
                 if exceed:
-                    message = (f"Insufficient quotas, quotaNameTopo: [{' '.join(topo)}], runtime: {_fmt(limit)}, "
-                               f"used: {_fmt(node.used)}, pod's request: {_fmt(req)}, "
-                               f"exceedDimensions: [{' '.join(exceed)}]")
-                    return [("parent", message, self._shorts(node, limit, req, exceed))]
+                    return Failure("parent", topo, dict(limit), node.used, req, exceed)
                 node = self.groups.get(node.parent) if node.parent is not None else None
-        return failures
-
-    @staticmethod
-    def _insufficient(group: Group, limit: Resources, req: Resources, exceed: list[str]) -> str:
-        return (f"Insufficient quotas, quotaName: {group.name}, runtime: {_fmt(limit)}, used: {_fmt(group.used)}, "
-                f"pod's request: {_fmt(req)}, exceedDimensions: [{' '.join(exceed)}]")
-
-    @staticmethod
-    def _shorts(group: Group, limit: Resources, req: Resources, exceed: list[str]) -> list[Shortfall]:
-        return [Shortfall(WAITING_FOR_QUOTA, "", r, group.name, group.used.get(r, 0) + req.get(r, 0), limit[r])
-                for r in exceed]
+        return None
 
     def _victims(self, info: PodInfo) -> list[PodInfo] | None:
         """Inner-quota preemption (upstream ``SelectVictimsOnNode`` with ``canPreempt``): the fewest
@@ -810,9 +1037,9 @@ class KoordinatorModel:
         if group.name == DEFAULT and self.args.disable_default_quota_preemption:
             return None
         priority = info.obj.priority
-        candidates = [self.pods[k] for k in group.pods]
-        candidates = [v for v in candidates
-                      if v.status == ADMITTED and not v.non_preemptible and v.obj.priority < priority]
+        pods = self.pods
+        candidates = [v for v in (pods[k] for k in group.running)
+                      if not v.non_preemptible and v.obj.priority < priority]
         if not candidates:
             return None
         limit = self.runtime(group.name) if self.args.enable_runtime_quota else group.max
@@ -880,14 +1107,15 @@ class KoordinatorModel:
                 seen = failed.get(group.name)
                 earlier = seen.get(same) if seen is not None else None
                 if earlier is not None:
-                    info.reason, info.message, info.shortfalls = earlier.reason, earlier.message, earlier.shortfalls
+                    if earlier.failure is not None:
+                        info.fail(earlier.failure)
                     continue
-                failures = self._prefilter(info)
-                if failures:
-                    victims = self._victims(info) if failures[0][0] == "runtime" else None
+                failure = self._prefilter(info)
+                if failure is not None:
+                    victims = self._victims(info) if failure.kind == "runtime" else None
                     if victims is None:
-                        info.reason, info.message, info.shortfalls = UNSCHEDULABLE, failures[0][1], failures[0][2]
-                        if failures[0][0] != "parent":
+                        info.fail(failure)
+                        if failure.kind != "parent":
                             failed.setdefault(group.name, {})[same] = info
                         if group.name not in due:
                             due[group.name] = at = now_ms + UNSCHEDULABLE_FLUSH_MS
@@ -898,7 +1126,7 @@ class KoordinatorModel:
                                    f"{_fmt(self.runtime(group.name))}, used {_fmt(group.used)}, "
                                    f"preemptor's request {_fmt(info.request)}")
                         self._release(v)
-                        v.reason, v.message = "PendingEvaluation", f"Preempted: {message}"
+                        v.note("PendingEvaluation", f"Preempted: {message}")
                         out.append(("Preempted", v.key, group.name, {}, 0, info.key, PREEMPTION_REASON, message))
                 self._charge(info, None)
                 failed.pop(group.name, None)
@@ -911,11 +1139,20 @@ class KoordinatorModel:
         """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
         evicts pods least important first until ``used <= runtime``.
 
+        The monitor runs at the instants ``k · revokePodInterval`` of event time.  The state is
+        constant between events, and a monitor instant at the time of an event sees the state before
+        it: a group found over at an event at ``t`` was last under at the instant
+        ``floor(t / interval) · interval``, and is recycled at the first monitor instant more than
+        ``delayEvictTime`` after that, i.e. at the first event at or after it (still over then); the
+        clock restarts at the last instant at or before that event.
+
         Only groups that may have changed are looked at (a due-time index instead of every group at
         every event): the groups already over their runtime (their clock runs), groups whose used
         grew, and children of sibling sets whose runtimes were shared again; every group after a
         configuration, capacity or quota change.  Groups are visited by name."""
         delay = self.args.delay_evict_time_ms
+        period = self.args.revoke_pod_interval_ms
+        tick = now_ms - now_ms % period  # the monitor's last instant at or before now
         if self.watch_all:
             names = list(self.groups)
         else:
@@ -934,10 +1171,10 @@ class KoordinatorModel:
             if not _le(group.used, runtime):
                 self.over_since.pop(name, None)
                 continue
-            since = self.over_since.setdefault(name, now_ms)
-            if now_ms - since <= delay:
+            since = self.over_since.setdefault(name, tick)
+            if now_ms < since + (delay // period + 1) * period:
                 continue
-            self.over_since[name] = now_ms
+            self.over_since[name] = tick
             pods = [self.pods[k] for k in group.pods if self.pods[k].status == ADMITTED]
             pods.sort(key=lambda p: (p.obj.priority, -(p.admitted_ms or 0), p.key))
             used = dict(group.used)
@@ -958,7 +1195,7 @@ class KoordinatorModel:
                 message = (f"quota {name} used {_fmt(group.used)} above its runtime {_fmt(runtime)} for more than "
                            f"{delay // 1000}s")
                 self._release(p)
-                p.reason, p.message = "PendingEvaluation", f"Evicted: {message}"
+                p.note("PendingEvaluation", f"Evicted: {message}")
                 out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message))
 
     # -- views and snapshots -----------------------------------------------------------------------
@@ -969,7 +1206,8 @@ class KoordinatorModel:
         the numbers, ``shortBy = needed - available``), request, and
         for every level from its quota up to the root the numbers its runtime comes from, per
         resource of the pod's request: what the parent shares (``parentTotal``), ``min`` /
-        ``autoScaleMin``, ``max``, ``sharedWeight``, ``request`` and ``limitedRequest``
+        ``autoScaleMin`` / ``guaranteed`` (the floor is the larger of the last two), ``max``,
+        ``sharedWeight``, ``request`` and ``limitedRequest``
         (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
         its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
         does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
@@ -990,24 +1228,27 @@ class KoordinatorModel:
                 runtime = node.runtime
             per: dict[str, dict] = {}
             for r in resources:
-                floor = node.auto_min.get(r, node.min.get(r, 0))
+                auto = self._auto_min_of(node, r) if r in node.max else node.min.get(r, 0)
+                guaranteed = node.guaranteed.get(r, 0)
+                floor = auto if auto > guaranteed else guaranteed
                 limited = min(node.request.get(r, 0), node.max.get(r, 0)) if r in node.max else 0
                 role = "borrower" if limited > floor else ("lender" if node.allow_lent else "keepsMin")
-                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": floor,
+                per[r] = {"parentTotal": total.get(r, 0), "min": node.min.get(r, 0), "autoScaleMin": auto,
+                          "guaranteed": guaranteed,
                           "max": node.max.get(r), "sharedWeight": node.weight.get(r, 0),
                           "request": node.request.get(r, 0), "limitedRequest": limited, "role": role,
                           "used": node.used.get(r, 0), "runtime": runtime.get(r, 0)}
             levels.append({"quota": node.name, "parent": node.parent, "allowLentResource": node.allow_lent,
                            "resources": per})
             node = parent
-        failures = self._prefilter(info) if info.status == PENDING else []
+        failure = self._prefilter(info) if info.status == PENDING else None
         return {"pod": key, "status": info.status, "quota": info.quota, "priority": info.obj.priority,
                 "preemptible": not info.non_preemptible, "nodeName": info.obj.node_name,
                 "reason": info.reason, "message": info.message,
-                "preFilter": failures[0][1] if failures else None,
+                "preFilter": failure.message() if failure is not None else None,
                 "shortfalls": [{"reason": str(s.reason), "resource": s.resource, "quota": s.node, "needed": s.needed,
                                 "available": s.available, "shortBy": s.needed - s.available}
-                               for s in (failures[0][2] if failures else [])],
+                               for s in (failure.shortfalls() if failure is not None else [])],
                 "request": dict(info.obj.requests), "levels": levels}
 
     def quota_groups(self) -> list[tuple[Group, Resources]]:
@@ -1024,12 +1265,13 @@ class KoordinatorModel:
         for g, runtime in self.quota_groups():
             quotas[g.name] = {
                 "parent": g.parent, "isParent": g.is_parent, "min": dict(sorted(g.min.items())),
-                "max": dict(sorted(g.max.items())), "autoScaleMin": dict(sorted(g.auto_min.items())),
+                "max": dict(sorted(g.max.items())), "autoScaleMin": self.auto_scale_min(g.name),
                 "sharedWeight": dict(sorted(g.weight.items())), "request": dict(sorted(g.request.items())),
                 "childRequest": dict(sorted(g.child_request.items())), "used": dict(sorted(g.used.items())),
                 "nonPreemptibleUsed": dict(sorted(g.np_used.items())),
                 "runtime": dict(sorted(runtime.items())),
-                "guaranteed": {}, "allowLentResource": g.allow_lent, "pods": len(g.pods)}
+                "guaranteed": dict(sorted(g.guaranteed.items())), "allowLentResource": g.allow_lent,
+                "pods": len(g.pods)}
         pods = {}
         for key in sorted(self.pods):
             p = self.pods[key]
@@ -1066,10 +1308,9 @@ class KoordinatorModel:
             else:
                 info.quota = quota
             info.status = status
-            info.reason, info.message = reason, message
-            info.shortfalls = [Shortfall(WAITING_FOR_QUOTA if r == str(WAITING_FOR_QUOTA) else EXCEEDS_MAX_QUOTA,
-                                         "", res, node, needed, available)
-                               for r, res, node, needed, available in shorts]
+            info.note(reason, message, [
+                Shortfall(WAITING_FOR_QUOTA if r == str(WAITING_FOR_QUOTA) else EXCEEDS_MAX_QUOTA, "", res, node, needed,
+                          available) for r, res, node, needed, available in shorts])
             info.admitted_ms = admitted_ms
             info.observed = observed
         self.over_since = dict(doc["overSince"])
@@ -1154,11 +1395,13 @@ def _pairs(rows: list) -> tuple[tuple[str, int], ...]:
 def _enc_args(a: ElasticQuotaArgs) -> list:
     return [a.delay_evict_time_ms, a.monitor_all_quotas, a.enable_check_parent_quota, a.enable_runtime_quota,
             a.enable_min_quota_scale, a.disable_default_quota_preemption, [list(p) for p in a.default_quota_group_max],
-            [list(p) for p in a.system_quota_group_max], a.guarantee_usage]
+            [list(p) for p in a.system_quota_group_max], a.guarantee_usage, a.revoke_pod_interval_ms]
 
 
 def _dec_args(row: list) -> ElasticQuotaArgs:
-    return ElasticQuotaArgs(row[0], row[1], row[2], row[3], row[4], row[5], _pairs(row[6]), _pairs(row[7]), row[8])
+    interval = row[9] if len(row) > 9 else 1000  # snapshots written before revokePodInterval was kept
+    return ElasticQuotaArgs(row[0], row[1], row[2], row[3], row[4], row[5], _pairs(row[6]), _pairs(row[7]), row[8],
+                            interval)
 
 
 def _enc_quota(q: ElasticQuota) -> list:

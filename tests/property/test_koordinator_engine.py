@@ -1,7 +1,7 @@
 """Properties of the ``koordinator`` model over random histories through the whole engine: a two-level
 ElasticQuota tree, pods arriving, finishing, being deleted, nodes coming and going, ticks driving the
-recycling monitor.  After every event, each lending group's runtime is at least
-``min(limited request, autoScaleMin)`` while its parent's floors fit, children never share more than
+recycling monitor, the ``ElasticQuotaGuaranteeUsage`` gate switched on and off.  After every event,
+each lending group's runtime is at least ``min(limited request, autoScaleMin)`` while its parent's floors fit, children never share more than
 their parent's runtime when their floors fit, and no scheduled admission exceeds runtime; a snapshot
 at any point plus the tail equals the full replay (decisions, state, hash); a second replay is
 byte-identical."""
@@ -26,7 +26,8 @@ finish_op = st.tuples(st.just("finish"), st.integers(0, 40))
 delete_op = st.tuples(st.just("delete"), st.integers(0, 40))
 node_op = st.tuples(st.just("node"), st.sampled_from(("n1", "n2")), st.integers(0, 60))
 tick_op = st.tuples(st.just("tick"), st.integers(1, 200))
-operation = st.one_of(pod_op, pod_op, finish_op, delete_op, node_op, tick_op)
+gate_op = st.tuples(st.just("gate"), st.booleans())
+operation = st.one_of(pod_op, pod_op, finish_op, delete_op, node_op, tick_op, gate_op)
 
 
 def _history(ops: list, leaf_min: dict[str, int], lend: dict[str, bool]) -> KoordScenario:
@@ -55,6 +56,9 @@ def _history(ops: list, leaf_min: dict[str, int], lend: dict[str, bool]) -> Koor
         elif op[0] == "tick":
             clock += op[1]
             s.tick(at=clock)
+        elif op[0] == "gate":
+            s.config(monitorAllQuotas=True, delayEvictTime="30s",
+                     featureGates={"ElasticQuotaGuaranteeUsage": op[1]}, at=clock)
     return s
 
 
@@ -76,7 +80,8 @@ def _check_invariants(state: dict) -> None:
         floors = 0
         for c in children:
             q = quotas[c]
-            mn, req = q["autoScaleMin"].get(GPU, 0), min(q["request"].get(GPU, 0), q["max"].get(GPU, 0))
+            mn = max(q["autoScaleMin"].get(GPU, 0), q["guaranteed"].get(GPU, 0))
+            req = min(q["request"].get(GPU, 0), q["max"].get(GPU, 0))
             floors += (mn if req > mn or not q["allowLentResource"] else req)
         if floors > total:
             continue

@@ -42,8 +42,8 @@ def test_explain_a_pending_pod_level_by_level() -> None:
                                   "available": 27, "shortBy": 73}]
     assert [level["quota"] for level in out["levels"]] == ["b1", "pb", "koordinator-root-quota"]
     b1, pb, root = (level["resources"][GPU] for level in out["levels"])
-    assert b1 == {"parentTotal": 80, "min": 20, "autoScaleMin": 20, "max": 40, "sharedWeight": 40, "request": 100,
-                  "limitedRequest": 40, "role": "borrower", "used": 0, "runtime": 27}
+    assert b1 == {"parentTotal": 80, "min": 20, "autoScaleMin": 20, "guaranteed": 0, "max": 40, "sharedWeight": 40,
+                  "request": 100, "limitedRequest": 40, "role": "borrower", "used": 0, "runtime": 27}
     assert (pb["parentTotal"], pb["limitedRequest"], pb["role"], pb["runtime"]) == (100, 100, "borrower", 80)
     assert root["runtime"] == 100
     console = Console(record=True, width=160)

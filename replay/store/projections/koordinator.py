@@ -21,7 +21,7 @@ def build(source: ProjectionSource) -> dict[sa.Table, list]:
     return {s.elastic_quotas: [
         {"cluster": cluster, "name": g.name, "parent": g.parent, "is_parent": g.is_parent,
          "allow_lent_resource": g.allow_lent, "min": dict(sorted(g.min.items())), "max": dict(sorted(g.max.items())),
-         "auto_scale_min": dict(sorted(g.auto_min.items())), "shared_weight": dict(sorted(g.weight.items())),
+         "auto_scale_min": model.auto_scale_min(g.name), "shared_weight": dict(sorted(g.weight.items())),
          "request": dict(sorted(g.request.items())), "child_request": dict(sorted(g.child_request.items())),
          "used": dict(sorted(g.used.items())), "non_preemptible_used": dict(sorted(g.np_used.items())),
          "runtime": dict(sorted(runtime.items())), "pods": len(g.pods)}

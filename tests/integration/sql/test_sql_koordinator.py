@@ -9,6 +9,7 @@ millicore to B (largest remainder); B needs only 5,000 and returns 9,211, shared
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import orjson
@@ -99,3 +100,86 @@ def test_whatif_on_a_koordinator_history(db: str, tmp_path: Path) -> None:
     assert (change["workload"], change["type"], change["change"]) == ("team/p2", "Admitted", "changed")
     assert change["base"]["time"] == rfc3339(100) and change["whatif"]["time"] == rfc3339(50)
     assert change["deltaMs"] == -50_000
+
+
+# --------------------------------------------------------------------------- report and explain --db
+
+def _team_history() -> KoordScenario:
+    """``team`` (parent, min 10, max 10) over ``a`` (min 6, max 10) and ``b`` (min 4, max 10) on a
+    10-cpu node; pods (cpu): a/p1 8 at 10 s, b/p2 4 at 20 s, a/p3 1 at 30 s; a/p1 ends at 50 s,
+    b/p2 at 100 s (the last event; the first is at 0 s).
+
+    Worked by hand (reference/koordinator.md §2, §3, §7): at 10 team asks 8 <= its min, so it lends and
+    gets 8; inside, a (floor 6, asks 8) takes the 2 left over: runtime 8, p1 admitted, a above its
+    min from 10.  At 20 b asks 4 <= its min 4: runtime 4, p2 admitted; team asks min(12, max 10) =
+    10 = its runtime, so a keeps only its floor 6 (used 8: over its runtime, no revoke by default).
+    At 30 p3 needs used 8 + 1 <= 6: Unschedulable.  At 50 p1 ends: a asks 1 (lends), runtime 1,
+    p3 admitted after 20 s.  At the end a uses 1 (runtime 1), b 0, team 1."""
+    k = KoordScenario(capacity={"cpu": 10}, cluster="lab")
+    with k.batch(at=0):
+        k.quota("team", min={"cpu": 10}, max={"cpu": 10}, is_parent=True)
+        k.quota("a", min={"cpu": 6}, max={"cpu": 10}, parent="team")
+        k.quota("b", min={"cpu": 4}, max={"cpu": 10}, parent="team")
+    k.pod("a/p1", quota="a", cpu=8, at=10)
+    k.pod("b/p2", quota="b", cpu=4, at=20)
+    k.pod("a/p3", quota="a", cpu=1, at=30)
+    k.finish("a/p1", at=50)
+    k.finish("b/p2", at=100)
+    return k
+
+
+def _team_db(db: str, tmp_path: Path) -> None:
+    path = tmp_path / "team.ndjson"
+    path.write_bytes(_team_history().events_ndjson())
+    replay_to_db(str(path), db, snapshot_every=2)
+
+
+def test_report_per_quota_group_worked_by_hand(db: str, tmp_path: Path) -> None:
+    from replay.reports.page import headers, table_rows
+    from replay.reports.tables import build_report
+
+    _team_db(db, tmp_path)
+    report = build_report(db, "lab")
+    assert report.model == "koordinator" and report.end_ms - report.start_ms == 100_000
+    assert [(n.kind, n.name, n.parent, n.depth) for n in report.nodes] == [
+        ("ParentQuota", "team", None, 0), ("LeafQuota", "a", "team", 1), ("LeafQuota", "b", "team", 1)]
+    team, a, b = report.nodes
+    # a: 8 cores over [10, 50), 1 core over [50, 100]: 8,000 m x 40 s + 1,000 m x 50 s
+    assert a.usage_ms == {"cpu": 370_000_000} and a.nominal == {"cpu": 6_000}
+    assert a.utilization("cpu") == Fraction(370_000, 600_000)
+    assert (a.admitted, a.waits_ms, a.borrowing_ms, a.lent_ms, a.pending_peak, a.pending_at_end) == (
+        2, [0, 20_000], 40_000, 0, 1, 0)
+    # b: 4 cores over [20, 100]; lends its idle min while a is above its min and team's min is all given
+    # to its children (10 - 6 - 4 = 0): over [10, 20)
+    assert b.usage_ms == {"cpu": 320_000_000} and (b.borrowing_ms, b.lent_ms, b.waits_ms) == (0, 10_000, [0])
+    # team: 8 over [10, 20), 12 over [20, 50), 5 over [50, 100]; above its min 10 over [20, 50)
+    assert team.usage_ms == {"cpu": 690_000_000} and team.nominal == {"cpu": 10_000}
+    assert (team.admitted, team.borrowing_ms) == (3, 30_000)
+    assert (a.maximum, a.runtime, a.used) == ({"cpu": 10_000}, {"cpu": 1_000}, {"cpu": 1_000})
+    assert (b.runtime, b.used, team.runtime, team.used) == ({"cpu": 0}, {}, {"cpu": 1_000}, {"cpu": 1_000})
+    assert report.top == ["a", "b"] and report.limits == {"a": (6_000, 10_000), "b": (4_000, 10_000)}
+    row = dict(zip(headers(report), table_rows(report)[1]))
+    assert (row["node"], row["admitted"], row["cpu util"], row["borrowing"], row["min/max"], row["runtime end"]) == (
+        "  a", "2", "61.7%", "40.0%", "6/10 cpu", "1")
+
+
+def test_explain_db_of_a_pending_pod(db: str, tmp_path: Path) -> None:
+    from quotaledger.commands.store import explain_from_db
+    from tests.scenario.builder import START
+
+    _team_db(db, tmp_path)
+    t0 = int(START.timestamp() * 1000)
+    p3 = explain_from_db("a/p3", db, "lab", t0 + 40_000)  # waiting: a's runtime 6, used 8 (see _team_history)
+    assert (p3["status"], p3["quota"], p3["reason"]) == ("Pending", "a", "Unschedulable")
+    assert p3["preFilter"] == ("Insufficient quotas, quotaName: a, runtime: map[cpu:6], used: map[cpu:8], "
+                               "pod's request: map[cpu:1], exceedDimensions: [cpu]")
+    assert p3["message"] == p3["preFilter"]
+    assert [(s["resource"], s["needed"], s["available"], s["shortBy"]) for s in p3["shortfalls"]] == [
+        ("cpu", 9_000, 6_000, 3_000)]
+    a, team, root = p3["levels"]
+    assert (a["quota"], a["resources"]["cpu"]["role"], a["resources"]["cpu"]["runtime"],
+            a["resources"]["cpu"]["parentTotal"]) == ("a", "borrower", 6_000, 10_000)
+    assert (team["quota"], team["resources"]["cpu"]["limitedRequest"], root["quota"]) == (
+        "team", 10_000, "koordinator-root-quota")
+    after = explain_from_db("a/p3", db, "lab", None)
+    assert after["status"] == "Admitted" and after["admittedBy"]["time"] == rfc3339(50)

@@ -39,6 +39,24 @@ def test_runtimequota_worked_example_is_5_20_35_40() -> None:
         {"reason": "WaitingForQuota", "resource": GPU, "quota": "c", "needed": 40, "available": 35}]
 
 
+def test_runtimequota_figures_step_by_step() -> None:
+    # runtimequota2-4, one step each: the min part gives A its request 5 (it lends 5) and B, C, D their
+    # mins, leaving 100 - 55 = 45; round 1 shares 45 by 60:50:80 = 14.21 / 11.84 / 18.95: bases
+    # 14/11/18, the 2 left to the largest remainders (D 180, C 160 of 190) -> 14/12/19; B needs only
+    # 5 and returns 9; round 2 shares 9 by 50:80 = 3.46 / 5.54: bases 3/5, the 1 left to D -> 3/6
+    from statemodel.quota.koordinator_runtime import Share, hamilton, redistribute
+
+    assert hamilton(45, [60, 50, 80], ["b", "c", "d"]) == [14, 12, 19]
+    assert hamilton(9, [50, 80], ["c", "d"]) == [3, 6]
+    shares = [Share("a", 5, 10, 0, 40, True), Share("b", 20, 15, 0, 60, True), Share("c", 40, 20, 0, 50, True),
+              Share("d", 70, 15, 0, 80, True)]
+    assert redistribute(100, shares) == [5, 20, 35, 40]
+    # runtimequota1 draws C asking 30: round 1 caps B at 20 (returns 9) and C at 30 (returns 2); D
+    # alone takes the 11 returned: 15 + 19 + 11 = 45
+    shares[2] = Share("c", 30, 20, 0, 50, True)
+    assert redistribute(100, shares) == [5, 20, 30, 45]
+
+
 def test_quotatree_hierarchical_example() -> None:
     # quotatree2-4: ParentA.request = 10 + 10 = 20, ParentB.request = 40 + 70 = 110;
     # root 100: A = 20, B = 80; inside B: 20 + 40, pool 20 by 40:70 -> 7.27/12.73 -> 27/53
@@ -195,6 +213,85 @@ def test_guarantee_example_recycles_overuse_after_the_delay() -> None:
         ("Evicted", "ns/a0", "QuotaOverUsedRevoke"), ("Evicted", "ns/a1", "QuotaOverUsedRevoke")]
     assert s.eq("a")["used"] == {GPU: 50}
     assert s.pod_state("ns/a0")["status"] == "Pending"
+
+
+def test_recycling_runs_at_the_monitor_period_on_event_time() -> None:
+    # the guarantee example with revokePodInterval 10 s: B's pod arrives at 25 s, so the monitor
+    # instant at 20 s was the last to see A within its runtime; A is recycled at the first instant more
+    # than 120 s after it: 150 s (at 140 s the overuse has lasted exactly 120 s), not at 25 + 121 s
+    s = KoordScenario(capacity={GPU: 100}, monitorAllQuotas=True, revokePodInterval="10s")
+    s.quota("a", min={GPU: 50}, max={GPU: 100})
+    s.quota("b", min={GPU: 50}, max={GPU: 100})
+    for i in range(4):
+        s.pod(f"ns/a{i}", quota="a", priority=i, gpu=25, at=10 + i)
+    s.pod("ns/b0", quota="b", gpu=100, at=25)
+    s.run()
+    s.tick(at=146)
+    assert s.run() == []
+    s.tick(at=149)
+    assert s.run() == []
+    decisions = s.tick(at=150) and s.run()
+    assert [(d["type"], d["workload"], d["reason"]) for d in decisions] == [
+        ("Evicted", "ns/a0", "QuotaOverUsedRevoke"), ("Evicted", "ns/a1", "QuotaOverUsedRevoke")]
+
+
+GATE = {"ElasticQuotaGuaranteeUsage": True}
+
+
+def test_guarantee_usage_keeps_allocated_usage_and_stops_lending() -> None:
+    # quotaguarantee1/2 with ElasticQuotaGuaranteeUsage (reference §6).  A (min 50, max 100) is alone on
+    # 100 GPUs and runs 100: A's guaranteed = max(allocated 100, min 50) = 100.  Then B (min 50, max
+    # 100) comes and asks 100; lending is off, so B's floor is its guaranteed max(0, 50) = 50.  A asks
+    # 100 <= its floor 100 -> runtime 100; B asks more than its floor -> runtime 50 and nothing left to
+    # share (the floors, 150, exceed the cluster's 100, as upstream).  A is within its runtime, so
+    # nothing is recycled (without the gate A's runtime would drop to 50 and A be recycled); B waits.
+    s = KoordScenario(capacity={GPU: 100}, monitorAllQuotas=True, featureGates=GATE)
+    s.quota("a", min={GPU: 50}, max={GPU: 100})
+    for i in range(4):
+        s.pod(f"ns/a{i}", quota="a", priority=i, gpu=25, at=10 + i)
+    s.quota("b", min={GPU: 50}, max={GPU: 100}, at=20)
+    s.pod("ns/b0", quota="b", gpu=100, at=21)
+    s.run()
+    assert (s.eq("a")["guaranteed"], s.eq("b")["guaranteed"]) == ({GPU: 100}, {GPU: 50})
+    assert (s.eq("a")["allowLentResource"], s.eq("b")["request"]) == (False, {GPU: 100})
+    assert (s.runtime("a", GPU), s.runtime("b", GPU)) == (100, 50)
+    s.tick(at=500)
+    assert s.run() == [] and len(s.running()) == 4
+    assert s.pod_state("ns/b0")["message"] == (
+        "Insufficient quotas, quotaName: b, runtime: map[nvidia.com/gpu:50], used: map[], "
+        "pod's request: map[nvidia.com/gpu:100], exceedDimensions: [nvidia.com/gpu]")
+    # A's pods end: A's guaranteed falls back to its min 50 and A keeps it (not lending): B still gets 50
+    for i in range(4):
+        s.finish(f"ns/a{i}", at=600)
+    assert s.run() == []
+    assert (s.eq("a")["guaranteed"], s.runtime("a", GPU), s.runtime("b", GPU)) == ({GPU: 50}, 50, 50)
+
+
+def test_guarantee_usage_an_idle_quota_keeps_its_min() -> None:
+    # C (min 30) idle, D (min 10) asks 80 on a 100-GPU cluster.  Without the gate C lends: D gets 80.
+    # With it C keeps 30, D gets its floor 10 plus the 60 left: 70, and its 80-GPU pod waits.
+    for gate, d_runtime, running in ((False, 80, ["ns/d"]), (True, 70, [])):
+        s = KoordScenario(capacity={GPU: 100}, featureGates={"ElasticQuotaGuaranteeUsage": gate})
+        s.quota("c", min={GPU: 30}, max={GPU: 100})
+        s.quota("d", min={GPU: 10}, max={GPU: 100})
+        s.pod("ns/d", quota="d", gpu=80)
+        s.run()
+        assert (s.runtime("c", GPU), s.runtime("d", GPU), s.running()) == (30 if gate else 0, d_runtime, running)
+
+
+def test_guarantee_gate_switched_on_later_derives_every_quota_again() -> None:
+    # the same as above, the gate arriving with a later EngineConfig: C stops lending at once
+    s = KoordScenario(capacity={GPU: 100})
+    s.quota("c", min={GPU: 30}, max={GPU: 100})
+    s.quota("d", min={GPU: 10}, max={GPU: 100})
+    s.pod("ns/d", quota="d", gpu=80, at=5)
+    s.run()
+    assert (s.runtime("c", GPU), s.runtime("d", GPU)) == (0, 80)
+    s.config(featureGates=GATE, at=10)
+    s.run()
+    # D's 80 running GPUs are its guaranteed now (max(allocated 80, min 10)): D keeps runtime 80 and C
+    # holds its min 30 (the floors exceed the cluster, as upstream)
+    assert (s.runtime("c", GPU), s.runtime("d", GPU), s.eq("d")["guaranteed"]) == (30, 80, {GPU: 80})
 
 
 def test_recycling_is_off_by_default() -> None:
