@@ -15,6 +15,7 @@ import typer
 
 from quotaledger.commands.errors import CommandError
 from quotaledger.commands.options import SNAPSHOT_EVERY_TIME_HELP, db_url, snapshot_interval_ms
+from statemodel.limits import MAX_EVENT_BYTES
 
 
 def ingest(
@@ -38,7 +39,8 @@ def ingest(
         10_000, "--session-timeout-ms", min=100,
         help="Consumer-group session timeout (the dev broker holds a join for half of it; 2000 suits it)."),
     max_record_bytes: int = typer.Option(
-        1_000_000, "--max-record-bytes", min=1, help="Larger record values are dead-lettered unread."),
+        MAX_EVENT_BYTES, "--max-record-bytes", min=1,  # streams.codec.DEFAULT_MAX_RECORD_BYTES
+        help="Larger record values are dead-lettered unread (default: the 4 MiB event limit)."),
 ) -> None:
     """Consume the events topic into the SQL store, exactly once, and publish decisions.
 
