@@ -46,7 +46,7 @@ def decode_record(value: bytes | None, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
                 value.decode()
             except UnicodeDecodeError as exc:
                 return EventError("", f"value is not valid UTF-8 ({exc.reason} at byte {exc.start})")
-        return err
+        return err.detached()  # no frames kept alive by a dead letter (``EventError.detached``)
 
 
 def key_cluster(key: bytes | None) -> str | None:

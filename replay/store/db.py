@@ -176,4 +176,4 @@ def archived_event(payload: object, reason: str | None, event_id: str | None) ->
     try:
         return decode_event(orjson.dumps(payload)), None
     except EventError as err:
-        return None, err
+        return None, err.detached()
