@@ -73,7 +73,8 @@ def test_trace_through_kafka_equals_file_replay(kafka_bootstrap: str, db: str, t
     topics = _topics()
     produce(kafka_bootstrap, topics.events, _interleave(keyed(trace), keyed(example)))
 
-    stats = _ingest(kafka_bootstrap, db, topics, max_batch=97, snapshot_every=400)
+    # batches end at 97 records or 30,000 bytes (about 60 of these events), the rest of a fetch carried over
+    stats = _ingest(kafka_bootstrap, db, topics, max_batch=97, max_batch_bytes=30_000, snapshot_every=400)
     engine, result = run_file(str(both))
     assert (stats.consumed, stats.applied, stats.rejected, stats.decisions) == (
         result.lines, result.applied, 0, result.decisions)
