@@ -70,6 +70,7 @@ from statemodel.engine import Engine
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
+from statemodel.events.oversized import OversizedRecord
 from statemodel.objects import Pod, Workload
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.snapshot import load as load_snapshot
@@ -113,6 +114,12 @@ def read_patch(path: str, cluster: str, from_ms: int | None) -> list[Event]:
     events: list[tuple[int, int, Event]] = []
     problems: list[str] = []
     for line_no, line in iter_lines(path):
+        if isinstance(line, OversizedRecord):  # not read whole: the decoder says why it is rejected
+            try:
+                decode_event(line)
+            except EventError as err:
+                problems.append(f"line {line_no}: {err.problem}")
+            continue
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError as exc:

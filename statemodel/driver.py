@@ -114,7 +114,7 @@ def decode_line(record: bytes) -> Event | EventError:
     try:
         return decode_event(record)
     except EventError as err:
-        return err
+        return err.detached()
 
 
 def decoded_lines(records: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes, Event | EventError]]:
@@ -174,6 +174,7 @@ class Driver:
         try:
             decisions = engine.apply(item)
         except EventError as err:  # refused by the cluster's state (a webhook rule): a rejection
+            err = err.detached()
             err.event_id = item.id
             engine.reject(item.id, err)
             return StepResult(position, record, name, None, (), err, False, None, None, None)
@@ -198,7 +199,7 @@ class Driver:
             try:
                 item = decode(record)
             except EventError as err:
-                yield step(position, err, record)
+                yield step(position, err.detached(), record)
                 continue
             if until_ms is not None and item.time_ms > until_ms:
                 return

@@ -6,8 +6,9 @@ line in a file would be.  In front of it, two checks that only a record can fail
 (a tombstone) and a value larger than the configured limit (never parsed).  A value that is not
 JSON because it is not UTF-8 is reported as such.
 
-Dead-letter records keep the original key and value (an oversized value is cut to
-``DLQ_VALUE_LIMIT`` bytes, the whole value stays in the ``dead_letters`` table) and carry their
+Dead-letter records keep the original key and value (a value over ``DLQ_VALUE_LIMIT`` bytes is cut
+to that many; the ``dead_letters`` table keeps the whole value, or the first ``DLQ_VALUE_LIMIT``
+bytes of one over the event size limit, ``replay.store.sanitize.raw_bytes``) and carry their
 reason in headers: ``reason``, ``field_path``, ``event_id`` (bounded and NUL-free as in the SQL
 store, ``replay.store.sanitize``: a 1 MB id does not make a dead letter larger than its record),
 ``source_topic``, ``source_partition``, ``source_offset`` and, when cut, ``original_size``.
@@ -15,15 +16,18 @@ store, ``replay.store.sanitize``: a 1 MB id does not make a dead letter larger t
 
 from __future__ import annotations
 
-from replay.store.sanitize import key_text, message_text
+from replay.store.sanitize import OVERSIZED_RAW_BYTES, key_text, message_text
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
+from statemodel.limits import MAX_EVENT_BYTES
 
-DEFAULT_MAX_RECORD_BYTES = 1_000_000
-"""Largest record value the worker parses (bytes); larger ones are dead-lettered unread."""
+DEFAULT_MAX_RECORD_BYTES = MAX_EVENT_BYTES
+"""Largest record value the worker parses (bytes); larger ones are dead-lettered unread.  The event
+size limit of the contract (docs/events.md "Limits"), so that by default a record is accepted or
+rejected as the same line of a file is."""
 
-DLQ_VALUE_LIMIT = 65_536
+DLQ_VALUE_LIMIT = OVERSIZED_RAW_BYTES
 """Bytes of an oversized value copied to the dead-letter topic."""
 
 
@@ -33,7 +37,7 @@ def decode_record(value: bytes | None, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
     if value is None:
         return EventError("", "record has no value (tombstone)")
     if len(value) > max_bytes:
-        return EventError("", f"record value of {len(value)} bytes exceeds the {max_bytes}-byte limit")
+        return EventError("", f"event too large: {len(value)} bytes, at most {max_bytes}")  # the decoder's words
     try:
         return decode_event(value)
     except EventError as err:
@@ -42,7 +46,7 @@ def decode_record(value: bytes | None, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
                 value.decode()
             except UnicodeDecodeError as exc:
                 return EventError("", f"value is not valid UTF-8 ({exc.reason} at byte {exc.start})")
-        return err
+        return err.detached()  # no frames kept alive by a dead letter (``EventError.detached``)
 
 
 def key_cluster(key: bytes | None) -> str | None:

@@ -2,7 +2,8 @@
 
 Loop (aiokafka directly: a plain ``getmany`` loop; faust-streaming measured 25× slower on this hot path):
 
-1. ``getmany`` up to ``max_batch`` records of the assigned partitions of ``<prefix>.events``;
+1. ``getmany`` up to ``max_batch`` records of the assigned partitions of ``<prefix>.events``, cut
+   at ``max_batch_bytes`` bytes (``_cut``: the records past the cut are the start of the next batch);
 2. decode and validate each value (``streams.codec``: the file replay's decoder) and feed it to
    the driver of its cluster (``statemodel.driver``, the loop of every path; one ``Engine`` per
    cluster, restored on first sight), whose step results become the archive rows;
@@ -61,6 +62,7 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.structs import ConsumerRecord
 
 from replay.store.archive import DEFAULT_SNAPSHOT_EVERY, ArchiveBatch
 from replay.store.db import create_db_engine, upgrade_schema
@@ -73,7 +75,7 @@ from streams.log_check import BrokerResetError, StoredOffset, check_log, reset_m
 from streams.topics import Topics
 
 __all__ = ["IngestStats", "IngestError", "BrokerResetError", "run_ingest", "DEFAULT_SESSION_TIMEOUT_MS",
-           "DEFAULT_GROUP", "DEFAULT_MAX_BATCH"]
+           "DEFAULT_GROUP", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BATCH_BYTES"]
 
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
 """Consumer-group session timeout; use ``streams.devbroker.DEV_SESSION_TIMEOUT_MS`` with Tansu."""
@@ -90,6 +92,13 @@ DEFAULT_MAX_BATCH = 20_000
 """Records per batch: the per-batch costs (every queue's projection rows rendered and compared, the
 transaction) are spread over more events; a batch still reaches the committer in parts as it is
 applied (``PARTS_PER_BATCH``)."""
+DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
+"""Bytes of record keys and values per batch (32 MiB): a batch ends at ``max_batch`` records or at
+this many bytes, whichever comes first (a single larger record is a batch of its own).  What a batch
+holds while it is applied and written is a small multiple of its bytes (the records, their archive
+rows, the message to the committer; at most two batches wait for their commit), so this bounds the
+worker's memory whatever the records' sizes: 20,000 records of up to 4 MiB each would otherwise be
+one batch.  Ordinary events (about 0.5 kB) fill a batch by count long before this."""
 
 
 class IngestError(RuntimeError):
@@ -106,6 +115,7 @@ class _Rebalance(ConsumerRebalanceListener):
         async with self.worker.lock:  # the batch being applied and the one being written commit first
             await self.worker.settle()
             self.worker.ready -= revoked
+            self.worker.drop_carried(revoked)
             self.worker.store.drop_partitions({tp.partition for tp in revoked})
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
@@ -116,12 +126,16 @@ class _Worker:
     """The asynchronous side: consumer, dead-letter producer, rebalances, hand-off to the committer, stop and idle."""
 
     def __init__(self, bootstrap: str, store: IngestStore, committer: Committer, topics: Topics, group: str,
-                 max_batch: int, exit_when_idle: float | None, session_timeout_ms: int, max_record_bytes: int) -> None:
+                 max_batch: int, max_batch_bytes: int, exit_when_idle: float | None, session_timeout_ms: int,
+                 max_record_bytes: int) -> None:
         self.bootstrap = bootstrap
         self.store = store
         self.committer = committer
         self.topics = topics
         self.max_batch = max_batch
+        self.max_batch_bytes = max_batch_bytes
+        self.carried: dict[TopicPartition, list[ConsumerRecord]] = {}
+        """records fetched past the byte bound of the last batch: the start of the next one"""
         self.exit_when_idle = exit_when_idle
         self.lock = asyncio.Lock()
         self.stop = asyncio.Event()
@@ -146,6 +160,7 @@ class _Worker:
         (Should a stored offset be out of range, the consumer falls back to the log start: those records
         are below the stored offset and skipped, and the high watermark check reports the reset.)"""
         self.stored = self.store.stored_offsets()
+        self.drop_carried(assigned)  # they are fetched again from the offset sought
         for tp in assigned:
             stored = self.stored.get(tp.partition)
             self.consumer.seek(tp, 0 if stored is None else stored.next_offset)
@@ -157,6 +172,11 @@ class _Worker:
         self.ready |= assigned
         self.to_check |= assigned
         self.assigned_once = True
+
+    def drop_carried(self, partitions: set[TopicPartition]) -> None:
+        """Forget the carried records of ``partitions`` (revoked, or sought again): never applied, so
+        never committed; whoever reads the partition next fetches them again from the stored offset."""
+        self.carried = {tp: recs for tp, recs in self.carried.items() if tp not in partitions}
 
     async def _send_dead_letters(self, dlq: list[tuple[bytes | None, bytes | None, list]]) -> None:
         sent = [await self.producer.send(self.topics.dlq, key=key, value=value, headers=headers)
@@ -197,7 +217,10 @@ class _Worker:
         first: float | None = None
         started = last_activity = time.monotonic()
         while not self.stop.is_set():
-            data = await self.consumer.getmany(timeout_ms=200, max_records=self.max_batch)
+            if self.carried:  # the rest of the last fetch first, so each partition stays in order
+                data, self.carried = self.carried, {}
+            else:
+                data = await self.consumer.getmany(timeout_ms=200, max_records=self.max_batch)
             if self.to_check:
                 checking, self.to_check = self.to_check, set()
                 await check_log(self.bootstrap, self.topics.events,
@@ -206,6 +229,7 @@ class _Worker:
                 last_activity = time.monotonic()
             async with self.lock:
                 data = {tp: recs for tp, recs in data.items() if tp in self.ready and recs}
+                data, self.carried = _cut(data, self.max_batch_bytes)
                 self._check_watermarks()
                 if not data:
                     await self.settle()
@@ -259,6 +283,30 @@ class _Worker:
         return True
 
 
+def _cut(data: dict[TopicPartition, list[ConsumerRecord]], max_bytes: int
+         ) -> tuple[dict[TopicPartition, list[ConsumerRecord]], dict[TopicPartition, list[ConsumerRecord]]]:
+    """``(batch, rest)``: the records of ``data`` (per partition, in partition order) up to ``max_bytes``
+    bytes of keys and values — at least one record — and the records after them, to be applied next
+    (each partition's records stay in offset order: the rest of a partition follows its batch part)."""
+    batch: dict[TopicPartition, list[ConsumerRecord]] = {}
+    rest: dict[TopicPartition, list[ConsumerRecord]] = {}
+    size = 0
+    for tp, recs in data.items():
+        if rest:
+            rest[tp] = recs
+            continue
+        for i, rec in enumerate(recs):
+            size += len(rec.value or b"") + len(rec.key or b"")
+            if size > max_bytes and (batch or i):
+                if i:
+                    batch[tp] = recs[:i]
+                rest[tp] = recs[i:]
+                break
+        else:
+            batch[tp] = recs
+    return batch, rest
+
+
 def _parts(data: dict[TopicPartition, list], size: int) -> Iterator[tuple[dict[TopicPartition, list], bool]]:
     """``data`` (records per partition) in parts of at most ``size`` records, each with whether it
     is the last one."""
@@ -268,7 +316,8 @@ def _parts(data: dict[TopicPartition, list], size: int) -> Iterator[tuple[dict[T
 
 
 def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group: str = DEFAULT_GROUP,
-               max_batch: int = DEFAULT_MAX_BATCH, exit_when_idle: float | None = None,
+               max_batch: int = DEFAULT_MAX_BATCH, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+               exit_when_idle: float | None = None,
                snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None,
                publish: bool = True, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
                max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, handle_signals: bool = True) -> IngestStats:
@@ -281,6 +330,8 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         topics: topic names (``streams.topics``); events are read from ``topics.events``.
         group: consumer group (progress in ``ingest_offsets`` is kept per group).
         max_batch: most records per batch (and per SQL transaction).
+        max_batch_bytes: most bytes of record keys and values per batch (a larger single record is a
+            batch of its own; ``DEFAULT_MAX_BATCH_BYTES``).
         snapshot_every / snapshot_every_ms: snapshot period in events of a cluster / ms of its event time.
         publish: relay decisions to ``topics.decisions`` (when False no outbox rows are written).
         session_timeout_ms: consumer-group session timeout (Tansu holds a join for half of it).
@@ -295,8 +346,9 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         IngestError: bad options, or the database or the broker failed (committed work is kept;
             a restart resumes from it).
     """
-    if max_batch < 1 or snapshot_every < 1 or (snapshot_every_ms is not None and snapshot_every_ms < 1):
-        raise IngestError("--max-batch, --snapshot-every and --snapshot-every-time must be positive")
+    if (max_batch < 1 or max_batch_bytes < 1 or snapshot_every < 1
+            or (snapshot_every_ms is not None and snapshot_every_ms < 1)):
+        raise IngestError("--max-batch, --max-batch-bytes, --snapshot-every and --snapshot-every-time must be positive")
     from replay.store.db import SinkError
 
     try:
@@ -311,8 +363,8 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
                                           max_record_bytes), stats)
 
     async def main() -> None:
-        worker = _Worker(bootstrap, store, committer, topics, group, max_batch, exit_when_idle, session_timeout_ms,
-                         max_record_bytes)
+        worker = _Worker(bootstrap, store, committer, topics, group, max_batch, max_batch_bytes, exit_when_idle,
+                         session_timeout_ms, max_record_bytes)
         if handle_signals and threading.current_thread() is threading.main_thread():
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -11,8 +11,9 @@ reads no files).  Each line becomes one record, its bytes unchanged (without the
   cluster's events land in one partition, in file order: aiokafka sends at most one batch per
   partition at a time, so retries cannot reorder them.
 - ``acks="all"``, no idempotent producer and no transactions (the dev broker lacks them).  A line
-  longer than ``max_message_bytes`` cannot be sent: it is reported by line number and counted, and
-  the rest is still produced.
+  longer than ``max_message_bytes``, or than any event may be (the reader did not read it whole:
+  ``statemodel.events.oversized.OversizedRecord``), is not sent: it is reported by line number and
+  counted, and the rest is still produced.
 - The three topics are created first when missing (``streams.admin.ensure_topics``).
 """
 
@@ -27,6 +28,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
 from replay.store.db import salvage
+from statemodel.events.oversized import OversizedRecord
 from streams.admin import ensure_topics
 from streams.topics import Topics
 
@@ -53,7 +55,8 @@ class ProduceResult:
         topic: the events topic written.
         records: records delivered (acknowledged by all in-sync replicas).
         bytes: value bytes delivered.
-        oversized: line numbers of lines longer than ``max_message_bytes``, not produced.
+        oversized: line numbers of lines longer than ``max_message_bytes`` or than an event may be, not
+            produced.
         partitions: partition count of the events topic.
         seconds: wall time of the run.
         per_partition: records delivered per partition.
@@ -114,8 +117,9 @@ async def produce_lines(lines: Iterable[tuple[int, bytes]], bootstrap: str, *, t
         send = producer.send
         topic = topics.events
         for line_no, line in lines:
-            read += len(line) + 1
-            if len(line) + 512 > max_message_bytes:  # record overhead: key, headers, batch header
+            oversized = isinstance(line, OversizedRecord)  # a line longer than any event, not read whole
+            read += (line.size if oversized else len(line)) + 1  # type: ignore[attr-defined]
+            if oversized or len(line) + 512 > max_message_bytes:  # record overhead: key, headers, batch header
                 result.oversized.append(line_no)
                 continue
             try:

@@ -15,6 +15,7 @@ import typer
 
 from quotaledger.commands.errors import CommandError
 from quotaledger.commands.options import SNAPSHOT_EVERY_TIME_HELP, db_url, snapshot_interval_ms
+from statemodel.limits import MAX_EVENT_BYTES
 
 
 def ingest(
@@ -27,6 +28,9 @@ def ingest(
     group: str = typer.Option("quotaledger-ingest", "--group", help="Consumer group; progress is stored per group."),
     max_batch: int = typer.Option(20_000, "--max-batch", min=1,  # streams.ingest.DEFAULT_MAX_BATCH (not imported: slow)
                                   help="Most records per batch and SQL transaction."),
+    max_batch_bytes: int = typer.Option(
+        32 * 1024 * 1024, "--max-batch-bytes", min=1,  # streams.ingest.DEFAULT_MAX_BATCH_BYTES
+        help="Most bytes of record keys and values per batch (a larger single record is a batch of its own)."),
     snapshot_every: int = typer.Option(
         50_000, "--snapshot-every", min=1, help="Events of a cluster between restorable snapshots."),
     snapshot_every_time: Optional[str] = typer.Option(None, "--snapshot-every-time", help=SNAPSHOT_EVERY_TIME_HELP),
@@ -38,7 +42,8 @@ def ingest(
         10_000, "--session-timeout-ms", min=100,
         help="Consumer-group session timeout (the dev broker holds a join for half of it; 2000 suits it)."),
     max_record_bytes: int = typer.Option(
-        1_000_000, "--max-record-bytes", min=1, help="Larger record values are dead-lettered unread."),
+        MAX_EVENT_BYTES, "--max-record-bytes", min=1,  # streams.codec.DEFAULT_MAX_RECORD_BYTES
+        help="Larger record values are dead-lettered unread (default: the 4 MiB event limit)."),
 ) -> None:
     """Consume the events topic into the SQL store, exactly once, and publish decisions.
 
@@ -55,6 +60,7 @@ def ingest(
     every_ms = snapshot_interval_ms(snapshot_every_time)
     prefix = topic_prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
     stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
+                       max_batch_bytes=max_batch_bytes,
                        exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
                        snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
                        max_record_bytes=max_record_bytes)

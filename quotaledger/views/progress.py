@@ -10,7 +10,7 @@ transient: the usual one-line summary replaces it.  It only observes the line st
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -53,7 +53,7 @@ def replay_progress(source: str, console: Console | None = None) -> Iterator[Wat
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task("replay", total=max(size, 1), events=0)
 
-        def watch(lines: BinaryIO, raw: BinaryIO) -> Iterator[bytes]:
+        def watch(lines: Iterable[bytes], raw: BinaryIO) -> Iterator[bytes]:
             n = 0
             for line in lines:
                 n += 1

@@ -36,7 +36,7 @@ import orjson
 import sqlalchemy as sa
 
 from replay.store.db import RawJSON, ms_to_datetime
-from replay.store.sanitize import key_text, message_text
+from replay.store.sanitize import key_text, message_text, raw_bytes
 from statemodel import sql_schema as s
 from statemodel.decisions import PREEMPTED
 from statemodel.driver import APPLIED, DUPLICATE, StepResult, gc_paused
@@ -380,7 +380,8 @@ class ArchiveBatch:
                      source_position: int) -> None:
         """A record that failed validation (``line``: its bytes as received).
 
-        Always a ``dead_letters`` row with the exact bytes, reason and field path.  When the record
+        Always a ``dead_letters`` row with the exact bytes (of a record over the event size limit,
+        its first ones: ``replay.store.sanitize.raw_bytes``), reason and field path.  When the record
         joins a cluster's stream — ``position`` is given: the cluster it names (``salvaged[0]``) has
         state — also an ``events`` row (status ``rejected``) at ``position`` of that cluster, and the
         dead letter names the cluster and position.  Otherwise nothing of the record is keyed by a
@@ -401,7 +402,7 @@ class ArchiveBatch:
             else:
                 self.events.append((*head, payload, *tail))
         self.dead.append({"cluster": cluster, "source": source, "source_position": source_position,
-                          "raw": bytes(line), "reason": reason, "field_path": path,
+                          "raw": raw_bytes(line), "reason": reason, "field_path": path,
                           "received_position": position})
 
     def add_step(self, step: StepResult, position: int) -> bool:

@@ -18,6 +18,7 @@ from replay.store.sanitize import key_text, payload_text
 from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
+from statemodel.events.oversized import OversizedRecord
 from statemodel.timefmt import parse_time
 from statemodel.limits import MAX_EVENT_BYTES
 
@@ -158,11 +159,12 @@ def salvage(line: bytes, default_cluster: str | None = "default") -> tuple[str |
     text when it is a JSON object (``replay.store.sanitize.payload_text``), else ``None``; ``type``
     the envelope's, bounded (``replay.store.sanitize.key_text``).
 
-    A line longer than ``statemodel.limits.MAX_EVENT_BYTES`` is not read at all, as the decoder
+    A line longer than ``statemodel.limits.MAX_EVENT_BYTES`` (or the part a reader kept of one,
+    ``statemodel.events.oversized.OversizedRecord``) is not read at all, as the decoder
     rejected it unread (as the ingest worker treats a record over ``--max-record-bytes``): parsing
     a 30 MB line of a million objects to learn its cluster took half a gigabyte.
     """
-    if len(line) > MAX_EVENT_BYTES:
+    if len(line) > MAX_EVENT_BYTES or isinstance(line, OversizedRecord):
         return default_cluster, None, None, None
     try:
         raw = orjson.loads(line)
@@ -191,4 +193,4 @@ def archived_event(payload: object, reason: str | None, event_id: str | None) ->
     try:
         return decode_event(orjson.dumps(payload)), None
     except EventError as err:
-        return None, err
+        return None, err.detached()

@@ -12,11 +12,17 @@ btree index unbounded.  Its JSON payload goes to ``events.payload`` only when it
 ``\\u0000`` escape (``payload_text``): PostgreSQL's ``json`` keeps one, but ``->>`` on it fails, and
 the documented queries read ``payload ->> ...``.
 
+A record over the event size limit (``statemodel.limits.MAX_EVENT_BYTES``) was never parsed and,
+read from a file, never held whole (``replay.ndjson``): ``dead_letters.raw`` keeps its first
+``OVERSIZED_RAW_BYTES`` bytes on every channel (``raw_bytes``), its reason gives its size.
+
 The limits are the store's, not validation's: a valid event's names are checked by the decoder
 (``statemodel.events``); these only bound what an invalid one can cost.
 """
 
 from __future__ import annotations
+
+from statemodel.limits import MAX_EVENT_BYTES
 
 KEY_TEXT_LIMIT = 253
 """Characters of a rejected record's id or type kept in ``events`` / ``ingest_offsets`` (the
@@ -25,6 +31,10 @@ btree entry."""
 
 MESSAGE_TEXT_LIMIT = 4096
 """Characters of a rejection's reason or field path kept (not indexed; bounded all the same)."""
+
+OVERSIZED_RAW_BYTES = 65_536
+"""Bytes kept in ``dead_letters.raw`` of a record larger than ``MAX_EVENT_BYTES`` (its first ones;
+as many as the ingest worker copies to the dead-letter topic)."""
 
 CUT_MARK = "…"
 """Appended to a text that was cut (it counts in the limit)."""
@@ -67,3 +77,13 @@ def payload_text(text: str | None) -> str | None:
     if text is None or "\\u0000" in text:
         return None
     return text
+
+
+def raw_bytes(record: bytes) -> bytes:
+    """What ``dead_letters.raw`` holds of a rejected record (``bytes`` as received): all of it, or the
+    first ``OVERSIZED_RAW_BYTES`` of one longer than ``MAX_EVENT_BYTES`` (module docstring).  A reader
+    that did not hold such a record whole hands on only that prefix already
+    (``statemodel.events.oversized.OversizedRecord``); it is returned as plain ``bytes``."""
+    if len(record) > MAX_EVENT_BYTES:
+        return bytes(record[:OVERSIZED_RAW_BYTES])
+    return bytes(record)

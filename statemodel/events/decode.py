@@ -28,6 +28,7 @@ from statemodel.events.envelope import EVENT_TYPES, Event
 from statemodel.events.fields import fail, positional_constructor, req_str, shown, type_problem
 from statemodel.events.kueue import parse_admission, req_namespace
 from statemodel.events.names import id_problem, label_problem, subdomain_problem, text_problem
+from statemodel.events.oversized import OversizedRecord
 from statemodel.limits import MAX_BATCH_EVENTS, MAX_EVENT_BYTES, MAX_ID_BYTES, MAX_TEXT_BYTES
 from statemodel.events.upcasters import check_envelope_version, current_version, is_older_version, original_path, upcast
 from statemodel.objects import KubeObject, ObjectRef
@@ -272,12 +273,15 @@ def decode_event(line: bytes | str, *, default_cluster: str = "default") -> Even
     """Decode one JSON text (an NDJSON line or a Kafka message value) and validate it with :func:`parse_event`.
 
     Raises:
-        EventError: with path ``""`` for a text longer than ``MAX_EVENT_BYTES`` (checked before parsing),
+        EventError: with path ``""`` for a text longer than ``MAX_EVENT_BYTES`` (checked before parsing;
+        an ``OversizedRecord``, a text a reader did not read whole, by its full ``size``),
         invalid JSON, invalid UTF-8 or a top-level value that is not an object; otherwise as :func:`parse_event`.
     """
     size = len(line)
     if size > MAX_EVENT_BYTES // 4 and isinstance(line, str):
         size = len(line.encode("utf-8", "surrogatepass"))
+    elif type(line) is not bytes and isinstance(line, OversizedRecord):
+        size = line.size
     if size > MAX_EVENT_BYTES:
         raise EventError("", f"event too large: {size} bytes, at most {MAX_EVENT_BYTES}")
     try:

@@ -38,14 +38,16 @@ def _weighted_share(state, kind: str, name: str) -> int | None:
 def build(source: ProjectionSource) -> dict[sa.Table, list]:
     """Rows of the cohorts (sorted by name; ``active`` false on a cycle), ClusterQueues (``active``
     when nothing keeps them from admitting; pending and admitted counts), both with their fair-sharing
-    ``weighted_share``, LocalQueues and their quotas."""
+    ``weighted_share``, LocalQueues and their quotas.  Linear in the tree's size, whatever its depth
+    (a 100,000-level chain took a quarter of an hour while each cohort walked its chain for cycles)."""
     cluster, state = source.cluster, source.state
     hierarchy = state.hierarchy
     cohorts, cluster_queues, local_queues, quotas = [], [], [], []
+    cycles = hierarchy.cycle_status()  # every cohort's verdict in O(cohorts), not a chain walk per cohort
     for name in sorted(hierarchy.cohorts):
         cohort = hierarchy.cohorts[name]
         cohorts.append({"cluster": cluster, "name": name, "parent": cohort.parent_name,
-                        "explicit": cohort.explicit, "active": not hierarchy.has_cycle(name),
+                        "explicit": cohort.explicit, "active": not cycles[name],
                         "weighted_share": _weighted_share(state, COHORT, name)})
         quotas += _quota_rows(cluster, state.model, COHORT, name)
     pending = source.pending_by_cluster_queue

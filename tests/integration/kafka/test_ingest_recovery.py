@@ -69,7 +69,7 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(kafka_bootstrap: str
     lines = trace_events(tmp_path / "trace.ndjson")
     prefix = f"t{uuid.uuid4().hex[:10]}"
     produce(kafka_bootstrap, Topics(prefix).events, keyed(lines))
-    options = ["--max-batch", "25", "--snapshot-every", str(SNAPSHOT_EVERY), "--snapshot-every-time",
+    options = ["--max-batch", "25", "--max-batch-bytes", "9000", "--snapshot-every", str(SNAPSHOT_EVERY), "--snapshot-every-time",
                SNAPSHOT_EVERY_TIME]
 
     with fresh_database("quotaledger_ref") as ref:  # the uninterrupted run, in its own consumer group and database

@@ -31,24 +31,61 @@ MAX_RECORD = 8192
 
 CLEAN = [line for line in EXAMPLE.read_bytes().splitlines() if line.strip()]
 
-WORKLOAD = (b'{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"Workload","metadata":{"namespace":"ns","name":"%s"},'
-            b'"spec":{"queueName":"lq","podSets":[{"name":"main","count":1,"requests":{"cpu":"%s"}}]}}')
+AT = "2026-03-02T09:00:30Z"
+"""Within the example's time range, so a record that were accepted would change the hash."""
 
-POISONS = [
-    ("a quantity of 4,301 digits", b'{"id":"p-digits","time":"2026-03-02T09:00:30Z","cluster":"ml-east","type":"Nope",'
-     b'"object":' + WORKLOAD % (b"w-digits", b"1" * 4301) + b"}"),
-    ("NUL in a name", b'{"id":"p-nul","time":"2026-03-02T09:00:30Z","cluster":"ml-east","type":"Nope","object":'
-     + WORKLOAD % (b"w\\u0000", b"1") + b"}"),
-    ("a 3 kB id", b'{"id":"' + b"i" * 3000 + b'","time":"2026-03-02T09:00:30Z","cluster":"ml-east","type":"Nope"}'),
-    ("an empty id", b'{"id":"","time":"2026-03-02T09:00:30Z","cluster":"ml-east","type":"Tick"}'),
-    ("an oversized record", b'{"id":"p-big","cluster":"ml-east","type":"Tick","pad":"' + b"x" * (2 * MAX_RECORD) + b'"}'),
-    ("JSON numbers JSONB rewrites",
-     b'{"id":"p-num","time":"2026-03-02T09:00:40Z","cluster":"ml-east","type":"Tick","n":1e2,"z":-0.0}'),
+
+def _event(eid: str, obj: dict | None = None, etype: str = "Applied", cluster: str = "ml-east") -> bytes:
+    event: dict = {"id": eid, "time": AT, "cluster": cluster, "type": etype}
+    if obj is not None:
+        event["object"] = obj
+    return orjson.dumps(event)
+
+
+def _workload(name: str, cpu: str) -> dict:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"namespace": "ns", "name": name},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "requests": {"cpu": cpu}}]}}
+
+
+def _cluster_queue(name: str, quota: str = "1", **spec: object) -> dict:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"coveredResources": ["memory"], "flavors": [
+                {"name": "on-demand", "resources": [{"name": "memory", "nominalQuota": quota}]}]}], **spec}}
+
+
+CONFIG = {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
+          "spec": {"admissionFairSharing": {"usageHalfLifeTime": "1" * 5000 + "h"}}}
+
+POISONS: list[tuple[str, list[bytes]]] = [
+    ("1: numbers of more than 4,300 digits", [
+        _event("p-cpu", _workload("w-digits", "1" * 4301)),
+        _event("p-mem", _cluster_queue("q-zeros", "0" * 4400 + "1")),
+        _event("p-exp", _workload("w-exp", "1e" + "0" * 4400 + "1")),
+        _event("p-weight", _cluster_queue("q-weight", fairSharing={"weight": "1" * 4301})),
+        _event("p-half-life", CONFIG)]),
+    ("2: NUL characters", [
+        _event("p-nul-name", _workload("w\x00", "1")),
+        _event("p-nul-id\x00"),
+        _event("p-nul-type", etype="Ap\x00plied"),
+        b'{"id":"p-nul-raw\x00","cluster":"ml-east"}']),
+    ("3: long keys", [
+        _event("i" * 3000),
+        _event("p-long-cluster", etype="Tick", cluster="c" * 3000),
+        _event("p-long-name", _workload("n" * 2700, "1"))]),
+    ("4: an empty id, last committed", [_event("", etype="Tick")]),
+    ("4: an oversized record, never parsed, last committed",
+     [b'{"id":"p-big","cluster":"ml-east","type":"Tick","pad":"' + b"x" * (2 * MAX_RECORD) + b'"}']),
+    ("5: 8,000 rejected records naming 8,000 unknown clusters",
+     [_event(f"p-flood-{n}", etype="Nope", cluster=f"unknown-{n}") for n in range(8000)]),
+    ("6: JSON numbers JSONB rewrites, in a valid event", [
+        b'{"id":"p-num","time":"2026-03-02T09:00:40Z","cluster":"ml-east","type":"Tick","n":1e2,"z":-0.0}']),
 ]
-"""Poison records of the store's and the worker's defects; the last one is a valid event (applied, its
-numbers archived as received).  The first three carry their hostile content (a 4,301-digit quantity,
-NUL in a name, a 3 kB id) in a record the decoder rejects at ``type``: what the decoder's own
-validation makes of the same content in a valid envelope is tested with the decoder."""
+"""Poison records of the store's and the worker's defects (the defect's number first), each group produced
+as the last records before a restart: rejected with a reason naming the field (1: the quantity, weight or
+duration; 2, 3: the name, id, cluster or type), or for 6 a valid event, applied with its numbers archived
+as received."""
+VALID = POISONS[-1][1]
+REJECTED = [record for _, group in POISONS[:-1] for record in group]
 
 
 def _cli(bootstrap: str, url: str, prefix: str, *extra: str) -> list[str]:
@@ -76,7 +113,7 @@ def test_the_worker_carries_on_after_each_poison_record(kafka_bootstrap: str, db
     step = len(CLEAN) // (len(POISONS) + 1)
     produced: list[bytes] = []
     for n, (what, poison) in enumerate(POISONS):
-        lines = [*CLEAN[n * step:(n + 1) * step], poison]  # the poison is the last record committed
+        lines = [*CLEAN[n * step:(n + 1) * step], *poison]  # the poison is the last committed
         produce(kafka_bootstrap, topic, [(b"ml-east", line) for line in lines])
         produced += lines
         if n % 2:  # killed with SIGKILL once everything is committed
@@ -103,15 +140,25 @@ def test_the_worker_carries_on_after_each_poison_record(kafka_bootstrap: str, db
     history = tmp_path / "history.ndjson"
     history.write_bytes(b"\n".join(produced) + b"\n")
     engine, result = run_file(str(history))
-    assert result.applied == len(CLEAN) + 1 and result.rejected == len(POISONS) - 1
+    assert result.applied == len(CLEAN) + 1 and result.rejected == len(REJECTED)
 
     events = rows(db, s.events)
     assert sorted(orjson.loads(r["payload"] if isinstance(r["payload"], str) else orjson.dumps(r["payload"]))["id"]
                   for r in events if r["status"] == "applied") == sorted(
-        orjson.loads(line)["id"] for line in [*CLEAN, POISONS[-1][1]])
+        orjson.loads(line)["id"] for line in [*CLEAN, *VALID])
     dead = rows(db, s.dead_letters)
-    assert [d["raw"] for d in dead] == [poison for _, poison in POISONS[:-1]]
+    assert [d["raw"] for d in dead] == REJECTED
     assert all(d["reason"] for d in dead)
+    reasons = {d["raw"]: (d["field_path"], d["reason"]) for d in dead}
+    assert [reasons[r][0] for r in POISONS[0][1]] == [
+        "object.spec.podSets[0].requests[cpu]", "object.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+        "object.spec.podSets[0].requests[cpu]", "object.spec.fairSharing.weight",
+        "object.spec.admissionFairSharing.usageHalfLifeTime"]
+    assert [reasons[r][0] for r in POISONS[1][1]] == ["object.metadata.name", "id", "type", None]
+    assert [reasons[r][0] for r in POISONS[2][1]] == ["id", "cluster", "object.metadata.name"]
+    assert reasons[POISONS[3][1][0]][0] == "id"
+    assert reasons[POISONS[4][1][0]][1] == f"event too large: {len(POISONS[4][1][0])} bytes, at most {MAX_RECORD}"
+    assert {reasons[r][0] for r in POISONS[5][1]} == {"type"}
     checked = verify(db)
     assert checked.ok, checked.summary()
     assert checked.hash == engine.hash
@@ -121,7 +168,7 @@ def test_the_worker_carries_on_after_each_poison_record(kafka_bootstrap: str, db
     engine_db = sa.create_engine(db, poolclass=sa.pool.NullPool)
     try:
         with engine_db.connect() as conn:
-            assert conn.execute(exact).scalar_one() == POISONS[-1][1].decode()
+            assert conn.execute(exact).scalar_one() == VALID[0].decode()
     finally:
         engine_db.dispose()
     assert num["status"] == "applied"

@@ -1,6 +1,7 @@
 """Hostile input in the SQL store, on SQLite and PostgreSQL: one rule for both.
 
-- a rejected record's exact bytes (NUL, invalid UTF-8, 10 MB) are kept in ``dead_letters.raw``; its
+- a rejected record's exact bytes (NUL, invalid UTF-8; of a 10 MB one the first 64 KiB, on every
+  channel) are kept in ``dead_letters.raw``; its
   id, type, reason and field path are stored NUL-free and bounded, so 1 MB and 3 kB ids never reach
   a btree index, and both databases hold identical rows;
 - a rejected record joins a cluster's ``events`` only when that cluster has state, so a flood of
@@ -24,9 +25,12 @@ from replay.runner import run_file
 from replay.sql_sink import replay_to_db
 from replay.store.archive import ArchiveBatch
 from replay.store.db import SinkError, create_db_engine, upgrade_schema
+from replay.store.sanitize import OVERSIZED_RAW_BYTES
 from replay.verify import verify
 from statemodel import sql_schema as s
 from statemodel.driver import Driver
+from statemodel.limits import MAX_EVENT_BYTES
+from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.ingest_store import IngestStats, IngestStore
 from tests.paths import EXAMPLE
 
@@ -59,6 +63,12 @@ rejection itself and is not stored; types NUL-free and cut to 253 characters; no
 
 AT = 5
 """The hostile lines follow the fifth clean line; the Tick follows the last."""
+
+
+def _kept(raw: bytes) -> bytes:
+    """What ``dead_letters.raw`` holds of a rejected record: its bytes, the first 64 KiB of one over the
+    event size limit."""
+    return raw if len(raw) <= MAX_EVENT_BYTES else raw[:OVERSIZED_RAW_BYTES]
 
 
 def _history(path: Path) -> list[bytes]:
@@ -115,11 +125,13 @@ def test_sqlite_and_postgresql_hold_identical_rows_for_hostile_input(tmp_path: P
     assert [(r[3], r[5], r[6]) for r in rejected] == [JOINED[i] for i in sorted(JOINED)]
     assert [r[1] for r in rejected] == list(range(AT, AT + len(JOINED)))
     assert all(r[8] for r in rejected)
-    # every hostile line is a dead letter with its exact bytes; the cluster is named only where it has state
+    # every hostile line is a dead letter with its exact bytes (of the one over the 4 MiB event limit, not
+    # read whole, the first 64 KiB); the cluster is named only where it has state
     assert [(r[3], r[4], r[1], r[7]) for r in dead] == [
-        (AT + 1 + i, raw, "ml-east" if i in JOINED else None,
+        (AT + 1 + i, _kept(raw), "ml-east" if i in JOINED else None,
          AT + sorted(JOINED).index(i) if i in JOINED else None) for i, raw in enumerate(HOSTILE)]
     assert all(r[5] for r in dead)
+    assert dead[8][5] == f"event too large: {len(HOSTILE[8])} bytes, at most {MAX_EVENT_BYTES}"
     # the valid event with 1e2, -0.0 and a 65-bit integer is archived as received
     assert events[-1][6] == TICK.decode() and events[-1][7] == "applied"
 
@@ -205,3 +217,25 @@ def test_a_flood_of_unknown_clusters_creates_no_cluster_state(db: str) -> None:
     assert sorted(_query(db, sa.select(d.cluster, sa.func.count()).group_by(d.cluster)),
                   key=lambda r: r[0] or "") == [
         (None, 2001), ("ml-east", 2)]
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"], indirect=True)
+def test_an_oversized_record_is_the_same_dead_letter_from_a_file_and_from_kafka(db: str, tmp_path: Path) -> None:
+    huge = HOSTILE[8]  # 10 MB, over the 4 MiB event limit
+    path = tmp_path / "huge.ndjson"
+    path.write_bytes(b"\n".join([*CLEAN[:3], huge, CLEAN[3]]) + b"\n")
+    replay_to_db(str(path), db)
+    tp = TopicPartition("huge.events", 0)
+    engine = create_db_engine(db)
+    try:
+        store = IngestStore(engine, tp.topic, "g", ArchiveBatch(), DEFAULT_MAX_RECORD_BYTES, IngestStats())
+        store.apply({tp: [ConsumerRecord(tp.topic, 0, 0, 0, 0, b"elsewhere", huge, None, 0, len(huge), ())]})
+        store.write(store.prepare({0}))
+    finally:
+        engine.dispose()
+    d = s.dead_letters.c
+    assert _query(db, sa.select(d.source, d.source_position, d.raw, d.reason, d.field_path).order_by(d.id)) == [
+        (str(path), 4, huge[:OVERSIZED_RAW_BYTES], f"event too large: {len(huge)} bytes, at most {MAX_EVENT_BYTES}",
+         None),
+        ("huge.events/0", 0, huge[:OVERSIZED_RAW_BYTES],
+         f"event too large: {len(huge)} bytes, at most {MAX_EVENT_BYTES}", None)]
