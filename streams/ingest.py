@@ -92,6 +92,9 @@ DEFAULT_MAX_BATCH = 20_000
 """Records per batch: the per-batch costs (every queue's projection rows rendered and compared, the
 transaction) are spread over more events; a batch still reaches the committer in parts as it is
 applied (``PARTS_PER_BATCH``)."""
+DLQ_KEYS = 10_000
+"""Dead-letter keys whose partition is remembered at most (a flood of distinct unknown clusters
+clears the memory rather than growing it)."""
 DEFAULT_MAX_BATCH_BYTES = 32 * 1024 * 1024
 """Bytes of record keys and values per batch (32 MiB): a batch ends at ``max_batch`` records or at
 this many bytes, whichever comes first (a single larger record is a batch of its own).  What a batch
@@ -152,6 +155,9 @@ class _Worker:
             max_partition_fetch_bytes=max(8_388_608, max_record_bytes + 1024),
             fetch_max_bytes=max(52_428_800, max_record_bytes + 1024))
         self.producer = outbox.decisions_producer(bootstrap, max_record_bytes)
+        self.dlq_partition_of: dict[bytes | None, int] = {}
+        """Dead-letter key → its partition of the dead-letter topic (the producer's default
+        partitioner, remembered: most keys are a few cluster names); cleared past ``DLQ_KEYS``."""
 
     def assigned(self, assigned: set[TopicPartition]) -> None:
         """Seek to the stored offsets (offset 0 when none; the consumer moves to the log start when that
@@ -179,8 +185,33 @@ class _Worker:
         self.carried = {tp: recs for tp, recs in self.carried.items() if tp not in partitions}
 
     async def _send_dead_letters(self, dlq: list[tuple[bytes | None, bytes | None, list]]) -> None:
-        sent = [await self.producer.send(self.topics.dlq, key=key, value=value, headers=headers)
-                for key, value, headers in dlq]
+        """Send a batch's dead letters: grouped by partition into the producer's record batches, as
+        ``send`` would place them (key hash), in their order within each partition.  One ``send``
+        per record cost more than the rejection itself (a garbage flood ran at half the clean rate)."""
+        from aiokafka.partitioner import DefaultPartitioner
+
+        topic = self.topics.dlq
+        partitions = sorted(await self.producer.partitions_for(topic))
+        partition_of = self.dlq_partition_of
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None, list]]] = {}
+        for key, value, headers in dlq:
+            partition = partition_of.get(key) if key is not None else None
+            if partition is None:
+                partition = DefaultPartitioner()(key, partitions, partitions)
+                if key is not None:
+                    if len(partition_of) >= DLQ_KEYS:
+                        partition_of.clear()
+                    partition_of[key] = partition
+            by_partition.setdefault(partition, []).append((key, value, headers))
+        sent = []
+        for partition, records in by_partition.items():
+            batch = self.producer.create_batch()
+            for key, value, headers in records:
+                if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:  # full
+                    sent.append(await self.producer.send_batch(batch, topic, partition=partition))
+                    batch = self.producer.create_batch()
+                    batch.append(timestamp=None, key=key, value=value, headers=headers)  # the first always fits
+            sent.append(await self.producer.send_batch(batch, topic, partition=partition))
         await asyncio.gather(*sent)
 
     def _check_watermarks(self) -> None:
