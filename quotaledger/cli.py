@@ -11,7 +11,7 @@ from quotaledger.commands.errors import guarded
 
 app = typer.Typer(
     name="quotaledger",
-    help="Event-sourced engine for Kueue-style hierarchical quota: replay events, inspect state.",
+    help="Event-sourced engine for hierarchical quota (Kueue, Koordinator, Volcano): replay, explain, audit, what-if.",
     add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
