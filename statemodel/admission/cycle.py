@@ -32,7 +32,7 @@ from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
 from statemodel.preemption.context import PreemptionContext
-from statemodel.preemption.preemptor import make_oracle, may_preempt, shortage
+from statemodel.preemption.preemptor import PreemptionOracle, make_oracle, may_preempt, shortage
 from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
 from statemodel.quota.protocol import PoolKey, QuotaModel, Shortfall
 from statemodel.reasons import (
@@ -210,10 +210,11 @@ class WakeIndex:
 class Candidate:
     """A ClusterQueue head nominated in one cycle, with its flavor assignment (Kueue ``entry``)."""
 
-    __slots__ = ("borrowing", "order", "name", "info", "assignment", "entry", "queue")
+    __slots__ = ("borrowing", "order", "name", "info", "assignment", "entry", "queue", "oracle")
 
     def __init__(self, name: str, info: "WorkloadInfo", assignment: Assignment, entry: ClusterQueueEntry,
-                 queue: ClusterQueueQueue) -> None:
+                 queue: ClusterQueueQueue, oracle: PreemptionOracle | None = None) -> None:
+        self.oracle = oracle
         self.borrowing = assignment.borrowing
         self.order = info.order
         self.name = name
@@ -348,7 +349,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             if spec is not None and may_preempt(spec):
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
                                      cluster.config.fair_sharing_enable, search=cluster.preemption_search)
-            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue))
+            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue, oracle))
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)
@@ -367,7 +368,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             info.preempting = False
             outcome = _NOT_TRIED
             if assignment.preempting:
-                outcome = _preempt(cluster, cand, targeted)
+                outcome = _preempt(cluster, cand, targeted, not admitted_any)
                 if outcome == _ISSUED:
                     model.charge(name, assignment.usage)  # reserved for the rest of the cycle (Kueue)
                     reserved.append((name, assignment.usage))
@@ -418,9 +419,11 @@ def _park(cluster: "ClusterState", cand: Candidate) -> None:
         cluster.ready.add(name)
 
 
-def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]) -> int:
+def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool], as_nominated: bool) -> int:
     """A head whose assignment needs preemption: find the victims against the state as it is now
     (earlier heads of this cycle included) and issue the preemptions (Kueue ``processEntry``).
+    ``as_nominated``: nothing was admitted, reserved or preempted since the heads were nominated,
+    so a search the head's oracle already ran on the same request is not run again.
 
     Returns ``_ISSUED`` when preemptions were issued (or are in flight): the head waits with
     ``WaitingForPreemptedWorkloads`` — with ``releaseOn: Decision`` it is tried first in the next
@@ -434,7 +437,8 @@ def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]
     assert spec is not None, "only active ClusterQueues nominate"
     ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, info, name, spec.preemption,
                             assignment.preempt_frs, assignment.usage)
-    targets = cluster.preemption_search(ctx)
+    known = cand.oracle.targets_for(ctx.frs, ctx.usage) if as_nominated and cand.oracle is not None else None
+    targets = known if known is not None else cluster.preemption_search(ctx)
     if not targets:
         return _NO_TARGETS
     for t in targets:
