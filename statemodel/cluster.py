@@ -358,6 +358,7 @@ class ClusterState:
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
+        self.candidate_index.tree_changed()
         self.scope_gate.clear(self.ready)
         self.wake_index.clear()
         for name in self.waiting:

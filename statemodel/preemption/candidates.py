@@ -173,15 +173,20 @@ class Source:
 
 
 def _collect_in_subtree(ctx: PreemptionContext, cohort: str, subtree_root: str, skip: str | None, advantage: bool,
-                        out: list[Source]) -> None:
+                        out: list[Source], later: list[tuple[str, str]] | None) -> None:
     """Kueue ``collectCandidatesInSubtree``: the ClusterQueues under ``cohort`` outside the child
     subtree ``skip`` whose workloads are candidates, descending only into nodes above their quota
     for a needed flavor-resource (the model's ``over_quota_children``, so the cost follows the nodes
-    that borrow, not the size of the tree)."""
+    that borrow, not the size of the tree).  With ``later`` given, child Cohorts are not descended
+    into but appended there as ``(cohort, subtree_root)``, for ``_Merge`` to open when their turn
+    comes."""
     for kind, name in ctx.model.over_quota_children(cohort, ctx.frs):
         if kind == COHORT:
             if name != skip:
-                _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out)
+                if later is not None:
+                    later.append((name, subtree_root))
+                else:
+                    _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out, None)
         elif name != ctx.cluster_queue:
             out.append(Source(name, subtree_root, advantage))
 
@@ -227,44 +232,81 @@ class _Merge:
 
     ``evicting``: the evicting candidates, all at hand (sorted; they are few).  The others come from
     a heap holding, per source, the key of its next unread workload (its ClusterQueue's
-    ``OrderedQueue.rest`` read from the front, the scan stopped at ``_priority_bound``); only the
-    heap's top is classified (``top``), so a source whose first workload is never reached costs one
-    heap entry and no classification.
+    ``OrderedQueue.rest`` read from the front, the scan stopped at ``_priority_bound``), and per
+    Cohort not opened yet (``cohorts``: ``(cohort, lca)``) the smallest key below it
+    (``CandidateIndex.subtree_min``, a lower bound): a Cohort is opened (its ClusterQueues above
+    quota become sources, its child Cohorts above quota heap entries) when its bound reaches the top,
+    so subtrees whose workloads all sort after the victims found are never read.  Only the heap's
+    top source is classified (``top``).  Every source of a group has the same ``advantage``.
     """
 
     def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
-                 without_borrowing: bool) -> None:
+                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
         self.ctx = ctx
+        self.index = index
+        self.advantage = advantage
         self.without_borrowing = without_borrowing
-        self.sources = sources
+        self.sources: list[Source] = []
         self.lists: list[OrderedQueue] = []
         self.bounds: list[int | None] = []
         self.pos: list[int] = []
-        heap: list[tuple[QueueKey, int]] = []
-        evicting: list[tuple[QueueKey, Candidate]] = []
-        own_bound = _priority_bound(ctx, True, False, without_borrowing)
-        advantage_bound = _priority_bound(ctx, False, True, without_borrowing)
-        plain_bound = _priority_bound(ctx, False, False, without_borrowing)
-        admitted = ctx.admitted
-        for i, source in enumerate(sources):
-            cq = source.cluster_queue
-            ordered = index.ordered(admitted, cq)
-            bound = own_bound if cq == ctx.cluster_queue else advantage_bound if source.advantage else plain_bound
-            self.lists.append(ordered)
-            self.bounds.append(bound)
-            self.pos.append(0)
-            if ordered.rest and (bound is None or ordered.keys[0][0] < bound):
-                heap.append((ordered.keys[0], i))
-            for info in ordered.evicting:
-                cand = self._candidate(info, source)
-                if cand is not None:
-                    evicting.append((queue_key(info), cand))
-        heapq.heapify(heap)
-        self.heap = heap
-        evicting.sort(key=lambda kc: kc[0])
-        self.evicting = [cand for _, cand in evicting]
+        self.cohorts: list[tuple[str, str]] = []
+        self.heap: list[tuple[QueueKey, int, int]] = []
+        self.evicting_keyed: list[tuple[QueueKey, Candidate]] = []
+        self.own_bound = _priority_bound(ctx, True, False, without_borrowing)
+        self.other_bound = _priority_bound(ctx, False, advantage, without_borrowing)
+        for source in sources:
+            self._add_source(source)
+        for cohort, lca in cohorts:
+            self._add_cohort(cohort, lca)
+        heapq.heapify(self.heap)
+        self.evicting_keyed.sort(key=lambda kc: kc[0])
+        self.evicting = [cand for _, cand in self.evicting_keyed]
         self.top: Candidate | None = None
         self._settle()
+
+    def _add_source(self, source: Source) -> None:
+        """A ClusterQueue joins: its evicting candidates are collected, its first workload's key goes
+        on the heap (not yet ordered: callers heapify or push)."""
+        ordered = self.index.ordered(self.ctx.admitted, source.cluster_queue)
+        bound = self.own_bound if source.cluster_queue == self.ctx.cluster_queue else self.other_bound
+        i = len(self.sources)
+        self.sources.append(source)
+        self.lists.append(ordered)
+        self.bounds.append(bound)
+        self.pos.append(0)
+        if ordered.rest and (bound is None or ordered.keys[0][0] < bound):
+            self.heap.append((ordered.keys[0], 1, i))
+        for info in ordered.evicting:
+            cand = self._candidate(info, source)
+            if cand is not None:
+                self.evicting_keyed.append((queue_key(info), cand))
+
+    def _add_cohort(self, cohort: str, lca: str) -> None:
+        """A Cohort joins unopened, on the heap at the smallest key below it (callers heapify or push)."""
+        low = self.index.subtree_min(self.ctx.admitted, self.ctx.hierarchy, cohort)
+        bound = self.other_bound
+        if low and (bound is None or low[0][0] < bound):
+            self.heap.append((low[0], 0, len(self.cohorts)))
+        self.cohorts.append((cohort, lca))
+
+    def _open(self, i: int) -> None:
+        """Replace the heap's top, unopened Cohort ``i``, by what is above quota below it."""
+        heap = self.heap
+        heapq.heappop(heap)
+        cohort, lca = self.cohorts[i]
+        sources: list[Source] = []
+        later: list[tuple[str, str]] = []
+        _collect_in_subtree(self.ctx, cohort, lca, None, self.advantage, sources, later)
+        start = len(heap)
+        for source in sources:
+            self._add_source(source)
+        for child, child_lca in later:
+            self._add_cohort(child, child_lca)
+        added = heap[start:]
+        del heap[start:]
+        for entry in added:
+            heapq.heappush(heap, entry)
 
     def _candidate(self, info: "WorkloadInfo", source: Source) -> Candidate | None:
         """``info`` of ``source`` as a candidate, ``None`` when it is none."""
@@ -279,15 +321,19 @@ class _Merge:
         self.pos[i] = pos
         ordered, bound = self.lists[i], self.bounds[i]
         if pos < len(ordered.rest) and (bound is None or ordered.keys[pos][0] < bound):
-            heapq.heapreplace(self.heap, (ordered.keys[pos], i))
+            heapq.heapreplace(self.heap, (ordered.keys[pos], 1, i))
         else:
             heapq.heappop(self.heap)
 
     def _settle(self) -> None:
-        """Classify the heap's top until it is a candidate (``top``) or the heap is empty."""
+        """Open Cohorts and classify the heap's top until it is a candidate (``top``) or the heap is
+        empty."""
         heap = self.heap
         while heap:
-            i = heap[0][1]
+            _, kind, i = heap[0]
+            if kind == 0:
+                self._open(i)
+                continue
             cand = self._candidate(self.lists[i].rest[self.pos[i]], self.sources[i])
             if cand is not None:
                 self.top = cand
@@ -303,7 +349,7 @@ class _Merge:
         """The next non-evicting candidate (the group must not be empty)."""
         cand = self.top
         assert cand is not None
-        self._step(self.heap[0][1])
+        self._step(self.heap[0][2])
         self._settle()
         return cand
 
@@ -316,8 +362,8 @@ class _Group:
     __slots__ = ("evicting", "rest", "merge")
 
     def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
-                 without_borrowing: bool) -> None:
-        merge = _Merge(ctx, index, sources, without_borrowing)
+                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
+        merge = _Merge(ctx, index, sources, cohorts, advantage, without_borrowing)
         evicting = merge.evicting
         rest: list[Candidate] = []
         if ctx.local_queue_usage is not None:
@@ -376,31 +422,46 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     """Kueue ``NewCandidateIterator``: the candidates in search order (module docstring), leaving
     out those only an attempt without borrowing could use when no such attempt can succeed
     (:func:`can_fit_without_borrowing`; the search's result is the same).  ``ctx.index`` holds each
-    ClusterQueue's admitted workloads in candidate order.  Cost: the preemptor's own candidates,
-    the Cohorts and ClusterQueues above their quota in the subtrees visited, and per candidate
-    actually read O(log sources); a ClusterQueue's workloads past the last one that can be a
-    candidate (``_priority_bound``) are not read."""
+    ClusterQueue's admitted workloads in candidate order.
+
+    Cohorts above the preemptor's parent are opened lazily (``_Merge``) unless some workload is
+    evicting (those go first, so every subtree is read at once).  A Cohort opened while the search
+    has simulated releases sees fewer nodes above quota than at the start; the ClusterQueues it
+    misses are then within quota, or below a Cohort within quota, so ``is_valid`` rejects all their
+    workloads for the rest of that attempt (usage only falls during an attempt).  So the valid
+    candidates an attempt reads are the same as with every subtree read at the start, provided each
+    attempt starts from a fresh list on the unsimulated state (``classical.find_targets`` does).
+
+    Cost: the preemptor's own candidates, the Cohorts and ClusterQueues above their quota in the
+    subtrees opened, and per candidate actually read O(log sources); a ClusterQueue's workloads past
+    the last one that can be a candidate (``_priority_bound``) are not read."""
     index = ctx.index
+    index.refresh(ctx.admitted, ctx.hierarchy)
     own = [Source(ctx.cluster_queue, None, False)] if ctx.preemption.within_cluster_queue != NEVER else []
-    same = _Group(ctx, index, own, True)
+    same = _Group(ctx, index, own, [], False, True)
     same_list = list(same.evicting) + list(same.rest)
     while not same.merge.empty():
         same_list.append(same.merge.pop())
     same.rest = same_list[len(same.evicting):]
     hier: list[Source] = []
     prio: list[Source] = []
+    hier_later: list[tuple[str, str]] = []
+    prio_later: list[tuple[str, str]] = []
+    lazy = not index.evicting_queues
     without_borrowing = True
     path = ctx.model.path(ctx.cluster_queue)
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
         without_borrowing = can_fit_without_borrowing(ctx, same_list)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
         previous: str | None = None
-        for _, cohort in path[1:]:
-            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio)
+        for i, (_, cohort) in enumerate(path[1:]):
+            later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
+            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
             previous = cohort
-    groups = [_Group(ctx, index, hier, without_borrowing), _Group(ctx, index, prio, without_borrowing), same]
+    groups = [_Group(ctx, index, hier, hier_later, True, without_borrowing),
+              _Group(ctx, index, prio, prio_later, False, without_borrowing), same]
     return CandidateList(groups, same_list)
 
 

@@ -109,6 +109,8 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
     for borrow in attempts:
         if not borrow and not can_fit_without_borrowing(ctx, same_queue):
             continue
+        if borrow != attempts[0]:
+            cands = collect(ctx)  # a fresh list on the unsimulated state (candidates.collect)
         removed: list[tuple[Candidate, Callable[[], None]]] = []
         i = 0
         while True:
