@@ -34,7 +34,7 @@ from statemodel.objects import FlavorResource
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import PreemptionOracle, make_oracle, may_preempt, shortage
 from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
-from statemodel.quota.protocol import PoolKey, QuotaModel, Shortfall
+from statemodel.quota.protocol import CLUSTER_QUEUE, PoolKey, QuotaModel, Shortfall
 from statemodel.reasons import (
     NO_LONGER_FITS, OVERLAPPING_TARGETS, PENDING, WAITING_FOR_PREEMPTED_WORKLOADS, WAITING_FOR_QUOTA,
 )
@@ -61,6 +61,15 @@ class Waiter:
         self.needs = needs
 
 
+def _met(model: QuotaModel, waiter: Waiter) -> bool:
+    """Whether every need of a parked option is met now (read only: an unmet option stays parked
+    where it is)."""
+    for fr, val in waiter.needs:
+        if model.available(waiter.cluster_queue, fr) < val:
+            return False
+    return True
+
+
 class WakeIndex:
     """Who waits for how much quota, so that a release wakes only workloads it could help.
 
@@ -76,6 +85,14 @@ class WakeIndex:
       (priority, creation time, ClusterQueue name, uid).  When usage in the pool is released,
       ``affordable`` wakes the best-ordered waiters whose ``val`` fits in what the pool has free,
       charging each against that free capacity, so a release of 1 cpu wakes one 1-cpu workload.
+      Kueue's cycle puts heads that fit within their ClusterQueue's nominal quota (borrowing height
+      0) before those that borrow, whatever their priority, so before that walk ``affordable``
+      wakes, per ClusterQueue with room under its nominal quota (``own_room``: one whose usage fell,
+      or whose waiter parked within its room), the waiters that fit in that room, best order first,
+      charged against the same free capacity — a higher-priority waiter that would borrow does not
+      take the quota a non-borrowing one is owed.  (Heights above 0 are still woken in priority
+      order: a woken waiter whose quota is then taken by a lower-height head waits for the next
+      release.)
     * **otherwise** — it can only fit after its ``available`` grows by the deficit, and
       ``available`` grows by at most what is released in its pool, so it waits on a running total
       of released quota per (pool, fr) reaching ``total_at_park + deficit``.
@@ -92,6 +109,11 @@ class WakeIndex:
         self.dirty: set[WaitKey] = set()
         self.woken: dict[str, WaitKey] = {}
         self.seq = 0
+        # views of ``buckets`` for ``_within_nominal`` (rebuilt from it on restore, ``rebuild_views``):
+        # an entry of ``by_queue`` counts while its seq is in ``parked`` (still in a bucket)
+        self.by_queue: dict[tuple[WaitKey, str], list[tuple[int, int, str, int, int, Waiter]]] = {}
+        self.parked: set[int] = set()
+        self.own_room: dict[WaitKey, set[str]] = {}
 
     def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
         """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
@@ -114,8 +136,43 @@ class WakeIndex:
             order = waiter.info.order
             heapq.heappush(buckets.setdefault(val, []),
                            (order[0], order[1], waiter.cluster_queue, order[2], self.seq, waiter))
+            self._view(key, waiter, self.seq, val)
+            nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, waiter.cluster_queue, fr)
+            if nominal - usage >= val:
+                self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
         else:
             heapq.heappush(self.heaps.setdefault(key, []), (self.released.get(key, 0) + val - free, self.seq, waiter))
+
+    def _view(self, key: WaitKey, waiter: Waiter, seq: int, val: int) -> None:
+        """Add bucket entry ``seq`` (``val`` needed) to ``by_queue``."""
+        order = waiter.info.order
+        mine = self.by_queue.get((key, waiter.cluster_queue))
+        if mine is None:
+            mine = self.by_queue[(key, waiter.cluster_queue)] = []
+        elif len(mine) >= 32 and len(mine) & (len(mine) - 1) == 0:  # drop dead entries now and then
+            mine[:] = [e for e in mine if self._live(e)]
+            heapq.heapify(mine)
+        heapq.heappush(mine, (order[0], order[1], order[2], seq, val, waiter))
+        self.parked.add(seq)
+
+    def _live(self, entry: tuple[int, int, str, int, int, Waiter]) -> bool:
+        """Whether a ``by_queue`` entry is still parked in its bucket and current."""
+        waiter = entry[5]
+        return entry[3] in self.parked and waiter.park == waiter.info.park
+
+    def rebuild_views(self) -> None:
+        """Derive ``by_queue``, ``parked`` and ``own_room`` from ``buckets`` (after a restore).
+        ``own_room`` gets every ClusterQueue with a waiter: a superset of the ClusterQueues with a
+        waiter fitting its room, which is all ``_within_nominal`` acts on, so the wakes are the same."""
+        self.by_queue.clear()
+        self.parked.clear()
+        self.own_room.clear()
+        for key, vals in self.buckets.items():
+            for val, heap in vals.items():
+                for entry in heap:
+                    waiter = entry[5]
+                    self._view(key, waiter, entry[4], val)
+                    self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
 
     def _all_met(self, model: QuotaModel, waiter: Waiter) -> bool:
         """Whether every need of a parked option is met now; if not, re-park it on the first unmet one
@@ -147,6 +204,8 @@ class WakeIndex:
             key = (pool, fr)
             if key in self.buckets:
                 self.dirty.add(key)
+                if (key, cq_name) in self.by_queue:
+                    self.own_room.setdefault(key, set()).add(cq_name)
             heap = self.heaps.get(key)
             if not heap:
                 continue
@@ -172,18 +231,21 @@ class WakeIndex:
             if buckets is None:
                 continue
             budget = model.pool_free(key[0], key[1])
+            budget = self._within_nominal(model, key, budget, woken)
             while budget > 0:
                 best = None
                 for val, heap in buckets.items():
                     if val > budget:
                         continue
                     while heap and heap[0][5].park != heap[0][5].info.park:
-                        heapq.heappop(heap)
+                        self.parked.discard(heapq.heappop(heap)[4])
                     if heap and (best is None or heap[0] < buckets[best][0]):
                         best = val
                 if best is None:
                     break
-                waiter = heapq.heappop(buckets[best])[5]
+                popped = heapq.heappop(buckets[best])
+                self.parked.discard(popped[4])
+                waiter = popped[5]
                 if not self._all_met(model, waiter):
                     continue
                 info = waiter.info
@@ -198,6 +260,48 @@ class WakeIndex:
         self.dirty.clear()
         return woken
 
+    def _within_nominal(self, model: QuotaModel, key: WaitKey, budget: int, woken: list["WorkloadInfo"]) -> int:
+        """Wake the at-pool-free waiters of ``key`` that fit within their ClusterQueue's room under its
+        nominal quota (``nominal - usage``), per ClusterQueue of ``own_room`` in name order and best
+        order within it, while ``budget`` (the pool's free quota) covers them; returns what is left
+        of the budget.  A ClusterQueue leaves ``own_room`` once no live waiter of its fits its room
+        (its room then grows only by a release at it, which puts it back, or a configuration change,
+        which wakes everyone)."""
+        rooms = self.own_room.get(key)
+        if not rooms:
+            return budget
+        for cq in sorted(rooms):
+            heap = self.by_queue.get((key, cq))
+            live = [e for e in heap if self._live(e)] if heap is not None else []
+            if not live:
+                self.by_queue.pop((key, cq), None)
+                rooms.discard(cq)
+                continue
+            nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, cq, key[1])
+            room = nominal - usage
+            waiting = False
+            for entry in sorted(live):
+                val, waiter = entry[4], entry[5]
+                if val > room:
+                    continue
+                if val > budget or not _met(model, waiter):
+                    waiting = True  # it fits the room: the ClusterQueue stays in own_room
+                    continue
+                info = waiter.info
+                woken.append(info)
+                self.woken[info.key] = key
+                info.park += 1
+                budget -= val
+                room -= val
+            live = [e for e in live if self._live(e)]
+            heapq.heapify(live)
+            self.by_queue[(key, cq)] = live
+            if not waiting:
+                rooms.discard(cq)
+        if not rooms:
+            del self.own_room[key]
+        return budget
+
     def clear(self) -> None:
         """Forget every waiter (after everyone was woken by a configuration change)."""
         self.released.clear()
@@ -205,6 +309,9 @@ class WakeIndex:
         self.buckets.clear()
         self.dirty.clear()
         self.woken.clear()
+        self.by_queue.clear()
+        self.parked.clear()
+        self.own_room.clear()
 
 
 class Candidate:
