@@ -224,7 +224,7 @@ class WakeIndex:
         quota covers them; clears the release marks."""
         if not self.dirty:
             return []
-        woken = []
+        woken: list["WorkloadInfo"] = []
         self.woken.clear()
         for key in sorted(self.dirty):
             buckets = self.buckets.get(key)
