@@ -272,13 +272,16 @@ class WakeIndex:
             return budget
         for cq in sorted(rooms):
             heap = self.by_queue.get((key, cq))
-            live = [e for e in heap if self._live(e)] if heap is not None else []
-            if not live:
-                self.by_queue.pop((key, cq), None)
-                rooms.discard(cq)
-                continue
             nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, cq, key[1])
             room = nominal - usage
+            if heap is None or room <= 0:  # a waiter always needs a positive amount
+                rooms.discard(cq)
+                continue
+            live = [e for e in heap if self._live(e)]
+            if not live:
+                del self.by_queue[(key, cq)]
+                rooms.discard(cq)
+                continue
             waiting = False
             for entry in sorted(live):
                 val, waiter = entry[4], entry[5]
