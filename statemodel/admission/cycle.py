@@ -111,7 +111,7 @@ class WakeIndex:
         self.seq = 0
         # views of ``buckets`` for ``_within_nominal`` (rebuilt from it on restore, ``rebuild_views``):
         # an entry of ``by_queue`` counts while its seq is in ``parked`` (still in a bucket)
-        self.by_queue: dict[tuple[WaitKey, str], list[tuple[int, int, str, int, int, Waiter]]] = {}
+        self.by_queue: dict[tuple[WaitKey, str], dict[int, list[tuple[int, int, str, int, Waiter]]]] = {}
         self.parked: set[int] = set()
         self.own_room: dict[WaitKey, set[str]] = {}
 
@@ -146,18 +146,21 @@ class WakeIndex:
     def _view(self, key: WaitKey, waiter: Waiter, seq: int, val: int) -> None:
         """Add bucket entry ``seq`` (``val`` needed) to ``by_queue``."""
         order = waiter.info.order
-        mine = self.by_queue.get((key, waiter.cluster_queue))
+        vals = self.by_queue.get((key, waiter.cluster_queue))
+        if vals is None:
+            vals = self.by_queue[(key, waiter.cluster_queue)] = {}
+        mine = vals.get(val)
         if mine is None:
-            mine = self.by_queue[(key, waiter.cluster_queue)] = []
+            mine = vals[val] = []
         elif len(mine) >= 32 and len(mine) & (len(mine) - 1) == 0:  # drop dead entries now and then
             mine[:] = [e for e in mine if self._live(e)]
             heapq.heapify(mine)
-        heapq.heappush(mine, (order[0], order[1], order[2], seq, val, waiter))
+        heapq.heappush(mine, (order[0], order[1], order[2], seq, waiter))
         self.parked.add(seq)
 
-    def _live(self, entry: tuple[int, int, str, int, int, Waiter]) -> bool:
+    def _live(self, entry: tuple[int, int, str, int, Waiter]) -> bool:
         """Whether a ``by_queue`` entry is still parked in its bucket and current."""
-        waiter = entry[5]
+        waiter = entry[4]
         return entry[3] in self.parked and waiter.park == waiter.info.park
 
     def rebuild_views(self) -> None:
@@ -271,34 +274,43 @@ class WakeIndex:
         if not rooms:
             return budget
         for cq in sorted(rooms):
-            heap = self.by_queue.get((key, cq))
+            vals = self.by_queue.get((key, cq))
             nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, cq, key[1])
             room = nominal - usage
-            if heap is None or room <= 0:  # a waiter always needs a positive amount
-                rooms.discard(cq)
-                continue
-            live = [e for e in heap if self._live(e)]
-            if not live:
-                del self.by_queue[(key, cq)]
+            if vals is None or room <= 0:  # a waiter always needs a positive amount
                 rooms.discard(cq)
                 continue
             waiting = False
-            for entry in sorted(live):
-                val, waiter = entry[4], entry[5]
-                if val > room:
-                    continue
-                if val > budget or not _met(model, waiter):
+            held: list[tuple[int, tuple[int, int, str, int, Waiter]]] = []
+            while True:  # best order first among the waiters whose val fits the room
+                best = -1
+                for val, heap in vals.items():
+                    if val > room:
+                        continue
+                    while heap and not self._live(heap[0]):
+                        heapq.heappop(heap)
+                    if heap and (best < 0 or heap[0] < vals[best][0]):
+                        best = val
+                if best < 0:
+                    break
+                entry = heapq.heappop(vals[best])
+                waiter = entry[4]
+                if best > budget or not _met(model, waiter):
                     waiting = True  # it fits the room: the ClusterQueue stays in own_room
+                    held.append((best, entry))
                     continue
                 info = waiter.info
                 woken.append(info)
                 self.woken[info.key] = key
                 info.park += 1
-                budget -= val
-                room -= val
-            live = [e for e in live if self._live(e)]
-            heapq.heapify(live)
-            self.by_queue[(key, cq)] = live
+                budget -= best
+                room -= best
+            for val, entry in held:
+                heapq.heappush(vals[val], entry)
+            for val in [v for v, heap in vals.items() if not heap]:
+                del vals[val]
+            if not vals:
+                del self.by_queue[(key, cq)]
             if not waiting:
                 rooms.discard(cq)
         if not rooms:
