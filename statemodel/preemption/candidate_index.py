@@ -62,6 +62,7 @@ class CandidateIndex:
         self._queues: dict[str, OrderedQueue] = {}
         self._mins: dict[str, list[QueueKey]] = {}
         self._changed: set[str] = set()
+        self._new = True  # nothing seen yet: the first refresh reads every ClusterQueue
         self.evicting_queues: set[str] = set()
 
     def touch(self, cluster_queue: str) -> None:
@@ -76,7 +77,11 @@ class CandidateIndex:
 
     def refresh(self, admitted: "dict[str, dict[str, WorkloadInfo]]", hierarchy: "Hierarchy") -> None:
         """Bring the Cohort bounds and ``evicting_queues`` (the ClusterQueues holding an evicting
-        workload) up to date with the ClusterQueues touched since the last call."""
+        workload) up to date with the ClusterQueues touched since the last call (every ClusterQueue
+        of ``admitted`` on the first call: an index made for a restored state was never touched)."""
+        if self._new:
+            self._new = False
+            self._changed.update(admitted)
         if not self._changed:
             return
         cohorts = hierarchy.cohorts
