@@ -453,10 +453,15 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
         without_borrowing = can_fit_without_borrowing(ctx, same_list)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
+        # the smallest key of the whole tree: when its priority is at or above a group's bound, no
+        # ClusterQueue of the tree has a candidate for that group (evicting ones aside: lazy only)
+        floor = index.subtree_min(ctx.admitted, ctx.hierarchy, path[-1][1]) if lazy else []
         previous: str | None = None
         for i, (_, cohort) in enumerate(path[1:]):
             later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
-            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
+            bound = _priority_bound(ctx, False, advantage, without_borrowing)
+            if not lazy or (floor and (bound is None or floor[0][0] < bound)):
+                _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
             previous = cohort
