@@ -271,7 +271,7 @@ class WakeIndex:
         (its room then grows only by a release at it, which puts it back, or a configuration change,
         which wakes everyone)."""
         rooms = self.own_room.get(key)
-        if not rooms:
+        if not rooms or budget <= 0:  # nothing to hand out: every ClusterQueue keeps its place
             return budget
         for cq in sorted(rooms):
             vals = self.by_queue.get((key, cq))
