@@ -44,6 +44,7 @@ from statemodel.objects import (
 )
 from statemodel.placement.nodes import NodeLedger
 from statemodel.preemption import fair_sharing
+from statemodel.preemption.candidate_index import CandidateIndex
 from statemodel.preemption.classical import Target, find_targets
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import preemption_message
@@ -103,6 +104,7 @@ class ClusterState:
         self.waiting: set[str] = set()
         self.by_local_queue: dict[str, dict[str, WorkloadInfo]] = {}
         self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
+        self.candidate_index = CandidateIndex()
         self.wake_index = WakeIndex()
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
@@ -360,6 +362,7 @@ class ClusterState:
     def _configuration_changed(self) -> None:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
+        self.candidate_index.tree_changed()
         self.scope_gate.clear(self.ready)
         self.wake_index.clear()
         for name in self.waiting:
@@ -471,6 +474,8 @@ class ClusterState:
             self._track(info, False)
             if info.status != ADMITTED:
                 self._dequeue(info)
+            elif info.cluster_queue is not None:
+                self.candidate_index.touch(info.cluster_queue)  # its priority may change
             info.set_object(obj)
         self._track(info, True)
         if obj.admission is not None:
@@ -496,6 +501,7 @@ class ClusterState:
         info.reason, info.message = None, ""
         info.preempted_by = info.preemption_reason = None  # Kueue resets Preempted on a new reservation
         self.admitted.setdefault(cq_name, {})[info.key] = info
+        self.candidate_index.touch(cq_name)
         self.afs.charged(info.local_queue, info.key, flatten(charge), self.clock_ms,
                          penalize=self._penalized(cq_name))
         if entry is not None:
@@ -516,6 +522,7 @@ class ClusterState:
             return
         self.afs.released(info.local_queue, info.key, flatten(charge), self.clock_ms)
         self.admitted.get(cq_name, {}).pop(info.key, None)
+        self.candidate_index.touch(cq_name)
         entry = self.hierarchy.cluster_queues.get(cq_name)
         if entry is None:
             return
@@ -609,6 +616,7 @@ class ClusterState:
         ``statemodel.preemption.fair_sharing``) when fair sharing is on, else classical preemption
         (Kueue ``classicalPreemptions``).  With admission fair sharing on, candidates of a usage-based
         ClusterQueue are ordered by their LocalQueue's usage (``candidates.by_local_queue_usage``)."""
+        ctx.index = self.candidate_index
         if self.afs.params is not None:
             ctx.local_queue_usage = self.local_queue_fs_usage
         config = self.config
@@ -640,6 +648,7 @@ class ClusterState:
             message = preemption_message(self.model, preemptor, preemptor_cq, t, numbers)
             victim.preempted_by = preemptor.key
             victim.preemption_reason = t.reason
+            self.candidate_index.touch(t.cluster_queue)  # evicting now
             self._decide(PREEMPTED, victim.key, t.cluster_queue, preemptor=preemptor.key, reason=t.reason,
                          message=message, preemptor_cluster_queue=preemptor_cq)
             if release_now:

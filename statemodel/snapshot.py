@@ -329,6 +329,7 @@ def _load_wake_index(c: ClusterState, d: dict) -> None:
     wake.dirty = {wkey(t, f) for t, f in d["dirty"]}
     wake.woken = {k: wkey(t, f) for k, t, f in d["woken"]}
     wake.seq = d["seq"]
+    wake.rebuild_views()
 
 
 def _dump_fair_sharing(c: ClusterState) -> dict:

@@ -32,9 +32,9 @@ from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
 from statemodel.preemption.context import PreemptionContext
-from statemodel.preemption.preemptor import make_oracle, may_preempt, shortage
+from statemodel.preemption.preemptor import PreemptionOracle, make_oracle, may_preempt, shortage
 from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
-from statemodel.quota.protocol import PoolKey, QuotaModel, Shortfall
+from statemodel.quota.protocol import CLUSTER_QUEUE, PoolKey, QuotaModel, Shortfall
 from statemodel.reasons import (
     NO_LONGER_FITS, OVERLAPPING_TARGETS, PENDING, WAITING_FOR_PREEMPTED_WORKLOADS, WAITING_FOR_QUOTA,
 )
@@ -61,6 +61,15 @@ class Waiter:
         self.needs = needs
 
 
+def _met(model: QuotaModel, waiter: Waiter) -> bool:
+    """Whether every need of a parked option is met now (read only: an unmet option stays parked
+    where it is)."""
+    for fr, val in waiter.needs:
+        if model.available(waiter.cluster_queue, fr) < val:
+            return False
+    return True
+
+
 class WakeIndex:
     """Who waits for how much quota, so that a release wakes only workloads it could help.
 
@@ -76,6 +85,14 @@ class WakeIndex:
       (priority, creation time, ClusterQueue name, uid).  When usage in the pool is released,
       ``affordable`` wakes the best-ordered waiters whose ``val`` fits in what the pool has free,
       charging each against that free capacity, so a release of 1 cpu wakes one 1-cpu workload.
+      Kueue's cycle puts heads that fit within their ClusterQueue's nominal quota (borrowing height
+      0) before those that borrow, whatever their priority, so before that walk ``affordable``
+      wakes, per ClusterQueue with room under its nominal quota (``own_room``: one whose usage fell,
+      or whose waiter parked within its room), the waiters that fit in that room, best order first,
+      charged against the same free capacity — a higher-priority waiter that would borrow does not
+      take the quota a non-borrowing one is owed.  (Heights above 0 are still woken in priority
+      order: a woken waiter whose quota is then taken by a lower-height head waits for the next
+      release.)
     * **otherwise** — it can only fit after its ``available`` grows by the deficit, and
       ``available`` grows by at most what is released in its pool, so it waits on a running total
       of released quota per (pool, fr) reaching ``total_at_park + deficit``.
@@ -92,6 +109,11 @@ class WakeIndex:
         self.dirty: set[WaitKey] = set()
         self.woken: dict[str, WaitKey] = {}
         self.seq = 0
+        # views of ``buckets`` for ``_within_nominal`` (rebuilt from it on restore, ``rebuild_views``):
+        # an entry of ``by_queue`` counts while its seq is in ``parked`` (still in a bucket)
+        self.by_queue: dict[tuple[WaitKey, str], dict[int, list[tuple[int, int, str, int, Waiter]]]] = {}
+        self.parked: set[int] = set()
+        self.own_room: dict[WaitKey, set[str]] = {}
 
     def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
         """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
@@ -114,8 +136,46 @@ class WakeIndex:
             order = waiter.info.order
             heapq.heappush(buckets.setdefault(val, []),
                            (order[0], order[1], waiter.cluster_queue, order[2], self.seq, waiter))
+            self._view(key, waiter, self.seq, val)
+            nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, waiter.cluster_queue, fr)
+            if nominal - usage >= val:
+                self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
         else:
             heapq.heappush(self.heaps.setdefault(key, []), (self.released.get(key, 0) + val - free, self.seq, waiter))
+
+    def _view(self, key: WaitKey, waiter: Waiter, seq: int, val: int) -> None:
+        """Add bucket entry ``seq`` (``val`` needed) to ``by_queue``."""
+        order = waiter.info.order
+        vals = self.by_queue.get((key, waiter.cluster_queue))
+        if vals is None:
+            vals = self.by_queue[(key, waiter.cluster_queue)] = {}
+        mine = vals.get(val)
+        if mine is None:
+            mine = vals[val] = []
+        elif len(mine) >= 32 and len(mine) & (len(mine) - 1) == 0:  # drop dead entries now and then
+            mine[:] = [e for e in mine if self._live(e)]
+            heapq.heapify(mine)
+        heapq.heappush(mine, (order[0], order[1], order[2], seq, waiter))
+        self.parked.add(seq)
+
+    def _live(self, entry: tuple[int, int, str, int, Waiter]) -> bool:
+        """Whether a ``by_queue`` entry is still parked in its bucket and current."""
+        waiter = entry[4]
+        return entry[3] in self.parked and waiter.park == waiter.info.park
+
+    def rebuild_views(self) -> None:
+        """Derive ``by_queue``, ``parked`` and ``own_room`` from ``buckets`` (after a restore).
+        ``own_room`` gets every ClusterQueue with a waiter: a superset of the ClusterQueues with a
+        waiter fitting its room, which is all ``_within_nominal`` acts on, so the wakes are the same."""
+        self.by_queue.clear()
+        self.parked.clear()
+        self.own_room.clear()
+        for key, vals in self.buckets.items():
+            for val, heap in vals.items():
+                for entry in heap:
+                    waiter = entry[5]
+                    self._view(key, waiter, entry[4], val)
+                    self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
 
     def _all_met(self, model: QuotaModel, waiter: Waiter) -> bool:
         """Whether every need of a parked option is met now; if not, re-park it on the first unmet one
@@ -147,6 +207,8 @@ class WakeIndex:
             key = (pool, fr)
             if key in self.buckets:
                 self.dirty.add(key)
+                if (key, cq_name) in self.by_queue:
+                    self.own_room.setdefault(key, set()).add(cq_name)
             heap = self.heaps.get(key)
             if not heap:
                 continue
@@ -165,25 +227,28 @@ class WakeIndex:
         quota covers them; clears the release marks."""
         if not self.dirty:
             return []
-        woken = []
+        woken: list["WorkloadInfo"] = []
         self.woken.clear()
         for key in sorted(self.dirty):
             buckets = self.buckets.get(key)
             if buckets is None:
                 continue
             budget = model.pool_free(key[0], key[1])
+            budget = self._within_nominal(model, key, budget, woken)
             while budget > 0:
                 best = None
                 for val, heap in buckets.items():
                     if val > budget:
                         continue
                     while heap and heap[0][5].park != heap[0][5].info.park:
-                        heapq.heappop(heap)
+                        self.parked.discard(heapq.heappop(heap)[4])
                     if heap and (best is None or heap[0] < buckets[best][0]):
                         best = val
                 if best is None:
                     break
-                waiter = heapq.heappop(buckets[best])[5]
+                popped = heapq.heappop(buckets[best])
+                self.parked.discard(popped[4])
+                waiter = popped[5]
                 if not self._all_met(model, waiter):
                     continue
                 info = waiter.info
@@ -198,6 +263,60 @@ class WakeIndex:
         self.dirty.clear()
         return woken
 
+    def _within_nominal(self, model: QuotaModel, key: WaitKey, budget: int, woken: list["WorkloadInfo"]) -> int:
+        """Wake the at-pool-free waiters of ``key`` that fit within their ClusterQueue's room under its
+        nominal quota (``nominal - usage``), per ClusterQueue of ``own_room`` in name order and best
+        order within it, while ``budget`` (the pool's free quota) covers them; returns what is left
+        of the budget.  A ClusterQueue leaves ``own_room`` once no live waiter of its fits its room
+        (its room then grows only by a release at it, which puts it back, or a configuration change,
+        which wakes everyone)."""
+        rooms = self.own_room.get(key)
+        if not rooms or budget <= 0:  # nothing to hand out: every ClusterQueue keeps its place
+            return budget
+        for cq in sorted(rooms):
+            vals = self.by_queue.get((key, cq))
+            nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, cq, key[1])
+            room = nominal - usage
+            if vals is None or room <= 0:  # a waiter always needs a positive amount
+                rooms.discard(cq)
+                continue
+            waiting = False
+            held: list[tuple[int, tuple[int, int, str, int, Waiter]]] = []
+            while True:  # best order first among the waiters whose val fits the room
+                best = -1
+                for val, heap in vals.items():
+                    if val > room:
+                        continue
+                    while heap and not self._live(heap[0]):
+                        heapq.heappop(heap)
+                    if heap and (best < 0 or heap[0] < vals[best][0]):
+                        best = val
+                if best < 0:
+                    break
+                entry = heapq.heappop(vals[best])
+                waiter = entry[4]
+                if best > budget or not _met(model, waiter):
+                    waiting = True  # it fits the room: the ClusterQueue stays in own_room
+                    held.append((best, entry))
+                    continue
+                info = waiter.info
+                woken.append(info)
+                self.woken[info.key] = key
+                info.park += 1
+                budget -= best
+                room -= best
+            for val, entry in held:
+                heapq.heappush(vals[val], entry)
+            for val in [v for v, heap in vals.items() if not heap]:
+                del vals[val]
+            if not vals:
+                del self.by_queue[(key, cq)]
+            if not waiting:
+                rooms.discard(cq)
+        if not rooms:
+            del self.own_room[key]
+        return budget
+
     def clear(self) -> None:
         """Forget every waiter (after everyone was woken by a configuration change)."""
         self.released.clear()
@@ -205,15 +324,19 @@ class WakeIndex:
         self.buckets.clear()
         self.dirty.clear()
         self.woken.clear()
+        self.by_queue.clear()
+        self.parked.clear()
+        self.own_room.clear()
 
 
 class Candidate:
     """A ClusterQueue head nominated in one cycle, with its flavor assignment (Kueue ``entry``)."""
 
-    __slots__ = ("borrowing", "order", "name", "info", "assignment", "entry", "queue")
+    __slots__ = ("borrowing", "order", "name", "info", "assignment", "entry", "queue", "oracle")
 
     def __init__(self, name: str, info: "WorkloadInfo", assignment: Assignment, entry: ClusterQueueEntry,
-                 queue: ClusterQueueQueue) -> None:
+                 queue: ClusterQueueQueue, oracle: PreemptionOracle | None = None) -> None:
+        self.oracle = oracle
         self.borrowing = assignment.borrowing
         self.order = info.order
         self.name = name
@@ -348,7 +471,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             if spec is not None and may_preempt(spec):
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
                                      cluster.config.fair_sharing_enable, search=cluster.preemption_search)
-            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue))
+            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue, oracle))
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)
@@ -367,7 +490,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             info.preempting = False
             outcome = _NOT_TRIED
             if assignment.preempting:
-                outcome = _preempt(cluster, cand, targeted)
+                outcome = _preempt(cluster, cand, targeted, not admitted_any)
                 if outcome == _ISSUED:
                     model.charge(name, assignment.usage)  # reserved for the rest of the cycle (Kueue)
                     reserved.append((name, assignment.usage))
@@ -418,9 +541,11 @@ def _park(cluster: "ClusterState", cand: Candidate) -> None:
         cluster.ready.add(name)
 
 
-def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]) -> int:
+def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool], as_nominated: bool) -> int:
     """A head whose assignment needs preemption: find the victims against the state as it is now
     (earlier heads of this cycle included) and issue the preemptions (Kueue ``processEntry``).
+    ``as_nominated``: nothing was admitted, reserved or preempted since the heads were nominated,
+    so a search the head's oracle already ran on the same request is not run again.
 
     Returns ``_ISSUED`` when preemptions were issued (or are in flight): the head waits with
     ``WaitingForPreemptedWorkloads`` — with ``releaseOn: Decision`` it is tried first in the next
@@ -434,7 +559,8 @@ def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]
     assert spec is not None, "only active ClusterQueues nominate"
     ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, info, name, spec.preemption,
                             assignment.preempt_frs, assignment.usage)
-    targets = cluster.preemption_search(ctx)
+    known = cand.oracle.targets_for(ctx.frs, ctx.usage) if as_nominated and cand.oracle is not None else None
+    targets = known if known is not None else cluster.preemption_search(ctx)
     if not targets:
         return _NO_TARGETS
     for t in targets:

@@ -23,9 +23,11 @@ its quota is not descended into.
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING, Final
 
 from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, PreemptionPolicy
+from statemodel.preemption.candidate_index import CandidateIndex, OrderedQueue, QueueKey, queue_key
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import quantities_fit_in_quota, within_nominal
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
@@ -73,23 +75,6 @@ class Candidate:
         self.lca = lca
         self.variant = variant
         self.reason = _REASONS[variant]
-
-
-class CandidateList:
-    """Kueue ``candidateIterator``: the ordered candidates and the two facts the attempt plan needs.
-
-    Attributes:
-        candidates: in search order (see the module docstring).
-        no_other_queue: no candidate comes from another ClusterQueue.
-        no_hierarchical: the hierarchy list is empty.
-    """
-
-    __slots__ = ("candidates", "no_other_queue", "no_hierarchical")
-
-    def __init__(self, candidates: list[Candidate], no_other_queue: bool, no_hierarchical: bool) -> None:
-        self.candidates = candidates
-        self.no_other_queue = no_other_queue
-        self.no_hierarchical = no_hierarchical
 
 
 def satisfies_policy(preemptor: "WorkloadInfo", candidate: "WorkloadInfo", policy: PreemptionPolicy) -> bool:
@@ -174,27 +159,36 @@ def by_local_queue_usage(ctx: PreemptionContext, ordered: list[Candidate]) -> li
     return out
 
 
-def _from_cluster_queue(ctx: PreemptionContext, cq_name: str, lca: str | None, advantage: bool,
-                        out: list[Candidate], without_borrowing: bool = True) -> None:
-    """The candidates among ``cq_name``'s admitted workloads; ``without_borrowing=False`` leaves out
-    those that may only be reclaimed without the preemptor borrowing (no attempt could use them)."""
-    for info in ctx.admitted.get(cq_name, {}).values():
-        variant = classify(ctx, info, cq_name, advantage)
-        if variant and (without_borrowing or variant != RECLAIM_WITHOUT_BORROWING):
-            out.append(Candidate(info, cq_name, lca, variant))
+class Source:
+    """One ClusterQueue whose admitted workloads are candidates of a search: where it joins the
+    preemptor's path (``lca``, ``None`` for the preemptor's own) and whether it was reached with
+    hierarchical advantage."""
+
+    __slots__ = ("cluster_queue", "lca", "advantage")
+
+    def __init__(self, cluster_queue: str, lca: str | None, advantage: bool) -> None:
+        self.cluster_queue = cluster_queue
+        self.lca = lca
+        self.advantage = advantage
 
 
 def _collect_in_subtree(ctx: PreemptionContext, cohort: str, subtree_root: str, skip: str | None, advantage: bool,
-                        out: list[Candidate], without_borrowing: bool) -> None:
-    """Kueue ``collectCandidatesInSubtree``: candidates under ``cohort`` outside the child subtree
-    ``skip``, descending only into nodes above their quota for a needed flavor-resource (the model's
-    ``over_quota_children``, so the cost follows the nodes that borrow, not the size of the tree)."""
+                        out: list[Source], later: list[tuple[str, str]] | None) -> None:
+    """Kueue ``collectCandidatesInSubtree``: the ClusterQueues under ``cohort`` outside the child
+    subtree ``skip`` whose workloads are candidates, descending only into nodes above their quota
+    for a needed flavor-resource (the model's ``over_quota_children``, so the cost follows the nodes
+    that borrow, not the size of the tree).  With ``later`` given, child Cohorts are not descended
+    into but appended there as ``(cohort, subtree_root)``, for ``_Merge`` to open when their turn
+    comes."""
     for kind, name in ctx.model.over_quota_children(cohort, ctx.frs):
         if kind == COHORT:
             if name != skip:
-                _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out, without_borrowing)
+                if later is not None:
+                    later.append((name, subtree_root))
+                else:
+                    _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out, None)
         elif name != ctx.cluster_queue:
-            _from_cluster_queue(ctx, name, subtree_root, advantage, out, without_borrowing)
+            out.append(Source(name, subtree_root, advantage))
 
 
 def can_fit_without_borrowing(ctx: PreemptionContext, same_queue: list[Candidate]) -> bool:
@@ -213,36 +207,267 @@ def can_fit_without_borrowing(ctx: PreemptionContext, same_queue: list[Candidate
     return True
 
 
+def _priority_bound(ctx: PreemptionContext, own: bool, advantage: bool, without_borrowing: bool) -> int | None:
+    """The priority from which none of a source's workloads can be a candidate (``None``: no such
+    bound); ``own``: the source is the preemptor's ClusterQueue, ``advantage``: it was reached with
+    hierarchical advantage.  A ClusterQueue's workloads are read in ascending priority, so its scan
+    stops there: ``LowerPriority`` admits only priorities below the preemptor's,
+    ``LowerOrNewerEqualPriority`` also equal ones; a workload of another ClusterQueue reached
+    without hierarchical advantage, when only the attempt with borrowing is left, must be
+    ``InCohortReclaimWhileBorrowing``, which needs a priority below the preemptor's (``classify``)."""
+    policy = ctx.preemption.within_cluster_queue if own else ctx.preemption.reclaim_within_cohort
+    mine = ctx.preemptor.obj.priority
+    bound: int | None = None
+    if policy == LOWER_PRIORITY:
+        bound = mine
+    elif policy == LOWER_OR_NEWER_EQUAL_PRIORITY:
+        bound = mine + 1
+    if not own and not advantage and not without_borrowing and (bound is None or bound > mine):
+        bound = mine
+    return bound
+
+
+class _Merge:
+    """The candidates of a group of sources in candidate order, produced on demand.
+
+    ``evicting``: the evicting candidates, all at hand (sorted; they are few).  The others come from
+    a heap holding, per source, the key of its next unread workload (its ClusterQueue's
+    ``OrderedQueue.rest`` read from the front, the scan stopped at ``_priority_bound``), and per
+    Cohort not opened yet (``cohorts``: ``(cohort, lca)``) the smallest key below it
+    (``CandidateIndex.subtree_min``, a lower bound): a Cohort is opened (its ClusterQueues above
+    quota become sources, its child Cohorts above quota heap entries) when its bound reaches the top,
+    so subtrees whose workloads all sort after the victims found are never read.  Only the heap's
+    top source is classified (``top``).  Every source of a group has the same ``advantage``.
+    """
+
+    def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
+                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
+        self.ctx = ctx
+        self.index = index
+        self.advantage = advantage
+        self.without_borrowing = without_borrowing
+        self.sources: list[Source] = []
+        self.lists: list[OrderedQueue] = []
+        self.bounds: list[int | None] = []
+        self.pos: list[int] = []
+        self.cohorts: list[tuple[str, str]] = []
+        self.heap: list[tuple[QueueKey, int, int]] = []
+        self.evicting_keyed: list[tuple[QueueKey, Candidate]] = []
+        self.own_bound = _priority_bound(ctx, True, False, without_borrowing)
+        self.other_bound = _priority_bound(ctx, False, advantage, without_borrowing)
+        for source in sources:
+            self._add_source(source)
+        for cohort, lca in cohorts:
+            self._add_cohort(cohort, lca)
+        heapq.heapify(self.heap)
+        self.evicting_keyed.sort(key=lambda kc: kc[0])
+        self.evicting = [cand for _, cand in self.evicting_keyed]
+        self.top: Candidate | None = None
+        self._settle()
+
+    def _add_source(self, source: Source) -> None:
+        """A ClusterQueue joins: its evicting candidates are collected, its first workload's key goes
+        on the heap (not yet ordered: callers heapify or push)."""
+        ordered = self.index.ordered(self.ctx.admitted, source.cluster_queue)
+        bound = self.own_bound if source.cluster_queue == self.ctx.cluster_queue else self.other_bound
+        i = len(self.sources)
+        self.sources.append(source)
+        self.lists.append(ordered)
+        self.bounds.append(bound)
+        self.pos.append(0)
+        if ordered.rest and (bound is None or ordered.keys[0][0] < bound):
+            self.heap.append((ordered.keys[0], 1, i))
+        for info in ordered.evicting:
+            cand = self._candidate(info, source)
+            if cand is not None:
+                self.evicting_keyed.append((queue_key(info), cand))
+
+    def _add_cohort(self, cohort: str, lca: str) -> None:
+        """A Cohort joins unopened, on the heap at the smallest key below it (callers heapify or push)."""
+        low = self.index.subtree_min(self.ctx.admitted, self.ctx.hierarchy, cohort)
+        bound = self.other_bound
+        if low and (bound is None or low[0][0] < bound):
+            self.heap.append((low[0], 0, len(self.cohorts)))
+        self.cohorts.append((cohort, lca))
+
+    def _open(self, i: int) -> None:
+        """Replace the heap's top, unopened Cohort ``i``, by what is above quota below it."""
+        heap = self.heap
+        heapq.heappop(heap)
+        cohort, lca = self.cohorts[i]
+        sources: list[Source] = []
+        later: list[tuple[str, str]] = []
+        _collect_in_subtree(self.ctx, cohort, lca, None, self.advantage, sources, later)
+        start = len(heap)
+        for source in sources:
+            self._add_source(source)
+        for child, child_lca in later:
+            self._add_cohort(child, child_lca)
+        added = heap[start:]
+        del heap[start:]
+        for entry in added:
+            heapq.heappush(heap, entry)
+
+    def _candidate(self, info: "WorkloadInfo", source: Source) -> Candidate | None:
+        """``info`` of ``source`` as a candidate, ``None`` when it is none."""
+        variant = classify(self.ctx, info, source.cluster_queue, source.advantage)
+        if variant and (self.without_borrowing or variant != RECLAIM_WITHOUT_BORROWING):
+            return Candidate(info, source.cluster_queue, source.lca, variant)
+        return None
+
+    def _step(self, i: int) -> None:
+        """Source ``i`` (the heap's top) moves to its next workload."""
+        pos = self.pos[i] + 1
+        self.pos[i] = pos
+        ordered, bound = self.lists[i], self.bounds[i]
+        if pos < len(ordered.rest) and (bound is None or ordered.keys[pos][0] < bound):
+            heapq.heapreplace(self.heap, (ordered.keys[pos], 1, i))
+        else:
+            heapq.heappop(self.heap)
+
+    def _settle(self) -> None:
+        """Open Cohorts and classify the heap's top until it is a candidate (``top``) or the heap is
+        empty."""
+        heap = self.heap
+        while heap:
+            _, kind, i = heap[0]
+            if kind == 0:
+                self._open(i)
+                continue
+            cand = self._candidate(self.lists[i].rest[self.pos[i]], self.sources[i])
+            if cand is not None:
+                self.top = cand
+                return
+            self._step(i)
+        self.top = None
+
+    def empty(self) -> bool:
+        """Whether no non-evicting candidate is left."""
+        return self.top is None
+
+    def pop(self) -> Candidate:
+        """The next non-evicting candidate (the group must not be empty)."""
+        cand = self.top
+        assert cand is not None
+        self._step(self.heap[0][2])
+        self._settle()
+        return cand
+
+
+class _Group:
+    """One of Kueue's candidate lists (hierarchy, priority, same queue): its evicting candidates and
+    the others, either all at hand (ordered by LocalQueue usage under admission fair sharing) or
+    produced on demand (``_Merge``)."""
+
+    __slots__ = ("evicting", "rest", "merge")
+
+    def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
+                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
+        merge = _Merge(ctx, index, sources, cohorts, advantage, without_borrowing)
+        evicting = merge.evicting
+        rest: list[Candidate] = []
+        if ctx.local_queue_usage is not None:
+            while not merge.empty():
+                rest.append(merge.pop())
+            ordered = by_local_queue_usage(ctx, evicting + rest)
+            evicting = ordered[:len(evicting)]
+            rest = ordered[len(evicting):]
+        self.evicting = evicting
+        self.rest = rest
+        self.merge = merge
+
+    def empty(self) -> bool:
+        """Whether the list has no candidate."""
+        return not self.evicting and not self.rest and self.merge.empty()
+
+
+class CandidateList:
+    """Kueue ``candidateIterator``: the candidates in search order, produced on demand, and the two
+    facts the attempt plan needs.
+
+    Attributes:
+        same_queue: every candidate of the preemptor's own ClusterQueue (in search order).
+        no_other_queue: no candidate comes from another ClusterQueue.
+        no_hierarchical: the hierarchy list is empty.
+    """
+
+    def __init__(self, groups: list[_Group], same_queue: list[Candidate]) -> None:
+        self.same_queue = same_queue
+        self.no_other_queue = groups[0].empty() and groups[1].empty()
+        self.no_hierarchical = groups[0].empty()
+        self._seen: list[Candidate] = []
+        for group in groups:
+            self._seen.extend(group.evicting)
+        self._groups = groups
+        self._next_group = 0
+        self._at = 0
+
+    def get(self, i: int) -> Candidate | None:
+        """The ``i``-th candidate in search order, ``None`` past the last."""
+        seen = self._seen
+        while len(seen) <= i and self._next_group < len(self._groups):
+            group = self._groups[self._next_group]
+            if self._at < len(group.rest):
+                seen.append(group.rest[self._at])
+                self._at += 1
+            elif not group.merge.empty():
+                seen.append(group.merge.pop())
+            else:
+                self._next_group += 1
+                self._at = 0
+        return seen[i] if i < len(seen) else None
+
+
 def collect(ctx: PreemptionContext) -> CandidateList:
-    """Kueue ``NewCandidateIterator``: every candidate in search order (module docstring), leaving
+    """Kueue ``NewCandidateIterator``: the candidates in search order (module docstring), leaving
     out those only an attempt without borrowing could use when no such attempt can succeed
-    (:func:`can_fit_without_borrowing`; the search's result is the same).  Cost: the preemptor's own
-    admitted workloads plus the admitted workloads of the ClusterQueues above their quota in the
-    subtrees visited."""
-    same: list[Candidate] = []
-    if ctx.preemption.within_cluster_queue != NEVER:
-        _from_cluster_queue(ctx, ctx.cluster_queue, None, False, same)
-    hier: list[Candidate] = []
-    prio: list[Candidate] = []
+    (:func:`can_fit_without_borrowing`; the search's result is the same).  ``ctx.index`` holds each
+    ClusterQueue's admitted workloads in candidate order.
+
+    Cohorts above the preemptor's parent are opened lazily (``_Merge``) unless some workload is
+    evicting (those go first, so every subtree is read at once).  A Cohort opened while the search
+    has simulated releases sees fewer nodes above quota than at the start; the ClusterQueues it
+    misses are then within quota, or below a Cohort within quota, so ``is_valid`` rejects all their
+    workloads for the rest of that attempt (usage only falls during an attempt).  So the valid
+    candidates an attempt reads are the same as with every subtree read at the start, provided each
+    attempt starts from a fresh list on the unsimulated state (``classical.find_targets`` does).
+
+    Cost: the preemptor's own candidates, the Cohorts and ClusterQueues above their quota in the
+    subtrees opened, and per candidate actually read O(log sources); a ClusterQueue's workloads past
+    the last one that can be a candidate (``_priority_bound``) are not read."""
+    index = ctx.index
+    index.refresh(ctx.admitted, ctx.hierarchy)
+    own = [Source(ctx.cluster_queue, None, False)] if ctx.preemption.within_cluster_queue != NEVER else []
+    same = _Group(ctx, index, own, [], False, True)
+    same_list = list(same.evicting) + list(same.rest)
+    while not same.merge.empty():
+        same_list.append(same.merge.pop())
+    same.rest = same_list[len(same.evicting):]
+    hier: list[Source] = []
+    prio: list[Source] = []
+    hier_later: list[tuple[str, str]] = []
+    prio_later: list[tuple[str, str]] = []
+    lazy = not index.evicting_queues
+    without_borrowing = True
     path = ctx.model.path(ctx.cluster_queue)
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
-        without_borrowing = can_fit_without_borrowing(ctx, same)
+        without_borrowing = can_fit_without_borrowing(ctx, same_list)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
+        # the smallest key of the whole tree: when its priority is at or above a group's bound, no
+        # ClusterQueue of the tree has a candidate for that group (evicting ones aside: lazy only)
+        floor = index.subtree_min(ctx.admitted, ctx.hierarchy, path[-1][1]) if lazy else []
         previous: str | None = None
-        for _, cohort in path[1:]:
-            _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio,
-                                without_borrowing)
+        for i, (_, cohort) in enumerate(path[1:]):
+            later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
+            bound = _priority_bound(ctx, False, advantage, without_borrowing)
+            if not lazy or (floor and (bound is None or floor[0][0] < bound)):
+                _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
             previous = cohort
-    ordered: list[Candidate] = []
-    later: list[Candidate] = []
-    for group in (hier, prio, same):
-        group.sort(key=lambda c: candidate_key(ctx, c))
-        for cand in by_local_queue_usage(ctx, group):
-            (ordered if cand.info.evicting else later).append(cand)
-    ordered.extend(later)
-    return CandidateList(ordered, not hier and not prio, not hier)
+    groups = [_Group(ctx, index, hier, hier_later, True, without_borrowing),
+              _Group(ctx, index, prio, prio_later, False, without_borrowing), same]
+    return CandidateList(groups, same_list)
 
 
 def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:

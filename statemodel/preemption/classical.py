@@ -97,7 +97,7 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
     order they were chosen; ``[]`` when no set of valid candidates suffices.  The quota model is
     left exactly as found (simulated releases commute: usage arithmetic is exact)."""
     cands = collect(ctx)
-    same_queue = [c for c in cands.candidates if c.cluster_queue == ctx.cluster_queue]
+    same_queue = cands.same_queue
     forbidden = borrowing_forbidden(ctx)
     if cands.no_other_queue or (forbidden and not under_nominal(ctx)):
         attempts: tuple[bool, ...] = (True,)
@@ -109,8 +109,15 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
     for borrow in attempts:
         if not borrow and not can_fit_without_borrowing(ctx, same_queue):
             continue
+        if borrow != attempts[0]:
+            cands = collect(ctx)  # a fresh list on the unsimulated state (candidates.collect)
         removed: list[tuple[Candidate, Callable[[], None]]] = []
-        for cand in cands.candidates:
+        i = 0
+        while True:
+            cand = cands.get(i)
+            if cand is None:
+                break
+            i += 1
             if not is_valid(ctx, cand, borrow):
                 continue
             removed.append((cand, model.simulate_release(cand.cluster_queue, cand.info.charge)))

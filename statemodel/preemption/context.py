@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from statemodel.objects import FlavorResource, Preemption
+from statemodel.preemption.candidate_index import CandidateIndex
 from statemodel.quota.protocol import QuotaModel
 
 if TYPE_CHECKING:
@@ -37,10 +38,12 @@ class PreemptionContext:
         local_queue_usage: the admission-fair-sharing usage of an admitted workload's LocalQueue when
             its ClusterQueue is usage based (Kueue ``LocalQueueFSUsage``), else ``None``; ``None`` as a
             whole when admission fair sharing is off (``candidates.by_local_queue_usage``).
+        index: each ClusterQueue's admitted workloads in candidate order (``candidate_index``); the
+            cluster state sets its own, kept between searches; a fresh one otherwise.
     """
 
     __slots__ = ("model", "hierarchy", "admitted", "preemptor", "cluster_queue", "preemption", "frs", "usage",
-                 "local_queue_usage", "_fr_index")
+                 "local_queue_usage", "index", "_fr_index")
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                  preemptor: "WorkloadInfo", cluster_queue: str, preemption: Preemption,
@@ -55,6 +58,7 @@ class PreemptionContext:
         self.usage = usage
         self._fr_index = {fr: True for fr in self.frs}
         self.local_queue_usage: "Callable[[WorkloadInfo], Decimal | None] | None" = None
+        self.index = CandidateIndex()
 
     def uses_needed(self, info: "WorkloadInfo") -> bool:
         """Kueue ``WorkloadUsesResources``: whether ``info`` holds a non-zero amount of a

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from statemodel.objects import FairSharingPreemptionStrategy, PreemptionPolicy
+from statemodel.objects import FairSharingPreemptionStrategy, FlavorResource, PreemptionPolicy
 from statemodel.preemption.candidates import (
     WITHIN_CLUSTER_QUEUE, Candidate, by_local_queue_usage, candidate_key, satisfies_policy,
 )
@@ -47,6 +47,8 @@ from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, PreemptionReason
 
 NEVER: Final = PreemptionPolicy.NEVER
+LOWER_PRIORITY: Final = PreemptionPolicy.LOWER_PRIORITY
+LOWER_OR_NEWER_EQUAL_PRIORITY: Final = PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 LESS_THAN_INITIAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE
 
@@ -55,85 +57,127 @@ Weight = Callable[[str, str], int]
 """``(kind, name) -> fairSharing.weight`` in thousandths."""
 
 
-def _subtree_cluster_queues(ctx: PreemptionContext, root: str) -> list[str]:
-    """ClusterQueues linked below Cohort ``root``, by name."""
-    out: list[str] = []
-    stack = [root]
-    cohorts = ctx.hierarchy.cohorts
-    while stack:
-        entry = cohorts.get(stack.pop())
-        if entry is None:
-            continue
-        out.extend(entry.child_cluster_queues)
-        stack.extend(c for c in sorted(entry.child_cohorts) if cohorts[c].linked)
-    return sorted(out)
-
-
-def _borrowing(ctx: PreemptionContext, cq: str) -> bool:
-    """Kueue ``cqIsBorrowing``: above nominal quota on a flavor-resource needing preemption."""
-    for fr in ctx.frs:
-        nominal, _, usage = ctx.model.quota_numbers(CLUSTER_QUEUE, cq, fr)
-        if nominal < usage:
-            return True
-    return False
-
-
-def collect(ctx: PreemptionContext) -> list[Candidate]:
-    """Kueue ``findCandidates`` for fair sharing, in Kueue's candidate order (module docstring)."""
-    out: list[Candidate] = []
-    policy = ctx.preemption.within_cluster_queue
-    if policy != NEVER:
-        for info in ctx.admitted.get(ctx.cluster_queue, {}).values():
-            if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
-                out.append(Candidate(info, ctx.cluster_queue, None, WITHIN_CLUSTER_QUEUE))
-    path = ctx.model.path(ctx.cluster_queue)
-    policy = ctx.preemption.reclaim_within_cohort
-    if len(path) > 1 and policy != NEVER:
-        for cq in _subtree_cluster_queues(ctx, path[-1][1]):
-            if cq == ctx.cluster_queue or not _borrowing(ctx, cq):
-                continue
-            for info in ctx.admitted.get(cq, {}).values():
-                if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
-                    out.append(Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE))
-    out.sort(key=lambda c: candidate_key(ctx, c))
-    return by_local_queue_usage(ctx, out)
-
-
 class TargetOrdering:
     """Kueue ``TargetClusterQueueOrdering``: which ClusterQueue to take the next victim from.
 
-    ``targets`` holds each ClusterQueue's candidates in order; ``pop`` takes the next one.  The
-    tree is read through the quota model's ``path`` and the hierarchy's child lists (linked edges);
-    shares through ``QuotaModel.share``, so every simulated release is seen.
+    ``targets`` holds each ClusterQueue's candidates in order; ``pop`` takes the next one.  Given no
+    candidate list (the first strategy), a ClusterQueue's candidates are read from the candidate
+    index the first time the walk reaches it (Kueue ``findCandidates``, module docstring, step 1):
+    the walk never reaches a ClusterQueue below a Cohort that does not borrow off the preemptor's
+    path, and such a Cohort cannot start borrowing while releases are simulated, so those
+    candidates, which Kueue collects, can never be chosen.  Whether another ClusterQueue borrows
+    for that rule is judged as at the start of the search (``released`` adds back what was
+    simulated away).  The tree is read through the quota model's ``path`` and the hierarchy's
+    child lists (linked edges, sorted once per search); shares through ``QuotaModel.share``,
+    remembered per node until a simulated release below it (``changed``).
     """
 
-    def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate]) -> None:
+    def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None) -> None:
         self.ctx = ctx
         self.weight = weight
         path = ctx.model.path(ctx.cluster_queue)
         self.path: list[Node] = path
         self.preemptor_path: dict[Node, int] = {node: i for i, node in enumerate(path)}
         self.root: Node = path[-1]
+        self.lazy = candidates is None
         self.targets: dict[str, list[Candidate]] = {}
-        for cand in candidates:
+        for cand in candidates or []:
             self.targets.setdefault(cand.cluster_queue, []).append(cand)
         self.pruned: set[Node] = set()
+        self.shares: dict[Node, Share] = {}
+        self.keys: dict[Node, tuple] = {}
+        self.children: dict[str, tuple[list[str], list[str]]] = {}
+        self.released: dict[str, dict[FlavorResource, int]] = {}
 
     def share(self, node: Node) -> Share:
         """The node's share now."""
-        return self.ctx.model.share(node[0], node[1], self.weight(node[0], node[1]))
+        got = self.shares.get(node)
+        if got is None:
+            got = self.shares[node] = self.ctx.model.share(node[0], node[1], self.weight(node[0], node[1]))
+        return got
+
+    def key(self, node: Node) -> tuple:
+        """``Share.key`` of the node's share now."""
+        got = self.keys.get(node)
+        if got is None:
+            got = self.keys[node] = self.share(node).key()
+        return got
+
+    def changed(self, cq: str, charge: dict[FlavorResource, int]) -> None:
+        """``charge`` of ``cq`` was released in the simulation: forget the shares on its path."""
+        for node in self.ctx.model.path(cq):
+            self.shares.pop(node, None)
+            self.keys.pop(node, None)
+        released = self.released.setdefault(cq, {})
+        for fr, amount in charge.items():
+            released[fr] = released.get(fr, 0) + amount
+
+    def _candidates(self, cq: str) -> list[Candidate]:
+        """``cq``'s candidates in Kueue's order (read on first use when lazy)."""
+        got = self.targets.get(cq)
+        if got is None:
+            got = self.targets[cq] = self._collect(cq) if self.lazy else []
+        return got
+
+    def _collect(self, cq: str) -> list[Candidate]:
+        """Kueue ``findCandidates`` restricted to ``cq``: the preemptor's own ClusterQueue by its
+        ``withinClusterQueue`` policy; another, if it borrowed on a flavor-resource needing
+        preemption at the start of the search, by ``reclaimWithinCohort``."""
+        ctx = self.ctx
+        own = cq == ctx.cluster_queue
+        if own:
+            policy = ctx.preemption.within_cluster_queue
+        else:
+            policy = ctx.preemption.reclaim_within_cohort if len(self.path) > 1 else NEVER
+            if policy != NEVER and not self._borrowed_at_start(cq):
+                return []
+        if policy == NEVER:
+            return []
+        ordered = ctx.index.ordered(ctx.admitted, cq)
+        out: list[Candidate] = []
+        for info in ordered.evicting:
+            if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
+                out.append(Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE))
+        mine = ctx.preemptor.obj.priority
+        bound = mine if policy == LOWER_PRIORITY else mine + 1 if policy == LOWER_OR_NEWER_EQUAL_PRIORITY else None
+        for info in ordered.rest:
+            if bound is not None and info.obj.priority >= bound:
+                break  # ascending priority: no later workload satisfies the policy
+            if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
+                out.append(Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE))
+        return by_local_queue_usage(ctx, out)
+
+    def _borrowed_at_start(self, cq: str) -> bool:
+        """Kueue ``cqIsBorrowing`` as at the start of the search: above nominal quota on a
+        flavor-resource needing preemption, counting what the search has released of it since."""
+        released = self.released.get(cq, {})
+        for fr in self.ctx.frs:
+            nominal, _, usage = self.ctx.model.quota_numbers(CLUSTER_QUEUE, cq, fr)
+            if nominal < usage + released.get(fr, 0):
+                return True
+        return False
 
     def has_workload(self, cq: str) -> bool:
         """Whether ``cq`` has a candidate left."""
-        return bool(self.targets.get(cq))
+        return bool(self._candidates(cq))
 
     def pop(self, cq: str) -> Candidate:
         """Take ``cq``'s next candidate."""
-        return self.targets[cq].pop(0)
+        return self._candidates(cq).pop(0)
 
     def drop(self, cq: str) -> None:
         """Kueue ``DropQueue``: take no more victims from ``cq``."""
         self.pruned.add((CLUSTER_QUEUE, cq))
+
+    def _sorted_children(self, cohort: str) -> tuple[list[str], list[str]]:
+        """The Cohort's child ClusterQueues and linked child Cohorts, by name."""
+        got = self.children.get(cohort)
+        if got is None:
+            cohorts = self.ctx.hierarchy.cohorts
+            entry = cohorts[cohort]
+            got = self.children[cohort] = (sorted(entry.child_cluster_queues),
+                                           sorted(c for c in entry.child_cohorts if cohorts[c].linked))
+        return got
 
     def __iter__(self) -> Iterator[str]:
         own = self.ctx.cluster_queue
@@ -149,11 +193,11 @@ class TargetOrdering:
     def _next(self, cohort: str) -> str | None:
         """Kueue ``nextTarget``: the ClusterQueue below ``cohort`` to take a victim from, or ``None``
         when everything below it is pruned (it is then pruned too)."""
-        entry = self.ctx.hierarchy.cohorts[cohort]
+        cqs, child_cohorts = self._sorted_children(cohort)
         own = self.ctx.cluster_queue
         best_cq: str | None = None
         best_cq_key: tuple | None = None
-        for cq in sorted(entry.child_cluster_queues):
+        for cq in cqs:
             node = (CLUSTER_QUEUE, cq)
             if node in self.pruned:
                 continue
@@ -161,23 +205,23 @@ class TargetOrdering:
             if (not share.borrowed and cq != own) or not self.has_workload(cq):
                 self.pruned.add(node)
                 continue
-            key = share.key()
+            key = self.key(node)
             if best_cq is None or best_cq_key is None or key > best_cq_key:
                 best_cq, best_cq_key = cq, key
-            elif key == best_cq_key and (candidate_key(self.ctx, self.targets[cq][0])
-                                         < candidate_key(self.ctx, self.targets[best_cq][0])):
+            elif key == best_cq_key and (candidate_key(self.ctx, self._candidates(cq)[0])
+                                         < candidate_key(self.ctx, self._candidates(best_cq)[0])):
                 best_cq = cq
         best_cohort: str | None = None
         best_cohort_key: tuple | None = None
-        for child in sorted(entry.child_cohorts):
+        for child in child_cohorts:
             node = (COHORT, child)
-            if node in self.pruned or not self.ctx.hierarchy.cohorts[child].linked:
+            if node in self.pruned:
                 continue
             share = self.share(node)
             if not share.borrowed and node not in self.preemptor_path:
                 self.pruned.add(node)
                 continue
-            key = share.key()
+            key = self.key(node)
             if best_cohort_key is None or key > best_cohort_key:
                 best_cohort, best_cohort_key = child, key
         if best_cq is None and best_cohort is None:
@@ -220,10 +264,12 @@ def _strategy_passes(strategy: FairSharingPreemptionStrategy, preemptor_new: Sha
 Removed = list[tuple[Candidate, Callable[[], None]]]
 
 
-def _remove(ctx: PreemptionContext, cand: Candidate, reason: PreemptionReason, removed: Removed) -> None:
+def _remove(ctx: PreemptionContext, ordering: TargetOrdering, cand: Candidate, reason: PreemptionReason,
+            removed: Removed) -> None:
     """Preempt ``cand`` in the simulation, for ``reason``."""
     cand.reason = reason
     removed.append((cand, ctx.model.simulate_release(cand.cluster_queue, cand.info.charge)))
+    ordering.changed(cand.cluster_queue, cand.info.charge)
 
 
 def _within_nominal(ctx: PreemptionContext) -> bool:
@@ -234,21 +280,21 @@ def _within_nominal(ctx: PreemptionContext) -> bool:
     return True
 
 
-def _first_strategy(ctx: PreemptionContext, weight: Weight, candidates: list[Candidate],
-                    strategy: FairSharingPreemptionStrategy, removed: Removed) -> tuple[bool, list[Candidate]]:
+def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharingPreemptionStrategy,
+                    removed: Removed) -> tuple[bool, list[Candidate]]:
     """Kueue ``runFirstFsStrategy``: ``(fits, retry candidates)``."""
-    ordering = TargetOrdering(ctx, weight, candidates)
+    ordering = TargetOrdering(ctx, weight, None)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
     model = ctx.model
     for cq in ordering:
         if cq == ctx.cluster_queue:
-            _remove(ctx, ordering.pop(cq), IN_CLUSTER_QUEUE, removed)
+            _remove(ctx, ordering, ordering.pop(cq), IN_CLUSTER_QUEUE, removed)
             if _fits(ctx):
                 return True, []
             continue
         if within_nominal:
-            _remove(ctx, ordering.pop(cq), IN_COHORT_RECLAMATION, removed)
+            _remove(ctx, ordering, ordering.pop(cq), IN_COHORT_RECLAMATION, removed)
             if _fits(ctx):
                 return True, []
             continue
@@ -263,10 +309,10 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, candidates: list[Can
             target_new: Share | None = None
             if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
                 undo = model.simulate_release(cq, cand.info.charge)
-                target_new = ordering.share(theirs)
+                target_new = model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1]))  # not remembered
                 undo()
             if _strategy_passes(strategy, preemptor_new, target_old, target_new):
-                _remove(ctx, cand, IN_COHORT_FAIR_SHARING, removed)
+                _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
                 if _fits(ctx):
                     return True, []
                 break  # shares changed: choose the target again
@@ -282,7 +328,7 @@ def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: list[Candida
         passed = _strategy_passes(LESS_THAN_INITIAL_SHARE, ordering.share(mine), ordering.share(theirs), None)
         cand = ordering.pop(cq)
         if passed:
-            _remove(ctx, cand, IN_COHORT_FAIR_SHARING, removed)
+            _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
             if _fits(ctx):
                 return True
         ordering.drop(cq)
@@ -294,13 +340,11 @@ def find_targets(ctx: PreemptionContext, strategies: tuple[FairSharingPreemption
     """The victims of fair-sharing preemption for the context's preemptor (module docstring), in the
     order chosen; ``[]`` when the strategies cannot make it fit.  ``strategies``: the configured
     ``preemptionStrategies`` (non-empty).  The quota model is left exactly as found."""
-    candidates = collect(ctx)
-    if not candidates:
-        return []
     model = ctx.model
+    ctx.index.refresh(ctx.admitted, ctx.hierarchy)
     undo_request = model.simulate_charge(ctx.cluster_queue, ctx.usage)
     removed: Removed = []
-    ok, retry = _first_strategy(ctx, weight, candidates, strategies[0], removed)
+    ok, retry = _first_strategy(ctx, weight, strategies[0], removed)
     if not ok and len(strategies) > 1:
         ok = _second_strategy(ctx, weight, retry, removed)
     undo_request()

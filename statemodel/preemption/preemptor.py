@@ -45,26 +45,60 @@ def can_preempt_while_borrowing(spec: ClusterQueue, fair_sharing: bool) -> bool:
     return p.borrow_within_cohort_policy != BORROW_NEVER or (fair_sharing and p.reclaim_within_cohort != NEVER)
 
 
-def make_oracle(model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
-                preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool = False,
-                search: Search = find_targets) -> Callable[[FlavorResource, int], tuple[int, int]]:
-    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (Kueue
-    ``fitsResourceQuota`` + ``SimulatePreemption``): for ``(fr, amount)`` that does not fit now, run
-    the victim search for that flavor-resource alone when the amount is within the ClusterQueue's
-    nominal quota, or it fits in a subtree below the root (hierarchical advantage), or the
-    ClusterQueue may preempt while borrowing; otherwise ``NO_FIT``.  Returns
-    ``(mode, borrowing height after the preemptions)`` (``statemodel.preemption.classical``)."""
-    leaf = spec.name
-    while_borrowing = can_preempt_while_borrowing(spec, fair_sharing)
+class PreemptionOracle:
+    """The flavor assigner's oracle for one head (Kueue ``fitsResourceQuota`` + ``SimulatePreemption``).
 
-    def oracle(fr: FlavorResource, amount: int) -> tuple[int, int]:
+    Called with ``(fr, amount)`` that does not fit now: runs the victim search for that
+    flavor-resource alone when the amount is within the ClusterQueue's nominal quota, or it fits in a
+    subtree below the root (hierarchical advantage), or the ClusterQueue may preempt while
+    borrowing; otherwise ``NO_FIT``.  Returns ``(mode, borrowing height after the preemptions)``
+    (``statemodel.preemption.classical``).  ``searched`` keeps each search's targets by
+    ``(fr, amount)``: while the state is the one the oracle saw (nothing admitted, reserved or
+    preempted since), the head's own search for an assignment that needs exactly that amount of
+    that flavor-resource alone has the same answer (:meth:`targets_for`).
+    """
+
+    def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
+                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool, search: Search) -> None:
+        self.model = model
+        self.hierarchy = hierarchy
+        self.admitted = admitted
+        self.preemptor = preemptor
+        self.spec = spec
+        self.while_borrowing = can_preempt_while_borrowing(spec, fair_sharing)
+        self.search = search
+        self.searched: dict[tuple[FlavorResource, int], list[Target]] = {}
+
+    def __call__(self, fr: FlavorResource, amount: int) -> tuple[int, int]:
+        model, leaf = self.model, self.spec.name
         height, in_hierarchy = model.lowest_fitting_subtree(leaf, fr, amount)
         nominal = model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0]
-        if not (nominal >= amount or in_hierarchy or while_borrowing):
+        if not (nominal >= amount or in_hierarchy or self.while_borrowing):
             return NO_FIT, height
-        ctx = PreemptionContext(model, hierarchy, admitted, preemptor, leaf, spec.preemption, [fr], {fr: amount})
-        return preemption_mode(ctx, fr, amount, search)
-    return oracle
+        ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
+                                [fr], {fr: amount})
+        searched = self.searched
+
+        def remembered(c: PreemptionContext) -> list[Target]:
+            targets = searched[(fr, amount)] = self.search(c)
+            return targets
+        return preemption_mode(ctx, fr, amount, remembered)
+
+    def targets_for(self, frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> list[Target] | None:
+        """The remembered targets of a search whose context needs ``usage`` with only ``frs`` needing
+        preemption, when the oracle ran exactly that search; ``None`` otherwise."""
+        if len(frs) != 1 or len(usage) != 1:
+            return None
+        fr = frs[0]
+        amount = usage.get(fr)
+        return None if amount is None else self.searched.get((fr, amount))
+
+
+def make_oracle(model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
+                preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool = False,
+                search: Search = find_targets) -> PreemptionOracle:
+    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (:class:`PreemptionOracle`)."""
+    return PreemptionOracle(model, hierarchy, admitted, preemptor, spec, fair_sharing, search)
 
 
 def cluster_queue_path(model: QuotaModel, leaf: str) -> str:

@@ -408,6 +408,12 @@ def _check_fair_searches(s: Scenario) -> None:
                                 assignment.preempt_frs, assignment.usage)
         targets = fair_sharing.find_targets(ctx, strategies, cluster.hierarchy.fair_weight)
         assert orjson.dumps(model.dump()) == before, "the search left the model changed"
+        # the cluster's candidate index, kept across the whole history, answers as a fresh one
+        kept = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                 assignment.preempt_frs, assignment.usage)
+        kept.index = cluster.candidate_index
+        assert ([(t.info.key, t.reason) for t in fair_sharing.find_targets(kept, strategies, cluster.hierarchy.fair_weight)]
+                == [(t.info.key, t.reason) for t in targets]), f"{head.key}: the kept candidate index is stale"
         keys = [t.info.key for t in targets]
         assert len(set(keys)) == len(keys)
         undos = [model.simulate_release(t.cluster_queue, t.info.charge) for t in targets]

@@ -170,6 +170,12 @@ def check_searches(s: Scenario) -> None:
                                 assignment.preempt_frs, assignment.usage)
         targets = find_targets(ctx)
         assert orjson.dumps(model.dump()) == before, "the search left the model changed"
+        # the cluster's candidate index, kept across the whole history, answers as a fresh one
+        kept = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                 assignment.preempt_frs, assignment.usage)
+        kept.index = cluster.candidate_index
+        assert ([(t.info.key, t.reason) for t in find_targets(kept)]
+                == [(t.info.key, t.reason) for t in targets]), f"{head.key}: the kept candidate index is stale"
         if not targets:
             continue
         keys = [t.info.key for t in targets]

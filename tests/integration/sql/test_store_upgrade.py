@@ -64,6 +64,15 @@ def _cluster_state(engine: Engine, cluster: str) -> dict:
         for workload, message in zip(part["components"]["workloads"]["workloads"], messages, strict=True):
             workload["message"] = message
             del workload["failures"]
+        # the wake index by its current waiters: engine 0.2.0, which wrote the store, woke in
+        # priority order only; this engine first wakes waiters that fit within their ClusterQueue's
+        # nominal quota, so a bucket's stale entries can differ while the decisions do not
+        wake = part["components"]["wakeIndex"]
+        state = engine.clusters[part["name"]]
+        rows = [w for _, _, heap in wake["heaps"] for _, _, w in heap]
+        rows += [w for _, _, vals in wake["buckets"] for _, heap in vals for *_, w in heap]
+        part["components"]["wakeIndex"] = sorted({(key, cq, orjson.dumps(needs)) for key, park, cq, needs in rows
+                                                  if state.workloads[key].park == park})
     return doc
 
 

@@ -5,12 +5,9 @@ head that would have to borrow."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.scenario.builder import GPU, Scenario, admitted
 
 
-@pytest.mark.xfail(strict=True, reason="the engine admits the borrowing head p2 first; reported to the lead")
 def test_requeued_victim_within_nominal_goes_before_a_borrowing_head():
     s = Scenario()
     s.flavor("default")

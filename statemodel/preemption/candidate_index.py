@@ -1,0 +1,137 @@
+"""Each ClusterQueue's admitted workloads in Kueue's candidate order, kept between victim searches
+(Kueue ``common/ordering.go`` ``CandidatesOrdering``, reference/kueue.md §4.1).
+
+Within one ClusterQueue Kueue's candidate order is: evicting first, then lower priority, more
+recently admitted, and uid (our final key: the workload key, unique).  A victim search reads a
+ClusterQueue's candidates from the front of that order and usually stops after a few, so sorting
+every admitted workload of every ClusterQueue it visits, on every search, is the cost to avoid:
+the index sorts a ClusterQueue's workloads once and keeps the result until the ClusterQueue's
+admitted set (or a member's priority, admission time or eviction state) changes, which the cluster
+state reports with :meth:`CandidateIndex.touch`.
+
+Per Cohort the index also keeps the smallest key of its subtree's admitted workloads
+(:meth:`CandidateIndex.subtree_min`): a lower bound of every candidate below the Cohort, so a search
+reads a subtree only once its bound comes first (``candidates._Merge``); a ClusterQueue's change
+drops the bound of its ancestors, a change of the tree drops them all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from statemodel.hierarchy import Hierarchy
+    from statemodel.workload import WorkloadInfo
+
+QueueKey = tuple[int, int, str, str]
+"""``(priority, -admission time in ms, uid, workload key)``: the candidate order inside one
+ClusterQueue among workloads of the same eviction state (ascending = preempted first)."""
+
+
+def queue_key(info: "WorkloadInfo") -> QueueKey:
+    """The workload's place in its ClusterQueue's candidate order (``QueueKey``); a workload without
+    an admission time sorts as admitted at 0 (Kueue: the zero time)."""
+    admitted = info.admitted_ms if info.admitted_ms is not None else 0
+    return (info.obj.priority, -admitted, info.obj.uid, info.key)
+
+
+class OrderedQueue:
+    """One ClusterQueue's admitted workloads in candidate order.
+
+    Attributes:
+        evicting: the evicting ones (``WorkloadInfo.evicting``), in ``queue_key`` order.
+        rest: the others, in ``queue_key`` order.  keys: ``queue_key`` of each of ``rest``.
+    """
+
+    __slots__ = ("evicting", "rest", "keys")
+
+    def __init__(self, evicting: list["WorkloadInfo"], rest: list["WorkloadInfo"], keys: list[QueueKey]) -> None:
+        self.evicting = evicting
+        self.rest = rest
+        self.keys = keys
+
+
+class CandidateIndex:
+    """Per ClusterQueue name, its admitted workloads in candidate order (:class:`OrderedQueue`),
+    built on first use and dropped by :meth:`touch`; per Cohort the smallest ``queue_key`` below it
+    (:meth:`subtree_min`).  Costs: O(k log k) for a ClusterQueue of k admitted workloads once per
+    change of that ClusterQueue; a Cohort's bound O(its children) once per change below it; O(1)
+    per read otherwise."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, OrderedQueue] = {}
+        self._mins: dict[str, list[QueueKey]] = {}
+        self._changed: set[str] = set()
+        self._new = True  # nothing seen yet: the first refresh reads every ClusterQueue
+        self.evicting_queues: set[str] = set()
+
+    def touch(self, cluster_queue: str) -> None:
+        """``cluster_queue``'s admitted workloads changed (one admitted, released, chosen as a victim
+        awaiting eviction, or given a new priority)."""
+        self._queues.pop(cluster_queue, None)
+        self._changed.add(cluster_queue)
+
+    def tree_changed(self) -> None:
+        """The Cohort tree (or what a ClusterQueue belongs to) may have changed: drop every bound."""
+        self._mins.clear()
+
+    def refresh(self, admitted: "dict[str, dict[str, WorkloadInfo]]", hierarchy: "Hierarchy") -> None:
+        """Bring the Cohort bounds and ``evicting_queues`` (the ClusterQueues holding an evicting
+        workload) up to date with the ClusterQueues touched since the last call (every ClusterQueue
+        of ``admitted`` on the first call: an index made for a restored state was never touched)."""
+        if self._new:
+            self._new = False
+            self._changed.update(admitted)
+        if not self._changed:
+            return
+        cohorts = hierarchy.cohorts
+        for cq in self._changed:  # order-free: every step only drops or recomputes
+            if self.ordered(admitted, cq).evicting:
+                self.evicting_queues.add(cq)
+            else:
+                self.evicting_queues.discard(cq)
+            entry = hierarchy.cluster_queues.get(cq)
+            name = entry.cohort_name if entry is not None else None
+            while name is not None and name in self._mins:
+                del self._mins[name]
+                cohort = cohorts.get(name)
+                name = cohort.parent_name if cohort is not None else None
+        self._changed.clear()
+
+    def subtree_min(self, admitted: "dict[str, dict[str, WorkloadInfo]]", hierarchy: "Hierarchy",
+                    cohort: str) -> list[QueueKey]:
+        """``[smallest queue_key]`` of the non-evicting admitted workloads of the ClusterQueues below
+        ``cohort`` (through linked child Cohorts), ``[]`` when there is none; :meth:`refresh` first."""
+        got = self._mins.get(cohort)
+        if got is None:
+            best: list[QueueKey] = []
+            entry = hierarchy.cohorts.get(cohort)
+            if entry is not None:
+                for cq in entry.child_cluster_queues:
+                    keys = self.ordered(admitted, cq).keys
+                    if keys and (not best or keys[0] < best[0]):
+                        best = [keys[0]]
+                for child in entry.child_cohorts:
+                    if hierarchy.cohorts[child].linked:
+                        below = self.subtree_min(admitted, hierarchy, child)
+                        if below and (not best or below[0] < best[0]):
+                            best = below
+            got = self._mins[cohort] = best
+        return got
+
+    def ordered(self, admitted: "dict[str, dict[str, WorkloadInfo]]", cluster_queue: str) -> OrderedQueue:
+        """``cluster_queue``'s members of ``admitted`` (``ClusterState.admitted``) in candidate order."""
+        got = self._queues.get(cluster_queue)
+        if got is None:
+            keyed = sorted((queue_key(info), info) for info in admitted.get(cluster_queue, {}).values())
+            evicting: list["WorkloadInfo"] = []
+            rest: list["WorkloadInfo"] = []
+            keys: list[QueueKey] = []
+            for key, info in keyed:
+                if info.evicting:
+                    evicting.append(info)
+                else:
+                    rest.append(info)
+                    keys.append(key)
+            got = self._queues[cluster_queue] = OrderedQueue(evicting, rest, keys)
+        return got
