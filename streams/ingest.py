@@ -49,6 +49,11 @@ stored offset is checked against the stored digest of the record consumed there;
 a reset too.  Either stops the worker with ``BrokerResetError``.
 
 SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots and return.
+
+Observers: an optional ``IngestListener`` (``streams.ingest_listener``; metrics and logs implement
+it) is told of rebalances, the partitions checked, restores, dead letters, each batch applied (with
+the engines of the clusters it changed and its decisions, before the next batch changes them) and
+each batch committed (by the committer's acknowledgement).  Without one, nothing is collected.
 """
 
 from __future__ import annotations
@@ -122,7 +127,7 @@ class _Rebalance(ConsumerRebalanceListener):
             self.worker.drop_carried(revoked)
             partitions = {tp.partition for tp in revoked}
             listener = self.worker.listener
-            if listener is not None:
+            if listener is not None and partitions:  # the group's first join revokes nothing
                 store = self.worker.store
                 listener.partitions_revoked(sorted(partitions),
                                             sorted(c for c, p in store.partition_of.items() if p in partitions))

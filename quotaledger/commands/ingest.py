@@ -1,8 +1,10 @@
 """``quotaledger ingest``: the Kafka ingest worker (``streams.ingest``) on the command line.
 
 Exit codes: 0 after SIGTERM / SIGINT or ``--exit-when-idle``; 2 on a broker reset (the log under
-the stored offsets is not the one that was applied); 1 on any other failure.  The one-line
-summary goes to stderr, so the command is easy to drive as a subprocess (soak and crash tests).
+the stored offsets is not the one that was applied); 1 on any other failure.  The log lines
+(``streams.ingest_log``; ``--log-format text|json``) and then the one-line summary go to stderr, so
+the command is easy to drive as a subprocess (soak and crash tests).  ``--metrics-port`` serves
+``streams.ingest_metrics`` (Prometheus ``/metrics``, ``/healthz``, ``/readyz``) while it runs.
 """
 
 from __future__ import annotations
