@@ -298,7 +298,7 @@ class _Worker:
                     dlq += await asyncio.to_thread(store.apply, part)
                     if not last:
                         await self.committer.send_part(store.take_part())
-                touched = list(store.dirty)
+                touched = store.dirty  # prepare starts a new dict: these are the batch's
                 commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data})
                 if dlq:
                     await self._send_dead_letters(dlq)
@@ -307,7 +307,7 @@ class _Worker:
                 self._collect_garbage(idle=False)
                 last_activity = time.monotonic()
 
-    def _report(self, data: dict[TopicPartition, list[ConsumerRecord]], touched: list[str],
+    def _report(self, data: dict[TopicPartition, list[ConsumerRecord]], touched: dict[str, set[str]],
                 dlq: list[tuple[bytes | None, bytes | None, list]], before: tuple[int, int],
                 fetched: float) -> BatchReport:
         """Tell the listener of the batch just applied (its dead letters, then the engines as it left
@@ -334,7 +334,7 @@ class _Worker:
             engine = drivers[cluster].engine
             if cluster in engine.clusters:
                 states[cluster] = engine.clusters[cluster]
-        listener.batch_applied(report, states, store.take_decisions())
+        listener.batch_applied(report, states, store.take_decisions(), touched)
         return report
 
     def _collect_garbage(self, idle: bool) -> None:

@@ -13,7 +13,7 @@ what a listener spends is its own cost, so a listener does O(what changed) per c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from statemodel.cluster import ClusterState
@@ -105,10 +105,12 @@ class IngestListener:
         """A record was rejected and sent to the dead-letter topic (after the broker acknowledged it)."""
 
     def batch_applied(self, report: BatchReport, states: Mapping[str, ClusterState],
-                      decisions: Sequence[Decision]) -> None:
+                      decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         """A batch was applied and handed to the committer.  ``states``: cluster → its engine state
         for every cluster whose events the batch applied (read-only, valid during the call only);
-        ``decisions``: the batch's decisions in order."""
+        ``decisions``: the batch's decisions in order; ``workloads``: cluster → keys
+        (``namespace/name``) of the workloads the batch's events and decisions named (some may be
+        gone from the state: deleted)."""
 
     def batch_committed(self, report: BatchReport) -> None:
         """The batch's transaction is committed (``report.commit_seconds`` filled)."""
@@ -141,9 +143,9 @@ class Listeners(IngestListener):
             listener.dead_letter(letter)
 
     def batch_applied(self, report: BatchReport, states: Mapping[str, ClusterState],
-                      decisions: Sequence[Decision]) -> None:
+                      decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         for listener in self.listeners:
-            listener.batch_applied(report, states, decisions)
+            listener.batch_applied(report, states, decisions, workloads)
 
     def batch_committed(self, report: BatchReport) -> None:
         for listener in self.listeners:

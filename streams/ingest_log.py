@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import IO, Any
 
 import orjson
@@ -121,7 +121,7 @@ class IngestLog(IngestListener):
                    offset=letter.offset, reason=letter.reason, field_path=letter.field_path)
 
     def batch_applied(self, report: BatchReport, states: Mapping[str, ClusterState],
-                      decisions: Sequence[Decision]) -> None:
+                      decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         if self.started is None:
             self.started = time.monotonic() - report.apply_seconds
 

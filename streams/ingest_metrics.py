@@ -28,17 +28,21 @@ The engine's view, with Kueue's metric names, types and labels where the meaning
 - ``kueue_preempted_workloads_total{preempting_cluster_queue,reason}``: per ``Preempted`` decision
   (one per victim), ``reason`` the decision's (``InClusterQueue``, ``InCohortReclamation``, ...).
 
-The gauges are recomputed after each batch for the ClusterQueues of the clusters whose events the
-batch applied — every ClusterQueue of those clusters, from the state the worker holds (queue sizes
-and the model's entitlement rows; no state render); the counters from the batch's decisions.  A
-ClusterQueue that disappears loses its series; so do the clusters of revoked partitions (their new
-owner reports them).
+After each batch, the gauges of the ClusterQueues the batch changed are set again from the state
+the worker holds (queue sizes and the model's entitlement rows; no state render, no SQL): a
+ClusterQueue changed when a workload the batch named is queued in or holds quota of it, a decision
+of the batch names it, or its counts (pending, set aside, admitted), its spec or its cohort differ
+from the last batch's — an O(1) check per ClusterQueue of the clusters the batch touched, so a
+workload that left it (finished, deleted, moved) is seen too; the model's rows are read only for
+the changed ones.  The counters come from the batch's decisions.  A ClusterQueue that disappears
+loses its series; so do the clusters of revoked partitions (their new owner reports them).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,6 +62,15 @@ COMMIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 
 NO_PRIORITY_CLASS = ""
 """The ``priority_class`` label value: Workload events have no ``priorityClassName``."""
+
+
+@dataclass(slots=True)
+class _Exported:
+    """What the gauges of one ClusterQueue were last set from: ``signature`` (pending, set aside and
+    admitted counts, the spec object, the cohort) and its ``(cohort, flavor, resource)`` series."""
+
+    signature: tuple
+    series: set[tuple[str, str, str]]
 
 
 def _quantity(resource: str, amount: int) -> float:
@@ -119,8 +132,8 @@ class IngestMetrics(IngestListener):
                                  "ClusterQueue and reason.", ["cluster", "preempting_cluster_queue", "reason"],
                                  registry=r)
         self._assigned: set[int] = set()
-        self._series: dict[str, dict[str, set[tuple[str, str, str]]]] = {}
-        """cluster -> ClusterQueue -> its ``(cohort, flavor, resource)`` resource series exported"""
+        self._exported: dict[str, dict[str, _Exported]] = {}
+        """cluster -> ClusterQueue -> what its gauges were last set from"""
         self.ready_gauge.set(0)
 
     # -- the worker ---------------------------------------------------------------------------
@@ -143,9 +156,8 @@ class IngestMetrics(IngestListener):
                 except KeyError:
                     pass
         for cluster in clusters:
-            for name in list(self._series.get(cluster, {})):
-                self._drop_cluster_queue(cluster, name)
-            self._series.pop(cluster, None)
+            for name, exported in self._exported.pop(cluster, {}).items():
+                self._drop_cluster_queue(cluster, name, exported.series)
 
     def partitions_checked(self, partitions: Sequence[int]) -> None:
         self._set_ready(True)
@@ -155,11 +167,23 @@ class IngestMetrics(IngestListener):
         self.restore_seconds.inc(seconds)
 
     def batch_applied(self, report: BatchReport, states: Mapping[str, ClusterState],
-                      decisions: Sequence[Decision]) -> None:
+                      decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         for p, progress in report.partitions.items():
             self.lag.labels(str(p)).set(progress.lag)
+        named: dict[str, set[str]] = {}
+        for d in decisions:
+            queues = named.setdefault(d.cluster, set())
+            queues.add(d.cluster_queue or "")
+            if d.preemptor_cluster_queue:
+                queues.add(d.preemptor_cluster_queue)
         for cluster, state in states.items():
-            self._cluster_queues(cluster, state)
+            queues = named.setdefault(cluster, set())
+            known = state.workloads
+            for key in workloads.get(cluster, ()):
+                info = known.get(key)
+                if info is not None and info.cluster_queue is not None:
+                    queues.add(info.cluster_queue)
+            self._cluster_queues(cluster, state, queues)
         for d in decisions:
             if d.kind == ADMITTED:
                 queue = d.cluster_queue or ""
@@ -183,39 +207,43 @@ class IngestMetrics(IngestListener):
 
     # -- the engine's view --------------------------------------------------------------------
 
-    def _cluster_queues(self, cluster: str, state: ClusterState) -> None:
-        """Set the ClusterQueue gauges of ``cluster`` from its state; drop the series of the
-        ClusterQueues (and flavor × resource pairs) that are gone."""
+    def _cluster_queues(self, cluster: str, state: ClusterState, named: set[str]) -> None:
+        """Set the gauges of the ClusterQueues of ``cluster`` that changed (module docstring) from its
+        state; drop the series of the ClusterQueues (and flavor × resource pairs) that are gone."""
         hierarchy, model, queues, admitted = state.hierarchy, state.model, state.queues, state.admitted
-        before = self._series.get(cluster, {})
-        now: dict[str, set[tuple[str, str, str]]] = {}
-        for name in sorted(hierarchy.cluster_queues):
+        before = self._exported.get(cluster, {})
+        now: dict[str, _Exported] = {}
+        for name, entry in hierarchy.cluster_queues.items():
             queue = queues.get(name)
             members = len(queue.members) if queue is not None else 0
             parked = len(queue.parked) if queue is not None else 0
+            holding = len(admitted.get(name, ()))
+            cohort = entry.cohort_name or ""
+            signature = (members, parked, holding, entry.spec, cohort)
+            old = before.get(name)
+            if old is not None and name not in named and old.signature == signature:
+                now[name] = old
+                continue
             self.pending.labels(cluster, name, "active").set(members - parked)
             self.pending.labels(cluster, name, "inadmissible").set(parked)
-            self.admitted_active.labels(cluster, name).set(len(admitted.get(name, ())))
-            cohort = hierarchy.cluster_queues[name].cohort_name or ""
-            series = now[name] = set()
+            self.admitted_active.labels(cluster, name).set(holding)
+            series = set()
             for row in model.entitlements(CLUSTER_QUEUE, name):
                 self.usage.labels(cluster, cohort, name, row.flavor, row.resource).set(
                     _quantity(row.resource, row.usage))
                 self.nominal.labels(cluster, cohort, name, row.flavor, row.resource).set(
                     _quantity(row.resource, row.nominal))
                 series.add((cohort, row.flavor, row.resource))
-            for gone in before.get(name, set()) - series:
+            for gone in (old.series - series) if old is not None else ():
                 for gauge in (self.usage, self.nominal):
                     gauge.remove(cluster, gone[0], name, gone[1], gone[2])
-        for name in sorted(set(before) - set(now)):
-            self._drop_cluster_queue(cluster, name, before[name])
-        self._series[cluster] = now
+            now[name] = _Exported(signature, series)
+        for name in set(before) - set(now):
+            self._drop_cluster_queue(cluster, name, before[name].series)
+        self._exported[cluster] = now
 
-    def _drop_cluster_queue(self, cluster: str, name: str,
-                            series: set[tuple[str, str, str]] | None = None) -> None:
+    def _drop_cluster_queue(self, cluster: str, name: str, series: set[tuple[str, str, str]]) -> None:
         """Remove the gauges of one ClusterQueue (deleted, or its cluster went to another worker)."""
-        if series is None:
-            series = self._series.get(cluster, {}).get(name, set())
         for status in ("active", "inadmissible"):
             self.pending.remove(cluster, name, status)
         self.admitted_active.remove(cluster, name)

@@ -54,12 +54,14 @@ FIRST = [
 SECOND = [_event(6, "10:01:40", type="WorkloadFinished", workload="ns/w1")]
 
 
-def _batch(driver: Driver, lines: list[bytes], first_offset: int) -> list:
-    decisions = []
+def _batch(driver: Driver, lines: list[bytes], first_offset: int) -> tuple[list, dict[str, set[str]]]:
+    """Apply ``lines``; their decisions and the workload keys they named (as the worker hands them on)."""
+    decisions, keys = [], set()
     for offset, line in enumerate(lines, first_offset):
         step = driver.step(offset, decode_record(line, 1 << 20), line)
         decisions += step.decisions
-    return decisions
+        keys |= step.workload_keys()
+    return decisions, {"c1": keys}
 
 
 def _value(metrics: IngestMetrics, name: str, **labels: str) -> float | None:
@@ -73,9 +75,9 @@ def test_engine_view_follows_the_batches() -> None:
     res = {**cq, "cohort": "org", "flavor": "default", "resource": "cpu"}
     wait = {**cq, "priority_class": ""}
 
-    decisions = _batch(driver, FIRST, 0)
+    decisions, named = _batch(driver, FIRST, 0)
     metrics.batch_applied(BatchReport(5, len(decisions), 0, {0: PartitionProgress(5, 7, 0)}),
-                          {"c1": driver.engine.clusters["c1"]}, decisions)
+                          {"c1": driver.engine.clusters["c1"]}, decisions, named)
     assert _value(metrics, "kueue_pending_workloads", **cq, status="active") == 0
     assert _value(metrics, "kueue_pending_workloads", **cq, status="inadmissible") == 1
     assert _value(metrics, "kueue_admitted_active_workloads", **cq) == 1
@@ -86,9 +88,9 @@ def test_engine_view_follows_the_batches() -> None:
     assert _value(metrics, "kueue_admission_wait_time_seconds_sum", **wait) == 0.0
     assert _value(metrics, "quotaledger_ingest_consumer_lag", partition="0") == 7
 
-    decisions = _batch(driver, SECOND, 5)
+    decisions, named = _batch(driver, SECOND, 5)
     metrics.batch_applied(BatchReport(1, len(decisions), 0, {0: PartitionProgress(6, 0, 0)}),
-                          {"c1": driver.engine.clusters["c1"]}, decisions)
+                          {"c1": driver.engine.clusters["c1"]}, decisions, named)
     assert _value(metrics, "kueue_pending_workloads", **cq, status="inadmissible") == 0
     assert _value(metrics, "kueue_pending_workloads", **cq, status="active") == 0
     assert _value(metrics, "kueue_admitted_active_workloads", **cq) == 1
@@ -111,17 +113,37 @@ def test_a_deleted_cluster_queue_loses_its_series() -> None:
     metrics = IngestMetrics()
     driver = Driver(Engine())
     lines = FIRST[:3]
-    _batch(driver, lines, 0)
-    metrics.batch_applied(BatchReport(3, 0, 0), {"c1": driver.engine.clusters["c1"]}, [])
+    _, named = _batch(driver, lines, 0)
+    metrics.batch_applied(BatchReport(3, 0, 0), {"c1": driver.engine.clusters["c1"]}, [], named)
     cq = {"cluster": "c1", "cluster_queue": "team-a"}
     assert _value(metrics, "kueue_admitted_active_workloads", **cq) == 0
     deleted = _event(9, "10:00:01", type="Deleted",
                      object={"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}})
-    _batch(driver, [deleted], 3)
-    metrics.batch_applied(BatchReport(1, 0, 0), {"c1": driver.engine.clusters["c1"]}, [])
+    _, named = _batch(driver, [deleted], 3)
+    metrics.batch_applied(BatchReport(1, 0, 0), {"c1": driver.engine.clusters["c1"]}, [], named)
     assert _value(metrics, "kueue_admitted_active_workloads", **cq) is None
     assert _value(metrics, "kueue_cluster_queue_nominal_quota", **cq, cohort="org", flavor="default",
                   resource="cpu") is None
+
+
+def test_a_workload_gone_from_the_state_still_updates_its_cluster_queue() -> None:
+    """A deleted workload is no longer in the state, so its ClusterQueue is not found from its key:
+    the changed pending count gives it away."""
+    metrics = IngestMetrics()
+    driver = Driver(Engine())
+    decisions, named = _batch(driver, FIRST, 0)
+    state = driver.engine.clusters["c1"]
+    metrics.batch_applied(BatchReport(5, len(decisions), 0), {"c1": state}, decisions, named)
+    cq = {"cluster": "c1", "cluster_queue": "team-a"}
+    assert _value(metrics, "kueue_pending_workloads", **cq, status="inadmissible") == 1
+    deleted = _event(7, "10:00:20", type="Deleted",
+                     object={"apiVersion": KUEUE, "kind": "Workload", "metadata": {"namespace": "ns", "name": "w2"}})
+    decisions, named = _batch(driver, [deleted], 5)
+    assert decisions == [] and "ns/w2" not in state.workloads
+    metrics.batch_applied(BatchReport(1, 0, 0), {"c1": state}, decisions, named)
+    assert _value(metrics, "kueue_pending_workloads", **cq, status="inadmissible") == 0
+    assert _value(metrics, "kueue_cluster_queue_resource_usage", **cq, cohort="org", flavor="default",
+                  resource="cpu") == 3.0
 
 
 def test_committed_batches_count_and_progress() -> None:
@@ -203,7 +225,7 @@ def test_log_lines(fmt: str) -> None:
 def test_progress_line_replaces_batch_lines_on_a_terminal() -> None:
     out, terminal = io.StringIO(), io.StringIO()
     log = IngestLog(configure("text", out), progress=terminal)
-    log.batch_applied(BatchReport(20, 3, 0, apply_seconds=0.01), {}, [])
+    log.batch_applied(BatchReport(20, 3, 0, apply_seconds=0.01), {}, [], {})
     log.batch_committed(BatchReport(20, 3, 0, {0: PartitionProgress(20, 0, None)}, apply_seconds=0.01))
     log.dead_letter(DeadLetter(0, 20, "bad", "type"))
     log.close()
