@@ -30,8 +30,8 @@ The engine's view, with Kueue's metric names, types and labels where the meaning
 
 After each batch, the gauges of the ClusterQueues the batch changed are set again from the state
 the worker holds (queue sizes and the model's entitlement rows; no state render, no SQL): a
-ClusterQueue changed when a workload the batch named is queued in or holds quota of it, a decision
-of the batch names it, or its counts (pending, set aside, admitted), its spec or its cohort differ
+ClusterQueue changed when a workload the batch named (its events' and its decisions' workloads) is
+queued in or holds quota of it, or its counts (pending, set aside, admitted), its spec or its cohort differ
 from the last batch's — an O(1) check per ClusterQueue of the clusters the batch touched, so a
 workload that left it (finished, deleted, moved) is seen too; the model's rows are read only for
 the changed ones.  The counters come from the batch's decisions.  A ClusterQueue that disappears
@@ -170,30 +170,41 @@ class IngestMetrics(IngestListener):
                       decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         for p, progress in report.partitions.items():
             self.lag.labels(str(p)).set(progress.lag)
-        named: dict[str, set[str]] = {}
-        for d in decisions:
-            queues = named.setdefault(d.cluster, set())
-            queues.add(d.cluster_queue or "")
-            if d.preemptor_cluster_queue:
-                queues.add(d.preemptor_cluster_queue)
         for cluster, state in states.items():
-            queues = named.setdefault(cluster, set())
+            # the workloads the batch named include every decision's: their ClusterQueues changed
+            queues: set[str] = set()
             known = state.workloads
             for key in workloads.get(cluster, ()):
                 info = known.get(key)
                 if info is not None and info.cluster_queue is not None:
                     queues.add(info.cluster_queue)
             self._cluster_queues(cluster, state, queues)
+        # gathered per label set first: a ``labels()`` look-up costs several times an ``observe()``
+        admitted: dict[tuple[str, str], list[int]] = {}
+        preempted: dict[tuple[str, str, str], int] = {}
         for d in decisions:
-            if d.kind == ADMITTED:
-                queue = d.cluster_queue or ""
-                self.admitted_total.labels(d.cluster, queue, NO_PRIORITY_CLASS).inc()
-                state = states.get(d.cluster)
+            kind = d.kind
+            if kind == ADMITTED:
+                cluster = d.cluster
+                waits = admitted.get((cluster, d.cluster_queue or ""))
+                if waits is None:
+                    waits = admitted[(cluster, d.cluster_queue or "")] = []
+                state = states.get(cluster)
                 info = state.workloads.get(d.workload) if state is not None else None
-                if info is not None and info.queued_ms <= d.time_ms:  # else requeued later in the batch
-                    self.wait.labels(d.cluster, queue, NO_PRIORITY_CLASS).observe((d.time_ms - info.queued_ms) / 1000)
-            elif d.kind == PREEMPTED:
-                self.preempted.labels(d.cluster, d.preemptor_cluster_queue or "", d.reason or "").inc()
+                at = d.time_ms
+                # -1: not observed, the workload re-entered its queue later in the batch
+                waits.append(at - info.queued_ms if info is not None and info.queued_ms <= at else -1)
+            elif kind == PREEMPTED:
+                key = (d.cluster, d.preemptor_cluster_queue or "", d.reason or "")
+                preempted[key] = preempted.get(key, 0) + 1
+        for (cluster, queue), waits in admitted.items():
+            self.admitted_total.labels(cluster, queue, NO_PRIORITY_CLASS).inc(len(waits))
+            histogram = self.wait.labels(cluster, queue, NO_PRIORITY_CLASS)
+            for wait_ms in waits:
+                if wait_ms >= 0:
+                    histogram.observe(wait_ms / 1000)
+        for labels, n in preempted.items():
+            self.preempted.labels(*labels).inc(n)
 
     def batch_committed(self, report: BatchReport) -> None:
         self.events.inc(report.records)
