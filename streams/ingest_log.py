@@ -1,7 +1,8 @@
 """Structured log lines of the ingest worker: an ``IngestListener`` over stdlib ``logging``.
 
 One line per batch commit (records, decisions, dead letters, lag, ms), per dead letter (partition,
-offset, reason, field path), per restore and per rebalance, on the logger ``quotaledger.ingest``.
+offset, reason, field path; the first ``DEAD_LETTER_LINES`` of a batch, then one line counting the
+rest), per restore and per rebalance, on the logger ``quotaledger.ingest``.
 Every line has an ``event`` name and its fields; ``configure`` writes them to stderr as text
 (``msg key=value ...``) or as one JSON object per line (orjson: ``time``, ``level``, ``logger``,
 ``event``, ``msg`` and the fields).
@@ -29,6 +30,10 @@ LOGGER = "quotaledger.ingest"
 LOG_FORMATS = ("text", "json")
 PROGRESS_EVERY = 0.5
 """Seconds between rewrites of the progress line."""
+DEAD_LETTER_LINES = 10
+"""Dead letters logged one by one per batch; the rest of a batch's are one line with their count
+(a flood of garbage would otherwise write a line per record: every dead letter is in the
+``dead_letters`` table and on the dead-letter topic anyway)."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -94,6 +99,8 @@ class IngestLog(IngestListener):
         self.started: float | None = None
         self.shown = 0.0
         self.progress_width = 0
+        self.letters = 0
+        """dead letters of the batch being reported"""
 
     def _line(self, level: int, msg: str, **fields: object) -> None:
         if self.progress_width:  # clear the progress line, the next rewrite puts it back
@@ -117,6 +124,9 @@ class IngestLog(IngestListener):
                    events=position, ms=round(seconds * 1000, 1))
 
     def dead_letter(self, letter: DeadLetter) -> None:
+        self.letters += 1
+        if self.letters > DEAD_LETTER_LINES:
+            return
         self._line(logging.WARNING, "dead letter", event="dead_letter", partition=letter.partition,
                    offset=letter.offset, reason=letter.reason, field_path=letter.field_path)
 
@@ -124,6 +134,10 @@ class IngestLog(IngestListener):
                       decisions: Sequence[Decision], workloads: Mapping[str, Collection[str]]) -> None:
         if self.started is None:
             self.started = time.monotonic() - report.apply_seconds
+        if self.letters > DEAD_LETTER_LINES:
+            self._line(logging.WARNING, "more dead letters", event="dead_letters_not_shown",
+                       count=self.letters - DEAD_LETTER_LINES)
+        self.letters = 0
 
     def batch_committed(self, report: BatchReport) -> None:
         self.records += report.records

@@ -21,7 +21,7 @@ from statemodel.driver import Driver
 from statemodel.engine import Engine
 from streams.codec import decode_record
 from streams.ingest_listener import BatchReport, DeadLetter, Listeners, PartitionProgress
-from streams.ingest_log import IngestLog, configure
+from streams.ingest_log import DEAD_LETTER_LINES, IngestLog, configure
 from streams.ingest_metrics import IngestMetrics, MetricsServer
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -232,4 +232,17 @@ def test_progress_line_replaces_batch_lines_on_a_terminal() -> None:
     assert out.getvalue().count("\n") == 1  # only the dead letter
     assert terminal.getvalue().startswith("\ringest: 20 events, 3 decisions, ")
     assert terminal.getvalue().endswith("\r")  # cleared before the dead letter's line; nothing left to end
+    logging.getLogger("quotaledger.ingest").handlers.clear()
+
+
+def test_a_flood_of_dead_letters_is_logged_as_the_first_ones_and_a_count() -> None:
+    out = io.StringIO()
+    log = IngestLog(configure("json", out))
+    for offset in range(DEAD_LETTER_LINES + 25):
+        log.dead_letter(DeadLetter(0, offset, "unknown type", "type"))
+    log.batch_applied(BatchReport(DEAD_LETTER_LINES + 25, 0, DEAD_LETTER_LINES + 25), {}, [], {})
+    log.dead_letter(DeadLetter(0, 99, "unknown type", "type"))  # the next batch logs its own again
+    parsed = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    assert [p["offset"] for p in parsed if p["event"] == "dead_letter"] == [*range(DEAD_LETTER_LINES), 99]
+    assert [p["count"] for p in parsed if p["event"] == "dead_letters_not_shown"] == [25]
     logging.getLogger("quotaledger.ingest").handlers.clear()
