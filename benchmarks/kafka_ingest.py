@@ -18,18 +18,32 @@
    VM: comparing passes made seconds apart keeps the drift out of the ratio), and ingest / raw
    (goal 50 %).
 
+With ``--metrics`` every round runs the ingest four times, each into a scratch database of its own,
+in the order without, with, with, without (the next round: with, without, without, with) — with
+= the metrics and logs of ``quotaledger ingest --metrics-port --log-format json`` on
+(``streams.ingest_metrics`` served on a local port and scraped every second, ``streams.ingest_log``
+lines written to a file).  The symmetric order cancels the drift of the machine and the cost of
+running second (measured: a pair's second run was 10 % slower whichever it was).  It prints each
+round's mean with / mean without and the median of the rounds' ratios (minimum 95 %).
+
 Each rate counts from the first record to the last one handled (start-up and group join excluded).
 
     .venv/bin/python benchmarks/kafka_ingest.py                       # dev broker + local PostgreSQL
     .venv/bin/python benchmarks/kafka_ingest.py --bootstrap localhost:9092 --db postgresql+psycopg://… --rounds 1
+    .venv/bin/python benchmarks/kafka_ingest.py --metrics                # also with metrics and logs on, paired
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
+import threading
 import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 from kafka_setup import add_common_arguments, broker, event_file, produce, scratch_databases
@@ -38,7 +52,59 @@ from replay.runner import run_file
 from replay.verify import verify
 from streams.devbroker import DEV_SESSION_TIMEOUT_MS
 from streams.ingest import DEFAULT_MAX_BATCH, run_ingest
+from streams.ingest_listener import IngestListener, Listeners
+from streams.ingest_log import IngestLog, configure
+from streams.ingest_metrics import IngestMetrics, MetricsServer
 from streams.topics import Topics
+
+SCRAPE_EVERY = 1.0
+"""Seconds between scrapes of /metrics in a ``--metrics`` run (Prometheus' default is 15 s)."""
+
+
+class Timed(Listeners):
+    """``Listeners`` that add up the wall time the worker spends in their calls (``spent``, seconds)."""
+
+    def __init__(self, listeners: list[IngestListener]) -> None:
+        super().__init__(listeners)
+        self.spent = 0.0
+        for name in ("partitions_assigned", "partitions_revoked", "partitions_checked", "restored", "dead_letter",
+                     "batch_applied", "batch_committed"):
+            setattr(self, name, self._timed(getattr(self, name)))
+
+    def _timed(self, call):  # noqa: ANN001, ANN202 - a wrapper of any of the listener's methods
+        def timed(*args: object) -> None:
+            began = time.perf_counter()
+            try:
+                call(*args)
+            finally:
+                self.spent += time.perf_counter() - began
+        return timed
+
+
+@contextlib.contextmanager
+def observed(log_path: Path) -> Iterator[Timed]:
+    """The observers of ``quotaledger ingest --metrics-port 0 --log-format json``, the metrics served on
+    a local port and scraped every ``SCRAPE_EVERY`` seconds meanwhile, the log lines into ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    metrics = IngestMetrics()
+    with log_path.open("w") as out:
+        server = MetricsServer(metrics, "127.0.0.1", 0)
+        server.start()
+        stop = threading.Event()
+
+        def scrape() -> None:
+            while not stop.wait(SCRAPE_EVERY):
+                with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
+                    response.read()
+
+        scraper = threading.Thread(target=scrape, daemon=True)
+        scraper.start()
+        try:
+            yield Timed([IngestLog(configure("json", out)), metrics])
+        finally:
+            stop.set()
+            scraper.join()
+            server.close()
 
 
 def raw_consume(bootstrap: str, topic: str, expected: int, max_batch: int) -> float:
@@ -76,28 +142,55 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH,
                         help="records per batch / SQL transaction (default: the worker's own)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of (engine, ingest, engine, raw) (default 3)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="every round also ingests with metrics and logs on (paired, alternating order)")
     args = parser.parse_args()
     if args.db and args.rounds != 1:
         parser.error("--db takes --rounds 1 (every round needs an empty database)")
+    if args.db and args.metrics:
+        parser.error("--metrics needs two scratch databases per round: leave --db out")
 
     path = event_file(args)
     print(f"events: {path}")
     rounds: list[tuple[float, float, float, int]] = []
     """per round: (raw, ingest, engine-only) events/s and batches"""
-    with broker(args.bootstrap) as bootstrap, scratch_databases(args.pg_admin, 0 if args.db else args.rounds) as dbs:
+    spent: list[float] = []
+    """per ingest with metrics and logs: the share of its run spent in the listeners' calls"""
+    paired: list[float] = []
+    """per round with ``--metrics``: ingest events/s with metrics and logs / without (means of two each)"""
+    per_round = 4 if args.metrics else 1
+    with (broker(args.bootstrap) as bootstrap,
+          scratch_databases(args.pg_admin, 0 if args.db else args.rounds * per_round) as dbs):
         topics: Topics
         topics, n = produce(path, bootstrap, args.partitions)
         dev = {} if args.bootstrap else {"session_timeout_ms": DEV_SESSION_TIMEOUT_MS}
-        for i, db in enumerate(dbs or [args.db]):
+        all_dbs = dbs or [args.db]
+        for i in range(len(all_dbs) // per_round):
             before = run_file(str(path))[1].events_per_second
-            stats = run_ingest(bootstrap, db, topics=topics, max_batch=args.max_batch, exit_when_idle=2.0,
-                               group=f"bench-ingest-{i}", **dev)
+            results: dict[bool, list] = {False: [], True: []}
+            kinds = [False, True, True, False] if args.metrics else [False]
+            for j, with_metrics in enumerate(kinds if i % 2 == 0 else [not k for k in kinds]):
+                db = all_dbs[i * per_round + j]
+                with (observed(args.workdir / f"kafka_ingest-round{i + 1}.log") if with_metrics
+                      else contextlib.nullcontext()) as listener:
+                    stats = run_ingest(bootstrap, db, topics=topics, max_batch=args.max_batch, exit_when_idle=2.0,
+                                       group=f"bench-ingest-{i}-{int(with_metrics)}", listener=listener, **dev)
+                if stats.consumed != n:
+                    raise SystemExit(f"ingest consumed {stats.consumed} of {n} records")
+                if listener is not None:
+                    spent.append(listener.spent / stats.seconds)
+                results[with_metrics].append((stats, db))
             engine, replayed = run_file(str(path))
-            if stats.consumed != n:
-                raise SystemExit(f"ingest consumed {stats.consumed} of {n} records")
-            checked = verify(db)
-            if not (checked.ok and checked.hash == engine.hash):
-                raise SystemExit(f"round {i + 1}: the store does not equal the file replay: {checked.summary()}")
+            for stats, db in results[False] + results[True]:
+                checked = verify(db)
+                if not (checked.ok and checked.hash == engine.hash):
+                    raise SystemExit(f"round {i + 1}: the store does not equal the file replay: {checked.summary()}")
+            stats = results[False][0][0]
+            if args.metrics:
+                on, off = ([r[0].events_per_second for r in results[k]] for k in (True, False))
+                paired.append(statistics.mean(on) / statistics.mean(off))
+                print(f"  round {i + 1}: with metrics and logs {' / '.join(f'{e:,.0f}' for e in on)} events/s, "
+                      f"without {' / '.join(f'{e:,.0f}' for e in off)}: {paired[-1]:.1%}")
             raw = n / raw_consume(bootstrap, topics.events, n, args.max_batch)
             engine_eps = (before + replayed.events_per_second) / 2
             rounds.append((raw, stats.events_per_second, engine_eps, stats.batches))
@@ -115,6 +208,11 @@ def main() -> None:
         print(f"{name:<42} {eps:>10,.0f} {eps / engine_eps:>10.0%} {eps / raw_eps:>8.0%}")
     minimum = "met" if ratio >= 0.6 else "NOT met"
     goal = "met" if ingest_eps >= 0.5 * raw_eps else "not met"
+    if paired:
+        verdict = "met" if statistics.median(paired) >= 0.95 else "NOT met"
+        print(f"\ningest with metrics and logs / without: {', '.join(f'{r:.1%}' for r in paired)}; median "
+              f"{statistics.median(paired):.1%} (minimum 95 %: {verdict}); the worker spent "
+              f"{', '.join(f'{s:.1%}' for s in spent)} of those runs in the metrics' and logs' calls")
     print(f"\n{n} events, {args.partitions} partitions; ingest / engine-only = {ratio:.0%} (median of the rounds' "
           f"ratios; minimum 60 %: {minimum}), ingest / raw = {ingest_eps / raw_eps:.0%} (goal 50 %: {goal})")
 

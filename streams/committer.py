@@ -43,6 +43,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
     from replay.store.archive import Writes
+    from streams.ingest_listener import BatchReport, IngestListener
     from streams.ingest_store import Commit, IngestStats
 
 _STOP = b"stop"
@@ -97,18 +99,22 @@ class Committer:
     ``submit`` sends a batch's transaction without waiting for it; at most ``depth`` messages are
     unacknowledged at a time (so at most that many batches are held in memory beyond the one
     being applied).  Counters land in ``stats`` (``streams.ingest_store.IngestStats``): ``batches``
-    and ``seconds`` per acknowledged batch, ``published`` as reported by the process.
+    and ``seconds`` per acknowledged batch, ``published`` as reported by the process.  A batch
+    submitted with a ``BatchReport`` is passed to ``listener.batch_committed`` when acknowledged.
     """
 
-    def __init__(self, config: CommitterConfig, stats: IngestStats, depth: int = 2) -> None:
+    def __init__(self, config: CommitterConfig, stats: IngestStats, depth: int = 2,
+                 listener: IngestListener | None = None) -> None:
         self.config = config
         self.stats = stats
         self.depth = depth
+        self.listener = listener
         self.proc: subprocess.Popen | None = None
         self.to_child: Connection | None = None
         self.from_child: Connection | None = None
-        self.waiting: collections.deque[float | None] = collections.deque()
-        """per unacknowledged message: the time the run started when it holds a batch, else None"""
+        self.waiting: collections.deque[tuple[float | None, BatchReport | None, float]] = collections.deque()
+        """per unacknowledged message: the time the run started when it holds a batch (else None), its
+        report (if any) and when it was submitted (monotonic)"""
         self.sending: asyncio.Future | None = None
         self.sender = ThreadPoolExecutor(1, thread_name_prefix="committer-send")
         """not the loop's default executor: a send blocked on a stuck committer must not hold up the
@@ -127,10 +133,11 @@ class Committer:
         self.from_child = Connection(up_r, writable=False)
         self.to_child.send(self.config)
 
-    async def submit(self, commit: Commit, started: float | None) -> None:
+    async def submit(self, commit: Commit, started: float | None, report: BatchReport | None = None) -> None:
         """Queue ``commit`` (``streams.ingest_store.Commit``; its decisions are published after it
         is committed); ``started`` (monotonic time of the run's first record) marks a batch for the
-        counters.  Waits while ``depth`` messages are unacknowledged.
+        counters; ``report`` goes to the listener once committed, with ``commit_seconds`` = submit to
+        acknowledgement.  Waits while ``depth`` messages are unacknowledged.
 
         Raises:
             CommitterError: the process failed or died.
@@ -140,7 +147,7 @@ class Committer:
         await self._sent()
         # encoded here, not in the sending thread: there it would contend for the GIL with the next batch
         data = batch_codec.encode(commit.writes, commit.offsets, _WHOLE)
-        self.waiting.append(started)
+        self.waiting.append((started, report, time.monotonic()))
         self.sending = asyncio.get_running_loop().run_in_executor(
             self.sender, self.to_child.send_bytes, data)  # type: ignore[union-attr]
 
@@ -199,11 +206,14 @@ class Committer:
 
     async def _receive(self) -> None:
         reply = await self._reply()
-        started = self.waiting.popleft()
+        started, report, submitted = self.waiting.popleft()
         self.stats.published = reply[1]
         if started is not None:
             self.stats.batches += 1
             self.stats.seconds = reply[2] - started
+        if report is not None and self.listener is not None:
+            report.commit_seconds = reply[2] - submitted
+            self.listener.batch_committed(report)
 
     async def _reply(self) -> tuple:
         try:

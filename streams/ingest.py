@@ -49,6 +49,11 @@ stored offset is checked against the stored digest of the record consumed there;
 a reset too.  Either stops the worker with ``BrokerResetError``.
 
 SIGTERM / SIGINT finish the batch in flight, commit it, write shutdown snapshots and return.
+
+Observers: an optional ``IngestListener`` (``streams.ingest_listener``; metrics and logs implement
+it) is told of rebalances, the partitions checked, restores, dead letters, each batch applied (with
+the engines of the clusters it changed and its decisions, before the next batch changes them) and
+each batch committed (by the committer's acknowledgement).  Without one, nothing is collected.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from statemodel.driver import gc_paused
 from streams import outbox
 from streams.codec import DEFAULT_MAX_RECORD_BYTES
 from streams.committer import Committer, CommitterConfig, CommitterError
+from streams.ingest_listener import BatchReport, DeadLetter, IngestListener, PartitionProgress
 from streams.ingest_store import IngestStats, IngestStore
 from streams.log_check import BrokerResetError, StoredOffset, check_log, reset_message
 from streams.topics import Topics
@@ -119,7 +125,13 @@ class _Rebalance(ConsumerRebalanceListener):
             await self.worker.settle()
             self.worker.ready -= revoked
             self.worker.drop_carried(revoked)
-            self.worker.store.drop_partitions({tp.partition for tp in revoked})
+            partitions = {tp.partition for tp in revoked}
+            listener = self.worker.listener
+            if listener is not None and partitions:  # the group's first join revokes nothing
+                store = self.worker.store
+                listener.partitions_revoked(sorted(partitions),
+                                            sorted(c for c, p in store.partition_of.items() if p in partitions))
+            self.worker.store.drop_partitions(partitions)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self.worker.assigned(assigned)
@@ -130,8 +142,10 @@ class _Worker:
 
     def __init__(self, bootstrap: str, store: IngestStore, committer: Committer, topics: Topics, group: str,
                  max_batch: int, max_batch_bytes: int, exit_when_idle: float | None, session_timeout_ms: int,
-                 max_record_bytes: int) -> None:
+                 max_record_bytes: int, listener: IngestListener | None = None) -> None:
         self.bootstrap = bootstrap
+        self.listener = listener
+        """told what the worker does (``streams.ingest_listener``): metrics and logs"""
         self.store = store
         self.committer = committer
         self.topics = topics
@@ -178,6 +192,10 @@ class _Worker:
         self.ready |= assigned
         self.to_check |= assigned
         self.assigned_once = True
+        if self.listener is not None:
+            self.listener.partitions_assigned(sorted(tp.partition for tp in assigned))
+            if not self.to_check:  # nothing to check: consuming (nothing) already
+                self.listener.partitions_checked([])
 
     def drop_carried(self, partitions: set[TopicPartition]) -> None:
         """Forget the carried records of ``partitions`` (revoked, or sought again): never applied, so
@@ -258,6 +276,8 @@ class _Worker:
                                 {tp.partition: self.stored[tp.partition] for tp in checking
                                  if tp.partition in self.stored})
                 last_activity = time.monotonic()
+                if self.listener is not None and not self.to_check:
+                    self.listener.partitions_checked(sorted(tp.partition for tp in self.consumer.assignment()))
             async with self.lock:
                 data = {tp: recs for tp, recs in data.items() if tp in self.ready and recs}
                 data, self.carried = _cut(data, self.max_batch_bytes)
@@ -270,18 +290,52 @@ class _Worker:
                     continue
                 if first is None:
                     first = time.monotonic()
+                fetched = time.monotonic()
+                before = (store.stats.consumed, store.stats.decisions)
                 dlq = []
                 # the committer writes a part's rows while the next part is applied
                 for part, last in _parts(data, -(-self.max_batch // PARTS_PER_BATCH)):
                     dlq += await asyncio.to_thread(store.apply, part)
                     if not last:
                         await self.committer.send_part(store.take_part())
+                touched = store.dirty  # prepare starts a new dict: these are the batch's
                 commit = await asyncio.to_thread(store.prepare, {tp.partition for tp in data})
                 if dlq:
                     await self._send_dead_letters(dlq)
-                await self.committer.submit(commit, first)  # in batch order, applied meanwhile
+                report = None if self.listener is None else self._report(data, touched, dlq, before, fetched)
+                await self.committer.submit(commit, first, report)  # in batch order, applied meanwhile
                 self._collect_garbage(idle=False)
                 last_activity = time.monotonic()
+
+    def _report(self, data: dict[TopicPartition, list[ConsumerRecord]], touched: dict[str, set[str]],
+                dlq: list[tuple[bytes | None, bytes | None, list]], before: tuple[int, int],
+                fetched: float) -> BatchReport:
+        """Tell the listener of the batch just applied (its dead letters, then the engines as it left
+        them) and return its report, to be passed on when committed."""
+        listener, store = self.listener, self.store
+        assert listener is not None
+        for _key, _value, headers in dlq:
+            h = dict(headers)
+            listener.dead_letter(DeadLetter(int(h["source_partition"]), int(h["source_offset"]),
+                                            h["reason"].decode(errors="replace"),
+                                            h["field_path"].decode(errors="replace")))
+        progress = {}
+        for tp in data:
+            p = tp.partition
+            next_offset = store.next_offsets[p]
+            high = self.consumer.highwater(tp)
+            progress[p] = PartitionProgress(next_offset, max(0, high - next_offset) if high is not None else 0,
+                                            store.last_times.get(p))
+        report = BatchReport(store.stats.consumed - before[0], store.stats.decisions - before[1], len(dlq),
+                             progress, time.monotonic() - fetched)
+        drivers = store.drivers
+        states = {}
+        for cluster in sorted(touched):
+            engine = drivers[cluster].engine
+            if cluster in engine.clusters:
+                states[cluster] = engine.clusters[cluster]
+        listener.batch_applied(report, states, store.take_decisions(), touched)
+        return report
 
     def _collect_garbage(self, idle: bool) -> None:
         """The automatic cyclic GC is paused for the run, as in every path of the driver
@@ -351,7 +405,8 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
                exit_when_idle: float | None = None,
                snapshot_every: int = DEFAULT_SNAPSHOT_EVERY, snapshot_every_ms: int | None = None,
                publish: bool = True, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, handle_signals: bool = True) -> IngestStats:
+               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, handle_signals: bool = True,
+               listener: IngestListener | None = None) -> IngestStats:
     """Run the ingest worker (module docstring) until SIGTERM / SIGINT or, with ``exit_when_idle``
     (seconds), until every assigned partition is drained and nothing arrived for that long.
 
@@ -368,6 +423,7 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
         session_timeout_ms: consumer-group session timeout (Tansu holds a join for half of it).
         max_record_bytes: larger record values are dead-lettered unread.
         handle_signals: stop on SIGTERM / SIGINT (when called from the main thread).
+        listener: observer of the run (``streams.ingest_listener``; metrics, logs), none by default.
 
     Returns:
         the run's counters.
@@ -389,13 +445,13 @@ def run_ingest(bootstrap: str, db_url: str, *, topics: Topics = Topics(), group:
     stats = IngestStats()
     db = create_db_engine(db_url)
     batch = ArchiveBatch(snapshot_every=snapshot_every, snapshot_every_ms=snapshot_every_ms)
-    store = IngestStore(db, topics.events, group, batch, max_record_bytes, stats)
+    store = IngestStore(db, topics.events, group, batch, max_record_bytes, stats, listener)
     committer = Committer(CommitterConfig(db_url, group, topics.events, bootstrap, topics.decisions, publish,
-                                          max_record_bytes), stats)
+                                          max_record_bytes), stats, listener=listener)
 
     async def main() -> None:
         worker = _Worker(bootstrap, store, committer, topics, group, max_batch, max_batch_bytes, exit_when_idle,
-                         session_timeout_ms, max_record_bytes)
+                         session_timeout_ms, max_record_bytes, listener)
         if handle_signals and threading.current_thread() is threading.main_thread():
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

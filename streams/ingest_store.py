@@ -11,6 +11,7 @@ See ``streams.ingest`` for the guarantees these give.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -23,11 +24,13 @@ from replay.store.db import salvage
 from replay.store.sanitize import key_text
 from replay.store.projections import ProjectionWriter
 from statemodel import sql_schema as s
+from statemodel.decisions import Decision
 from statemodel.driver import Driver
 from statemodel.engine import Engine
 from statemodel.errors import EventError
 from streams import outbox
 from streams.codec import dead_letter, decode_record, key_cluster
+from streams.ingest_listener import IngestListener
 from streams.log_check import StoredOffset, record_digest
 
 
@@ -76,7 +79,7 @@ class IngestStore:
     """The synchronous side of the worker: engines, archive rows and SQL transactions (run in a thread)."""
 
     def __init__(self, db: sa.Engine, topic: str, group: str, batch: ArchiveBatch, max_record_bytes: int,
-                 stats: IngestStats) -> None:
+                 stats: IngestStats, listener: IngestListener | None = None) -> None:
         self.db = db
         self.topic = topic
         self.group = group
@@ -93,6 +96,12 @@ class IngestStore:
         self.last_digests: dict[int, str] = {}
         self.dirty: dict[str, set[str]] = {}
         """cluster -> keys of the workloads an applied event or a decision of this batch named"""
+        self.listener = listener
+        """told of restores (``IngestListener.restored``); with one, the batch's decisions are kept"""
+        self.decisions: list[Decision] = []
+        """the decisions of the batch so far, in order (kept only with a listener; ``take_decisions``)"""
+        self.last_times: dict[int, int] = {}
+        """partition -> ``time`` (epoch ms) of the last valid event read from it"""
 
     def stored_offsets(self) -> dict[int, StoredOffset]:
         """``partition -> StoredOffset`` stored for this group and topic."""
@@ -109,6 +118,7 @@ class IngestStore:
         driver = self.drivers.get(cluster)
         if driver is not None:
             return driver
+        began = time.monotonic()
         with self.db.connect() as conn:
             end = conn.execute(sa.select(sa.func.coalesce(sa.func.max(s.events.c.position) + 1, 0)).where(
                 s.events.c.cluster == cluster)).scalar_one()
@@ -118,6 +128,8 @@ class IngestStore:
         driver = self.drivers[cluster] = Driver(engine)
         self.positions[cluster] = end
         self.partition_of[cluster] = partition
+        if end and self.listener is not None:
+            self.listener.restored(cluster, partition, end, time.monotonic() - began)
         return driver
 
     def drop_partitions(self, partitions: set[int]) -> None:
@@ -131,6 +143,7 @@ class IngestStore:
             self.next_offsets.pop(p, None)
             self.last_ids.pop(p, None)
             self.last_digests.pop(p, None)
+            self.last_times.pop(p, None)
 
     def stored_clusters(self, names: list[str]) -> set[str]:
         """Which of ``names`` have archived events (one indexed look-up per name, 500 names a query;
@@ -159,6 +172,7 @@ class IngestStore:
         dlq: list[tuple[bytes | None, bytes | None, list]] = []
         dirty = self.dirty
         max_bytes = self.max_record_bytes
+        kept = self.decisions if self.listener is not None else None
         for tp, recs in records.items():
             p = tp.partition
             next_offset = self.next_offsets.get(p, -1)
@@ -179,6 +193,7 @@ class IngestStore:
                 decoded.append((rec, item, salvaged))
             stored = self.stored_clusters(asked) if asked else set()
             last_id = self.last_ids.get(p)
+            last_time = self.last_times.get(p)
             for rec, item, salvaged in decoded:
                 stats.consumed += 1
                 value = rec.value
@@ -209,13 +224,23 @@ class IngestStore:
                             workloads = dirty[cluster] = set()
                         workloads.update(step.workload_keys())
                     stats.decisions += len(step.decisions)
+                    if kept is not None and step.decisions:
+                        kept += step.decisions
                     last_id = item.id
+                    last_time = item.time_ms
             last = fresh[-1]
             self.next_offsets[p] = last.offset + 1
             self.last_ids[p] = key_text(last_id)
             self.last_digests[p] = record_digest(last.value)
+            if last_time is not None:
+                self.last_times[p] = last_time
         stats.dead_letters += len(dlq)
         return dlq
+
+    def take_decisions(self) -> list[Decision]:
+        """The decisions kept since the last call (empty without a listener), in order."""
+        kept, self.decisions = self.decisions, []
+        return kept
 
     def take_part(self) -> Writes:
         """The archive rows of the batch so far (events, decisions, dead letters, snapshots),

@@ -1,8 +1,10 @@
 """``quotaledger ingest``: the Kafka ingest worker (``streams.ingest``) on the command line.
 
 Exit codes: 0 after SIGTERM / SIGINT or ``--exit-when-idle``; 2 on a broker reset (the log under
-the stored offsets is not the one that was applied); 1 on any other failure.  The one-line
-summary goes to stderr, so the command is easy to drive as a subprocess (soak and crash tests).
+the stored offsets is not the one that was applied); 1 on any other failure.  The log lines
+(``streams.ingest_log``; ``--log-format text|json``) and then the one-line summary go to stderr, so
+the command is easy to drive as a subprocess (soak and crash tests).  ``--metrics-port`` serves
+``streams.ingest_metrics`` (Prometheus ``/metrics``, ``/healthz``, ``/readyz``) while it runs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def ingest(
     max_record_bytes: int = typer.Option(
         MAX_EVENT_BYTES, "--max-record-bytes", min=1,  # streams.codec.DEFAULT_MAX_RECORD_BYTES
         help="Larger record values are dead-lettered unread (default: the 4 MiB event limit)."),
+    metrics_port: Optional[int] = typer.Option(
+        None, "--metrics-port", min=0, max=65535,
+        help="Serve Prometheus /metrics, /healthz and /readyz on this port (off by default)."),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="Address the metrics server binds."),
+    log_format: str = typer.Option("text", "--log-format", help="Log lines as text or json (on stderr)."),
 ) -> None:
     """Consume the events topic into the SQL store, exactly once, and publish decisions.
 
@@ -54,14 +61,39 @@ def ingest(
     from streams.ingest import run_ingest
     from streams.topics import DEFAULT_PREFIX, PREFIX_ENV, Topics
 
+    from streams.ingest_listener import IngestListener, Listeners
+    from streams.ingest_log import LOG_FORMATS, IngestLog, configure
+
+    if log_format not in LOG_FORMATS:
+        raise CommandError(f"--log-format must be one of {', '.join(LOG_FORMATS)}, not {log_format!r}")
     bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
     if not bootstrap:
         raise CommandError("no Kafka broker: give --bootstrap HOST:PORT or set $QUOTALEDGER_BOOTSTRAP")
     every_ms = snapshot_interval_ms(snapshot_every_time)
     prefix = topic_prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
-    stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
-                       max_batch_bytes=max_batch_bytes,
-                       exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
-                       snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
-                       max_record_bytes=max_record_bytes)
+    log = IngestLog(configure(log_format),
+                    progress=sys.stderr if log_format == "text" and sys.stderr.isatty() else None)
+    listeners: list[IngestListener] = [log]
+    server = None
+    if metrics_port is not None:
+        from streams.ingest_metrics import IngestMetrics, MetricsServer
+
+        metrics = IngestMetrics()
+        try:
+            server = MetricsServer(metrics, metrics_host, metrics_port)
+        except OSError as exc:
+            raise CommandError(f"cannot serve metrics on {metrics_host}:{metrics_port}: {exc.strerror or exc}"
+                               ) from None
+        server.start()
+        listeners.append(metrics)
+    try:
+        stats = run_ingest(bootstrap, db_url(db), topics=Topics(prefix), group=group, max_batch=max_batch,
+                           max_batch_bytes=max_batch_bytes,
+                           exit_when_idle=exit_when_idle, snapshot_every=snapshot_every,
+                           snapshot_every_ms=every_ms, publish=publish, session_timeout_ms=session_timeout_ms,
+                           max_record_bytes=max_record_bytes, listener=Listeners(listeners))
+    finally:
+        log.close()
+        if server is not None:
+            server.close()
     sys.stderr.write(f"ingest: {stats.summary()}\n")
