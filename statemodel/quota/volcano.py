@@ -33,6 +33,7 @@ Pure.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 from fractions import Fraction
@@ -528,10 +529,12 @@ class VolcanoModel(NoClusterQueueQuota):
         Raises:
             EventError: naming the field and the rule broken; nothing was changed.
         """
-        specs = dict(self.specs)
+        specs = self.specs
         touched: list[str] = []
         new_groups: list[PodGroup] = []
         for obj in changes:
+            if isinstance(obj, (Queue, ObjectRef)) and specs is self.specs:
+                specs = dict(self.specs)
             if isinstance(obj, Queue):
                 specs[obj.name] = obj
                 touched.append(obj.name)
@@ -545,10 +548,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 touched.append(obj.name)
         if not touched and not new_groups:
             return
-        kids: dict[str, list[str]] = {}
-        for name in sorted(specs):
-            if name != ROOT:
-                kids.setdefault(specs[name].parent, []).append(name)
+        kids = self._kids(specs, touched, [pg.queue for pg in new_groups])
         for name in touched:
             if name not in specs:
                 if kids.get(name):
@@ -568,6 +568,26 @@ class VolcanoModel(NoClusterQueueQuota):
             if q.state != "Open":
                 raise EventError("object.spec.queue", f"can only submit PodGroup to queue with state `Open`, "
                                                       f"queue `{pg.queue}` status is `{q.state}`")
+
+    def _kids(self, specs: dict[str, Queue], touched: list[str], looked_at: list[str]) -> dict[str, list[str]]:
+        """Children (sorted names) per queue of ``specs``, the tree after the change.  When the change
+        only adds queues or PodGroups (the usual case) the lists come from the current tree plus the
+        new queues, for the queues the checks look at (the touched queues, their parents and
+        ``looked_at``); otherwise from every spec."""
+        if all(name in specs and name not in self.specs for name in touched):
+            kids: dict[str, list[str]] = {}
+            new = {name: specs[name].parent for name in touched}
+            for key in [k for name in touched for k in (name, specs[name].parent)] + looked_at:
+                if key not in kids:
+                    queue = self.queues.get(key)
+                    kids[key] = sorted((queue.children if queue is not None else [])
+                                       + [n for n, parent in new.items() if parent == key])
+            return {k: v for k, v in kids.items() if v}
+        kids = {}
+        for name in sorted(specs):
+            if name != ROOT:
+                kids.setdefault(specs[name].parent, []).append(name)
+        return kids
 
     def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
         q = specs[name]
@@ -638,8 +658,12 @@ class VolcanoModel(NoClusterQueueQuota):
     def apply_object(self, obj: object) -> bool:
         """Apply a Queue, PodGroup or Pod naming a PodGroup; ``False`` for any other object."""
         if isinstance(obj, Queue):
-            self.specs[obj.name] = obj
-            self._rebuild_tree()
+            if obj.name in self.specs or obj.parent not in self.queues or any(
+                    g.queue == obj.name for g in self.groups.values()):
+                self.specs[obj.name] = obj
+                self._rebuild_tree()
+                return True
+            self._add_queue(obj)
             return True
         if isinstance(obj, PodGroup):
             self._apply_group(obj)
@@ -651,6 +675,18 @@ class VolcanoModel(NoClusterQueueQuota):
             self._apply_pod(obj, f"{obj.namespace}/{group}")
             return True
         return False
+
+    def _add_queue(self, spec: Queue) -> None:
+        """A new queue under an existing parent that no PodGroup names yet: what ``_rebuild_tree``
+        would build, without rebuilding the other queues (validation keeps a new name from being
+        anyone's parent)."""
+        self.specs[spec.name] = spec
+        info = self.queues[spec.name] = QueueInfo(spec)
+        assert info.parent is not None
+        bisect.insort(self.queues[info.parent].children, spec.name)
+        self._shares.pop(info.parent, None)
+        self._tour_built = [False, False]
+        self.stale = self.retry_all = True
 
     def delete_object(self, kind: str, key: str) -> bool:
         """Delete a Queue, PodGroup or Pod of a PodGroup by kind and key; ``False`` otherwise."""
@@ -890,6 +926,8 @@ class VolcanoModel(NoClusterQueueQuota):
         ``fresh``, ``relaxed``, ``freed``): a group not tried would fail as it did, so the decisions
         are those of trying every group every time; its message stays that of its last attempt."""
         out: list[UnitDecision] = []
+        if not self.pending_queues and not self.waiting_queues:
+            return out  # no group to enqueue, allocate or reclaim for: nothing can happen
         for _ in range(MAX_ROUNDS):
             if self.stale:
                 self._derive()
