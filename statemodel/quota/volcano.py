@@ -192,6 +192,43 @@ def _implicit(name: str) -> Queue:
     return Queue(name, ROOT, 1, (), (), (), name != ROOT, 0, "Open", 0)
 
 
+class TourEntry:
+    """A queue's entry in its parent's heap of the allocate tournament (``VolcanoModel._tour_sync``):
+    what ``_compare_queues`` reads when ``name`` (the first participant of ``owner``'s subtree) meets
+    a participant of a sibling subtree — priority (negated: higher first), the share of ``owner``
+    (hierarchy; flat: of ``name``) as an exact fraction ``num / den`` (compared by
+    cross-multiplying), deserved before best-effort (``flag``, capacity), creation, name."""
+
+    __slots__ = ("prio", "num", "den", "flag", "creation", "name", "owner")
+
+    def __init__(self, prio: int, num: int, den: int, flag: int, creation: int, name: str, owner: str) -> None:
+        self.prio = prio
+        self.num = num
+        self.den = den
+        self.flag = flag
+        self.creation = creation
+        self.name = name
+        self.owner = owner
+
+    def __lt__(self, other: TourEntry) -> bool:
+        if self.prio != other.prio:
+            return self.prio < other.prio
+        left, right = self.num * other.den, other.num * self.den
+        if left != right:
+            return left < right
+        if self.flag != other.flag:
+            return self.flag < other.flag
+        if self.creation != other.creation:
+            return self.creation < other.creation
+        return self.name < other.name
+
+    def same(self, other: TourEntry) -> bool:
+        """Whether both entries say the same (an unchanged entry keeps its place in the heap)."""
+        return (self.prio == other.prio and self.num == other.num and self.den == other.den
+                and self.flag == other.flag and self.creation == other.creation and self.name == other.name
+                and self.owner == other.owner)
+
+
 class VolcanoModel(NoClusterQueueQuota):
     """The ``volcano`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
 
@@ -231,10 +268,10 @@ class VolcanoModel(NoClusterQueueQuota):
         Tournament 0 serves an allocate action after an event that freed nothing (a queue takes part
         with a group not tried since it changed), 1 one after an event that freed capacity (also
         with a group last stopped by the cluster)."""
-        self._tour_heaps: list[dict[str, list[tuple]]] = [{}, {}]
+        self._tour_heaps: list[dict[str, list[TourEntry]]] = [{}, {}]
         """Per tournament and queue (``""``: above the tops), a heap of its children's entries
         (lazily invalidated)."""
-        self._tour_entry: list[dict[str, tuple | None]] = [{}, {}]
+        self._tour_entry: list[dict[str, TourEntry | None]] = [{}, {}]
         """Per tournament and queue, its current entry in its parent's heap (``None``: no participant
         below it)."""
         self._tour_best: list[dict[str, str | None]] = [{}, {}]
@@ -1111,14 +1148,13 @@ class VolcanoModel(NoClusterQueueQuota):
 
     # -- queue order as a tournament ------------------------------------------------------------------
 
-    def _tour_key(self, node: QueueInfo, winner: QueueInfo) -> tuple:
-        """The entry of ``node`` (whose first participant is ``winner``) in its parent's heap: what
-        ``_compare_queues`` reads when ``winner`` meets a participant of a sibling subtree —
-        priority, the share of ``node`` (hierarchy; flat: of ``winner``), deserved before best-effort
-        (capacity), creation, name; ``node``'s name last, to find the entry's owner."""
+    def _tour_key(self, node: QueueInfo, winner: QueueInfo) -> TourEntry:
+        """The entry of ``node`` (whose first participant is ``winner``) in its parent's heap."""
         of = node if self.hierarchy else winner
         flag = (0 if of.deserved else 1) if self.args.plugin == "capacity" else 0
-        return (-winner.spec.priority, self.queue_share(of), flag, winner.spec.creation_ms, winner.name, node.name)
+        share = self.queue_share(of)
+        return TourEntry(-winner.spec.priority, share.numerator, share.denominator, flag, winner.spec.creation_ms,
+                         winner.name, node.name)
 
     def _tour_sync(self, mode: int) -> None:
         """Bring the tournament up to date: each queue keeps its first participant (a queue with
@@ -1157,18 +1193,18 @@ class VolcanoModel(NoClusterQueueQuota):
     def _tour_eval(self, mode: int, name: str) -> None:
         """Re-evaluate one queue (``""``: the tops) and its entry in its parent's heap."""
         heaps, entry = self._tour_heaps[mode], self._tour_entry[mode]
-        best: tuple | None = None
+        best: TourEntry | None = None
         heap = heaps.get(name)
         if heap:
-            while heap and entry.get(heap[0][-1]) is not heap[0]:
+            while heap and entry.get(heap[0].owner) is not heap[0]:
                 heapq.heappop(heap)
             if len(heap) > 2 * len(self.queues[name].children if name else self.queues) + 16:
-                heap[:] = [e for e in heap if entry.get(e[-1]) is e]  # drop the stale entries
+                heap[:] = [e for e in heap if entry.get(e.owner) is e]  # drop the stale entries
                 heapq.heapify(heap)
             if heap:
                 best = heap[0]
         if not name:
-            self._tour_best[mode][name] = best[4] if best is not None else None
+            self._tour_best[mode][name] = best.name if best is not None else None
             return
         q = self.queues[name]
         if (name in self.waiting_queues and name not in self._tour_off
@@ -1176,15 +1212,17 @@ class VolcanoModel(NoClusterQueueQuota):
             own = self._tour_key(q, q)
             if best is None or own < best:
                 best = own
-        winner = best[4] if best is not None else None
+        winner = best.name if best is not None else None
         self._tour_best[mode][name] = winner
         new = self._tour_key(q, self.queues[winner]) if winner is not None else None
         old = entry.get(name)
-        if new != old:
+        if new is None:
+            if old is not None:
+                entry[name] = None
+        elif old is None or not new.same(old):
             entry[name] = new
-            if new is not None:
-                parent = q.parent if q.parent is not None and q.parent in self.queues else ""
-                heapq.heappush(heaps.setdefault(parent, []), new)
+            parent = q.parent if q.parent is not None and q.parent in self.queues else ""
+            heapq.heappush(heaps.setdefault(parent, []), new)
 
     def _sorted_waiting(self, queue: QueueInfo) -> list[GroupInfo]:
         """``queue``'s waiting groups in job order (cached until one of them changes)."""
