@@ -33,7 +33,9 @@ Pure.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import heapq
 from fractions import Fraction
 
 from statemodel.errors import EventError
@@ -103,7 +105,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live", "waiting", "pending", "ordered")
+                 "deserved", "live", "waiting", "pending", "ordered", "untried", "clustered")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -131,6 +133,10 @@ class QueueInfo:
         """Its Pending groups (what enqueue looks at)."""
         self.ordered: list[GroupInfo] | None = None
         """``waiting`` in job order (``None``: to be sorted again)."""
+        self.untried = 0
+        """Its waiting groups not tried since they changed (``GroupInfo.blocked`` empty)."""
+        self.clustered = 0
+        """Its waiting groups last stopped by the cluster's free capacity (``blocked == "cluster"``)."""
 
 
 class GroupInfo:
@@ -186,6 +192,43 @@ def _implicit(name: str) -> Queue:
     return Queue(name, ROOT, 1, (), (), (), name != ROOT, 0, "Open", 0)
 
 
+class TourEntry:
+    """A queue's entry in its parent's heap of the allocate tournament (``VolcanoModel._tour_sync``):
+    what ``_compare_queues`` reads when ``name`` (the first participant of ``owner``'s subtree) meets
+    a participant of a sibling subtree — priority (negated: higher first), the share of ``owner``
+    (hierarchy; flat: of ``name``) as an exact fraction ``num / den`` (compared by
+    cross-multiplying), deserved before best-effort (``flag``, capacity), creation, name."""
+
+    __slots__ = ("prio", "num", "den", "flag", "creation", "name", "owner")
+
+    def __init__(self, prio: int, num: int, den: int, flag: int, creation: int, name: str, owner: str) -> None:
+        self.prio = prio
+        self.num = num
+        self.den = den
+        self.flag = flag
+        self.creation = creation
+        self.name = name
+        self.owner = owner
+
+    def __lt__(self, other: TourEntry) -> bool:
+        if self.prio != other.prio:
+            return self.prio < other.prio
+        left, right = self.num * other.den, other.num * self.den
+        if left != right:
+            return left < right
+        if self.flag != other.flag:
+            return self.flag < other.flag
+        if self.creation != other.creation:
+            return self.creation < other.creation
+        return self.name < other.name
+
+    def same(self, other: TourEntry) -> bool:
+        """Whether both entries say the same (an unchanged entry keeps its place in the heap)."""
+        return (self.prio == other.prio and self.num == other.num and self.den == other.den
+                and self.flag == other.flag and self.creation == other.creation and self.name == other.name
+                and self.owner == other.owner)
+
+
 class VolcanoModel(NoClusterQueueQuota):
     """The ``volcano`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
 
@@ -220,6 +263,29 @@ class VolcanoModel(NoClusterQueueQuota):
         """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
         self.pending_queues: dict[str, None] = {}
         """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
+        self._tour_built = [False, False]
+        """Per tournament (``_tour_sync``), whether it is built for the current tree and deserved.
+        Tournament 0 serves an allocate action after an event that freed nothing (a queue takes part
+        with a group not tried since it changed), 1 one after an event that freed capacity (also
+        with a group last stopped by the cluster)."""
+        self._tour_heaps: list[dict[str, list[TourEntry]]] = [{}, {}]
+        """Per tournament and queue (``""``: above the tops), a heap of its children's entries
+        (lazily invalidated)."""
+        self._tour_entry: list[dict[str, TourEntry | None]] = [{}, {}]
+        """Per tournament and queue, its current entry in its parent's heap (``None``: no participant
+        below it)."""
+        self._tour_best: list[dict[str, str | None]] = [{}, {}]
+        """Per tournament and queue, the first participant of its subtree in queue order."""
+        self._tour_dirty: list[dict[str, None]] = [{}, {}]
+        """Per tournament, the queues whose share or participation changed since it was last brought up
+        to date."""
+        self._tour_off: dict[str, None] = {}
+        """Waiting queues left out of the allocate action under way (no candidate that can bind)."""
+        self._tour_extra: dict[str, None] = {}
+        """Queues whose every waiting group is a candidate in the allocate action under way (relaxed, or
+        holding a group that changed)."""
+        self._tour_all = False
+        """Every waiting queue takes part in the allocate action under way (``retry_all``)."""
         self._rebuild_tree()
 
     # -- configuration ---------------------------------------------------------------------------
@@ -248,6 +314,7 @@ class VolcanoModel(NoClusterQueueQuota):
         self.waiting_queues, self.pending_queues = {}, {}
         self._chains = {}
         self._shares = {}
+        self._tour_built = [False, False]
         for name in sorted(self.queues):
             info = self.queues[name]
             if info.parent is not None and info.parent in self.queues:
@@ -280,6 +347,7 @@ class VolcanoModel(NoClusterQueueQuota):
               sign: int) -> None:
         """Add ``sign`` × these amounts to ``queue``'s numbers and its chain's subtree sums."""
         if alloc:
+            self._tour_touch(queue.name)
             _add(queue.allocated, alloc, sign)
             _add(self.used, alloc, sign)
             if queue.spec.reclaimable:
@@ -399,9 +467,11 @@ class VolcanoModel(NoClusterQueueQuota):
         if old is not None:
             if old_kind == "waiting":
                 old.ordered = None
+                self._count(old, group.blocked, -1)
                 old.waiting.pop(group.key, None)
                 if not old.waiting:
                     self.waiting_queues.pop(old_q, None)
+                    self._tour_touch(old_q)
             else:
                 old.pending.pop(group.key, None)
                 if not old.pending:
@@ -410,17 +480,45 @@ class VolcanoModel(NoClusterQueueQuota):
             if where[1] == "waiting":
                 queue.ordered = None
                 queue.waiting[group.key] = None
-                self.waiting_queues[queue.name] = None
+                self._count(queue, group.blocked, 1)
+                if queue.name not in self.waiting_queues:
+                    self.waiting_queues[queue.name] = None
+                    self._tour_touch(queue.name)
             else:
                 queue.pending[group.key] = None
                 self.pending_queues[queue.name] = None
         group.indexed = where
+
+    def _block(self, group: GroupInfo, why: str) -> None:
+        """Set what stopped ``group``'s last allocation (``GroupInfo.blocked``), keeping its queue's
+        counts of candidates (``QueueInfo.untried`` / ``clustered``) when it is waiting."""
+        if why == group.blocked:
+            return
+        queue_name, kind = group.indexed
+        if kind == "waiting":
+            queue = self.queues[queue_name]
+            self._count(queue, group.blocked, -1)
+            self._count(queue, why, 1)
+        group.blocked = why
+
+    def _count(self, queue: QueueInfo, why: str, sign: int) -> None:
+        """Count a waiting group of ``queue`` blocked by ``why`` in or out; a queue that gains its first
+        or loses its last candidate is re-evaluated in the tournament."""
+        if why == "":
+            queue.untried += sign
+            if queue.untried == (1 if sign > 0 else 0):
+                self._tour_touch(queue.name)
+        elif why == "cluster":
+            queue.clustered += sign
+            if queue.clustered == (1 if sign > 0 else 0):
+                self._tour_touch(queue.name)
 
     def _derive(self) -> None:
         """Recompute capability, realCapability, guarantee and deserved of every queue (whoever made
         them stale also set ``retry_all``)."""
         self.stale = False
         self._shares.clear()
+        self._tour_built = [False, False]
         queues = self.queues
         total_g: Resources = {}
         for q in queues.values():
@@ -468,10 +566,12 @@ class VolcanoModel(NoClusterQueueQuota):
         Raises:
             EventError: naming the field and the rule broken; nothing was changed.
         """
-        specs = dict(self.specs)
+        specs = self.specs
         touched: list[str] = []
         new_groups: list[PodGroup] = []
         for obj in changes:
+            if isinstance(obj, (Queue, ObjectRef)) and specs is self.specs:
+                specs = dict(self.specs)
             if isinstance(obj, Queue):
                 specs[obj.name] = obj
                 touched.append(obj.name)
@@ -485,10 +585,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 touched.append(obj.name)
         if not touched and not new_groups:
             return
-        kids: dict[str, list[str]] = {}
-        for name in sorted(specs):
-            if name != ROOT:
-                kids.setdefault(specs[name].parent, []).append(name)
+        kids = self._kids(specs, touched, [pg.queue for pg in new_groups])
         for name in touched:
             if name not in specs:
                 if kids.get(name):
@@ -508,6 +605,26 @@ class VolcanoModel(NoClusterQueueQuota):
             if q.state != "Open":
                 raise EventError("object.spec.queue", f"can only submit PodGroup to queue with state `Open`, "
                                                       f"queue `{pg.queue}` status is `{q.state}`")
+
+    def _kids(self, specs: dict[str, Queue], touched: list[str], looked_at: list[str]) -> dict[str, list[str]]:
+        """Children (sorted names) per queue of ``specs``, the tree after the change.  When the change
+        only adds queues or PodGroups (the usual case) the lists come from the current tree plus the
+        new queues, for the queues the checks look at (the touched queues, their parents and
+        ``looked_at``); otherwise from every spec."""
+        if all(name in specs and name not in self.specs for name in touched):
+            kids: dict[str, list[str]] = {}
+            new = {name: specs[name].parent for name in touched}
+            for key in [k for name in touched for k in (name, specs[name].parent)] + looked_at:
+                if key not in kids:
+                    queue = self.queues.get(key)
+                    kids[key] = sorted((queue.children if queue is not None else [])
+                                       + [n for n, parent in new.items() if parent == key])
+            return {k: v for k, v in kids.items() if v}
+        kids = {}
+        for name in sorted(specs):
+            if name != ROOT:
+                kids.setdefault(specs[name].parent, []).append(name)
+        return kids
 
     def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
         q = specs[name]
@@ -578,8 +695,12 @@ class VolcanoModel(NoClusterQueueQuota):
     def apply_object(self, obj: object) -> bool:
         """Apply a Queue, PodGroup or Pod naming a PodGroup; ``False`` for any other object."""
         if isinstance(obj, Queue):
-            self.specs[obj.name] = obj
-            self._rebuild_tree()
+            if obj.name in self.specs or obj.parent not in self.queues or any(
+                    g.queue == obj.name for g in self.groups.values()):
+                self.specs[obj.name] = obj
+                self._rebuild_tree()
+                return True
+            self._add_queue(obj)
             return True
         if isinstance(obj, PodGroup):
             self._apply_group(obj)
@@ -591,6 +712,18 @@ class VolcanoModel(NoClusterQueueQuota):
             self._apply_pod(obj, f"{obj.namespace}/{group}")
             return True
         return False
+
+    def _add_queue(self, spec: Queue) -> None:
+        """A new queue under an existing parent that no PodGroup names yet: what ``_rebuild_tree``
+        would build, without rebuilding the other queues (validation keeps a new name from being
+        anyone's parent)."""
+        self.specs[spec.name] = spec
+        info = self.queues[spec.name] = QueueInfo(spec)
+        assert info.parent is not None
+        bisect.insort(self.queues[info.parent].children, spec.name)
+        self._shares.pop(info.parent, None)
+        self._tour_built = [False, False]
+        self.stale = self.retry_all = True
 
     def delete_object(self, kind: str, key: str) -> bool:
         """Delete a Queue, PodGroup or Pod of a PodGroup by kind and key; ``False`` otherwise."""
@@ -830,6 +963,8 @@ class VolcanoModel(NoClusterQueueQuota):
         ``fresh``, ``relaxed``, ``freed``): a group not tried would fail as it did, so the decisions
         are those of trying every group every time; its message stays that of its last attempt."""
         out: list[UnitDecision] = []
+        if not self.pending_queues and not self.waiting_queues:
+            return out  # no group to enqueue, allocate or reclaim for: nothing can happen
         for _ in range(MAX_ROUNDS):
             if self.stale:
                 self._derive()
@@ -912,14 +1047,29 @@ class VolcanoModel(NoClusterQueueQuota):
         """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
         proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
         groups that may succeed are looked at (``run``); each queue's next candidate is found lazily,
-        in job order, when the one before it has been tried."""
+        in job order, when the queue comes first; a queue without one leaves the action.
+
+        The queue that goes first comes from a tournament over the queue tree (``_tour_sync``): each
+        queue's first participant is the first, by ``_compare_queues``, of itself and its children's
+        first participants.  Between participants of different children that comparison is a total
+        order (priority, the child's share, deserved first, creation, name), so the winner is well
+        defined; it is the queue ``_compare_queues`` puts before every other participant whenever
+        there is such a queue.  (At equal shares of sibling branches ``_compare_queues`` falls back to
+        the leaves' creation and name and can be cyclic; upstream's heap, like a linear scan, then
+        picks by visiting order.)  Only queues with a group that may bind take part: one not tried
+        since it changed, one stopped by the cluster when the event freed capacity, any in a relaxed
+        queue or a group that changed.  So an event costs O(depth × log siblings) per queue it
+        visits, not a pass over every queue with waiting groups."""
         free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
         lists: dict[str, list[GroupInfo]] = {}
         at: dict[str, int] = {}
 
         def advance(name: str) -> GroupInfo | None:
             queue = self.queues[name]
-            groups = lists[name]
+            groups = lists.get(name)
+            if groups is None:
+                groups = lists[name] = self._sorted_waiting(queue)
+                at[name] = 0
             whole = retry_all or name in relaxed
             i = at[name]
             while i < len(groups):
@@ -931,45 +1081,148 @@ class VolcanoModel(NoClusterQueueQuota):
                     if self._fits_free(g, free):
                         at[name] = i
                         return g
-                    g.blocked = "cluster"
+                    self._block(g, "cluster")
             at[name] = i
             return None
 
         heads: dict[str, GroupInfo] = {}
-        for name in self.waiting_queues:
-            lists[name] = self._sorted_waiting(self.queues[name])
-            at[name] = 0
-            head = advance(name)
-            if head is not None:
-                heads[name] = head
         changed = False
-        compare = self._compare_queues
-        while heads:
-            best: QueueInfo | None = None
-            for name in heads:
-                q = self.queues[name]
-                if best is None or compare(q, best) < 0:
-                    best = q
-            assert best is not None
-            queue = best
-            group = heads.pop(queue.name)
-            if self.args.plugin == "proportion" and self._overused(queue):
-                group.reason, group.message = "NotEnoughResources", f"queue {queue.name} is overused"
-                group.blocked = "quota"
-                continue
-            if not self._fits_free(group, free):
-                group.blocked = "cluster"  # the free capacity shrank since it was found
-            elif self._try_allocate(group, queue, out):
-                changed = True
-                free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
-                if not any(v > 0 for v in free.values()):
-                    for g in heads.values():
-                        g.blocked = "cluster"
+        off = self._tour_off
+        extra = self._tour_extra
+        if retry_all:
+            self._tour_all, self._tour_built = True, [False, False]
+        else:
+            for name in relaxed:
+                extra[name] = None
+            for key in fresh:
+                group = self.groups.get(key)
+                if group is not None and group.indexed[1] == "waiting":
+                    extra[group.indexed[0]] = None
+            for name in extra:
+                self._tour_touch(name)
+        mode = 1 if freed or retry_all else 0
+        try:
+            while True:
+                self._tour_sync(mode)
+                first = self._tour_best[mode].get("")
+                if first is None:
                     break
-            nxt = advance(queue.name)
-            if nxt is not None:
-                heads[queue.name] = nxt
+                queue = self.queues[first]
+                head = heads.pop(first, None)
+                if head is None:
+                    head = advance(first)
+                if head is None:
+                    off[first] = None
+                    self._tour_touch(first)
+                    continue
+                group = head
+                if self.args.plugin == "proportion" and self._overused(queue):
+                    group.reason, group.message = "NotEnoughResources", f"queue {queue.name} is overused"
+                    self._block(group, "quota")
+                    off[first] = None
+                    self._tour_touch(first)
+                    continue
+                if not self._fits_free(group, free):
+                    self._block(group, "cluster")  # the free capacity shrank since it was found
+                elif self._try_allocate(group, queue, out):
+                    changed = True
+                    free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
+                    if not any(v > 0 for v in free.values()):
+                        break
+                nxt = advance(first)
+                if nxt is not None:
+                    heads[first] = nxt
+                else:
+                    off[first] = None
+                    self._tour_touch(first)
+        finally:
+            for name in off:
+                self._tour_touch(name)
+            for name in extra:
+                self._tour_touch(name)
+            off.clear()
+            extra.clear()
+            if self._tour_all:
+                self._tour_all, self._tour_built = False, [False, False]
         return changed
+
+    # -- queue order as a tournament ------------------------------------------------------------------
+
+    def _tour_key(self, node: QueueInfo, winner: QueueInfo) -> TourEntry:
+        """The entry of ``node`` (whose first participant is ``winner``) in its parent's heap."""
+        of = node if self.hierarchy else winner
+        flag = (0 if of.deserved else 1) if self.args.plugin == "capacity" else 0
+        share = self.queue_share(of)
+        return TourEntry(-winner.spec.priority, share.numerator, share.denominator, flag, winner.spec.creation_ms,
+                         winner.name, node.name)
+
+    def _tour_sync(self, mode: int) -> None:
+        """Bring the tournament up to date: each queue keeps its first participant (a queue with
+        waiting groups not left out of the running action) of its subtree in queue order, from a heap
+        of its children's entries and itself; a change re-evaluates its chain only
+        (O(depth × log siblings)).  Built again when the tree or the deserved changed."""
+        queues = self.queues
+        if not self._tour_built[mode]:
+            self._tour_built[mode] = True
+            self._tour_heaps[mode], self._tour_entry[mode], self._tour_best[mode] = {}, {}, {}
+            dirty: dict[str, None] = dict.fromkeys(sorted(queues))
+        else:
+            dirty = self._tour_dirty[mode]
+            if not dirty:
+                return
+        self._tour_dirty[mode] = {}
+        todo: dict[str, int] = {}
+        for name in dirty:
+            q = queues.get(name)
+            if q is None:
+                continue
+            chain = self._chain(q)
+            for k, node in enumerate(chain):
+                if node.name in todo:
+                    break
+                todo[node.name] = len(chain) - k
+        for name in sorted(todo, key=lambda n: (-todo[n], n)):
+            self._tour_eval(mode, name)
+        self._tour_eval(mode, "")
+
+    def _tour_touch(self, name: str) -> None:
+        """``name``'s share or participation changed: re-evaluate it in both tournaments."""
+        self._tour_dirty[0][name] = None
+        self._tour_dirty[1][name] = None
+
+    def _tour_eval(self, mode: int, name: str) -> None:
+        """Re-evaluate one queue (``""``: the tops) and its entry in its parent's heap."""
+        heaps, entry = self._tour_heaps[mode], self._tour_entry[mode]
+        best: TourEntry | None = None
+        heap = heaps.get(name)
+        if heap:
+            while heap and entry.get(heap[0].owner) is not heap[0]:
+                heapq.heappop(heap)
+            if len(heap) > 2 * len(self.queues[name].children if name else self.queues) + 16:
+                heap[:] = [e for e in heap if entry.get(e.owner) is e]  # drop the stale entries
+                heapq.heapify(heap)
+            if heap:
+                best = heap[0]
+        if not name:
+            self._tour_best[mode][name] = best.name if best is not None else None
+            return
+        q = self.queues[name]
+        if (name in self.waiting_queues and name not in self._tour_off
+                and (q.untried or (mode and q.clustered) or self._tour_all or name in self._tour_extra)):
+            own = self._tour_key(q, q)
+            if best is None or own < best:
+                best = own
+        winner = best.name if best is not None else None
+        self._tour_best[mode][name] = winner
+        new = self._tour_key(q, self.queues[winner]) if winner is not None else None
+        old = entry.get(name)
+        if new is None:
+            if old is not None:
+                entry[name] = None
+        elif old is None or not new.same(old):
+            entry[name] = new
+            parent = q.parent if q.parent is not None and q.parent in self.queues else ""
+            heapq.heappush(heaps.setdefault(parent, []), new)
 
     def _sorted_waiting(self, queue: QueueInfo) -> list[GroupInfo]:
         """``queue``'s waiting groups in job order (cached until one of them changes)."""
@@ -994,14 +1247,14 @@ class VolcanoModel(NoClusterQueueQuota):
         extra: Resources = {}
         chosen: list[PodInfo] = []
         blocked: list[tuple[str, str, int, int]] = []
-        group.blocked = ""
+        why = ""
         for pod in pending:
             quota = self._allocatable(queue, extra, pod.request)
             nodes = self._node_fit(extra, pod.request)
             if nodes:
-                group.blocked = "cluster"
-            elif quota and not group.blocked:
-                group.blocked = "quota"
+                why = "cluster"
+            elif quota and not why:
+                why = "quota"
             if quota or nodes:
                 if not blocked:
                     blocked = quota + [("cluster", r, pod.request[r],
@@ -1011,8 +1264,7 @@ class VolcanoModel(NoClusterQueueQuota):
             chosen.append(pod)
             _add(extra, pod.request)
         if not chosen or running + len(chosen) < max(pg.min_member, 1):
-            if not group.blocked:
-                group.blocked = "quota"  # too few pods: tried again when pods arrive (fresh)
+            self._block(group, why or "quota")  # too few pods: tried again when pods arrive (fresh)
             if running < pg.min_member:
                 ready = running + len(chosen)
                 group.reason = "NotEnoughResources" if len(pending) + running >= pg.min_member else "NotEnoughTasks"
@@ -1022,6 +1274,7 @@ class VolcanoModel(NoClusterQueueQuota):
                                     if blocked else f"{len(group.pods)} pods, minMember {pg.min_member}"))
                 group.shortfalls = [_short(*b) for b in blocked]
             return False
+        self._block(group, why)
         for pod in chosen:
             pod.state = POD_RUNNING
         self._refresh(group)
