@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from replay.sim.importers.jobs import quantity_string
 from replay.sim.manifests import QuotaConfig
-from statemodel.quantity import parse_quantity
+from replay.sim.quota_bounds import kueue_bounds
 
 EQ_API = "scheduling.sigs.k8s.io/v1alpha1"
 LABELS = "quota.scheduling.koordinator.sh/"
@@ -30,89 +30,19 @@ ENGINE_CONFIG = {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig"
                  "spec": {"quotaModel": "koordinator"}}
 
 
-def _quota(spec: dict) -> tuple[dict[str, int], dict[str, int | None]]:
-    """Nominal and borrowing limit per resource of a Kueue ``spec.resourceGroups``, summed over
-    flavors (``None`` borrowing: unlimited for some flavor)."""
-    nominal: dict[str, int] = {}
-    borrow: dict[str, int | None] = {}
-    for group in spec.get("resourceGroups") or ():
-        for flavor in group.get("flavors") or ():
-            for r in flavor.get("resources") or ():
-                name = r["name"]
-                nominal[name] = nominal.get(name, 0) + parse_quantity(name, r.get("nominalQuota", 0), "nominalQuota")
-                limit = r.get("borrowingLimit")
-                previous = borrow.get(name, 0)
-                if limit is None or previous is None:
-                    borrow[name] = None
-                else:
-                    borrow[name] = previous + parse_quantity(name, limit, "borrowingLimit")
-    return nominal, borrow
-
-
-def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    out = dict(a)
-    for r, v in b.items():
-        out[r] = out.get(r, 0) + v
-    return out
-
-
 def to_elastic_quotas(config: QuotaConfig, capacity_node: bool = False) -> QuotaConfig:
     """The ElasticQuota configuration of a Kueue ``config`` (module docstring); the same ``root``.
     With ``capacity_node`` (a trace without nodes), a ``v1`` Node ``kueue-nominal-capacity`` whose
     allocatable is the configuration's whole nominal quota gives the root its total, the capacity
-    the Kueue tree had.
+    the Kueue tree had.  min and max are ``replay.sim.quota_bounds``'s low and high.
 
     Raises:
         ValueError: a Cohort and a ClusterQueue share a name (ElasticQuota names are one namespace).
     """
-    cohorts = {o["metadata"]["name"]: o for o in config.objects if o.get("kind") == "Cohort"}
-    cqs = {o["metadata"]["name"]: o for o in config.objects if o.get("kind") == "ClusterQueue"}
-    clash = sorted(set(cohorts) & set(cqs))
-    if clash:
-        raise ValueError(f"Cohort and ClusterQueue share the name {clash[0]!r}: ElasticQuota names must differ")
-    own = {name: _quota(o.get("spec") or {}) for name, o in {**cohorts, **cqs}.items()}
-    whole: dict[str, int] = {}
-    for nominal, _ in own.values():
-        whole = _add(whole, nominal)
-    parent_of = {name: (o.get("spec") or {}).get(key) for name, o, key in
-                 [(n, o, "parentName") for n, o in cohorts.items()] + [(n, o, "cohortName") for n, o in cqs.items()]}
-    children: dict[str, list[str]] = {}
-    for name in sorted(parent_of):
-        parent = parent_of[name]
-        if parent is not None:
-            children.setdefault(parent, []).append(name)
-    bounds: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
-
-    def settle(name: str) -> tuple[dict[str, int], dict[str, int]]:
-        if name in bounds:
-            return bounds[name]
-        nominal, borrow = own.get(name, ({}, {}))
-        if name in cqs:
-            low = dict(nominal)
-            high = {r: (whole.get(r, v) if borrow.get(r, 0) is None else v + (borrow.get(r) or 0))
-                    for r, v in nominal.items()}
-        else:
-            low, high = dict(nominal), dict(nominal)
-            for child in children.get(name, []):
-                child_low, child_high = settle(child)
-                low, high = _add(low, child_low), _add(high, child_high)
-            high = {r: min(v, max(whole.get(r, v), low.get(r, 0))) for r, v in high.items()}
-        bounds[name] = (low, high)
-        return low, high
-
+    order, parent_of, cohorts, bounds, whole = kueue_bounds(config)
     objects: list[dict] = [ENGINE_CONFIG]
-    order: list[str] = []
-
-    def walk(name: str) -> None:
-        order.append(name)
-        for child in children.get(name, []):
-            walk(child)
-
-    for name in sorted(parent_of):
-        if parent_of[name] is None or parent_of[name] not in cohorts:
-            walk(name)
     for name in order:
-        low, high = settle(name)
+        low, high = bounds[name]
         labels = {LABELS + "is-parent": "true"} if name in cohorts else {}
         parent = parent_of[name]
         if parent is not None and parent in cohorts:

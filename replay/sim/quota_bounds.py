@@ -1,6 +1,7 @@
 """The numbers of a Kueue quota configuration that another quota model's translation starts from:
 per ClusterQueue and Cohort a *low* (guaranteed) and a *high* (most it may use) per resource, summed
-over flavors (``replay.sim.volcano_quota``; docs/volcano.md "Simulator").
+over flavors (``replay.sim.koordinator_quota``, ``replay.sim.volcano_quota``; the "Simulator"
+sections of docs/koordinator.md and docs/volcano.md).
 
 * a ClusterQueue: low = its ``nominalQuota``, high = nominal + ``borrowingLimit`` (no limit: the
   nominal quota of the whole configuration, the most there is to borrow);
