@@ -29,17 +29,13 @@ of the seam answers as a model without ClusterQueue quota.  Pure.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 
 from statemodel.errors import EventError
-from statemodel.objects import (
-    GROUP_MAX_DEFAULT, ElasticQuota, ElasticQuotaArgs, EngineConfig, FlavorResource, ObjectRef, Pod, ResourceGroup,
-)
+from statemodel.objects import GROUP_MAX_DEFAULT, ElasticQuota, ElasticQuotaArgs, EngineConfig, ObjectRef, Pod
 from statemodel.quantity import format_quantity
 from statemodel.quota.koordinator_runtime import Share, redistribute, scaled_mins
-from statemodel.quota.protocol import (
-    CLUSTER_QUEUE, Entitlement, FitResult, NoFit, PodSetTotals, PoolKey, Shortfall, UnitDecision, WakeRule,
-)
+from statemodel.quota.protocol import Shortfall, UnitDecision
+from statemodel.quota.unit_seam import NoClusterQueueQuota
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
 
 NAME = "koordinator"
@@ -269,12 +265,12 @@ class PodInfo:
         return (-self.obj.priority, self.obj.creation_ms, self.key)
 
 
-class KoordinatorModel:
-    """The ``koordinator`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
+class KoordinatorModel(NoClusterQueueQuota):
+    """The ``koordinator`` quota model (module docstring); a ``UnitModel``, and a ``QuotaModel`` through
+    :class:`NoClusterQueueQuota` (its ClusterQueues hold no quota)."""
 
     name = NAME
     version = 1
-    tracks_demand = False
     admits_units = True
 
     def __init__(self) -> None:
@@ -1323,69 +1319,6 @@ class KoordinatorModel:
         self.wake_all = False
         self.active, self.fresh = {}, {}
         self.watch, self.watch_all = {}, False
-
-    # -- the Kueue seam: ClusterQueues hold no quota under this model --------------------------------
-
-    def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
-        """Kueue specs are not quota here."""
-
-    def remove(self, kind: str, name: str) -> None:
-        """Kueue nodes are not tracked."""
-
-    def link(self, kind: str, name: str, parent: str) -> None:
-        """Kueue edges are not tracked."""
-
-    def unlink(self, kind: str, name: str) -> None:
-        """Kueue edges are not tracked."""
-
-    def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
-        """Not called (``tracks_demand`` is false)."""
-
-    def fit(self, leaf: str, request: list[tuple[FlavorResource, int]]) -> FitResult:
-        """A ClusterQueue has no quota under this model: ``ExceedsMaxQuota`` with 0 available."""
-        return NoFit(tuple(Shortfall(EXCEEDS_MAX_QUOTA, f, r, leaf, amount, 0) for (f, r), amount in request))
-
-    def fits(self, leaf: str, usage: dict[FlavorResource, int]) -> bool:
-        """Never (no ClusterQueue quota)."""
-        return not any(usage.values())
-
-    def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
-        """Observed Kueue admissions hold no quota here."""
-
-    def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
-        """Nothing was charged."""
-
-    def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
-        """Nothing to release; the undo does nothing."""
-        return lambda: None
-
-    def in_use(self, leaf: str) -> bool:
-        """No ClusterQueue holds usage."""
-        return False
-
-    def available(self, leaf: str, fr: FlavorResource) -> int:
-        """0: no ClusterQueue quota."""
-        return 0
-
-    def pool(self, leaf: str) -> PoolKey:
-        """Each ClusterQueue alone."""
-        return (True, leaf)
-
-    def pool_free(self, pool: PoolKey, fr: FlavorResource) -> int:
-        """0: no ClusterQueue quota."""
-        return 0
-
-    def wake_rule(self, leaf: str, fr: FlavorResource, needed: int) -> WakeRule:
-        """Waits on released quota of its own (never any)."""
-        return WakeRule((True, leaf), False)
-
-    def path(self, leaf: str) -> list[tuple[str, str]]:
-        """Just the ClusterQueue."""
-        return [(CLUSTER_QUEUE, leaf)]
-
-    def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
-        """No Kueue rows."""
-        return []
 
 
 def _pairs(rows: list) -> tuple[tuple[str, int], ...]:

@@ -10,7 +10,6 @@ registry is read when a cluster is created or its ``EngineConfig`` names another
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 from statemodel.quota.koordinator import KoordinatorModel
 from statemodel.quota.kueue import KueueModel
@@ -22,12 +21,10 @@ DEFAULT = "kueue"
 
 _FACTORIES: dict[str, Callable[[], QuotaModel]] = {
     DEFAULT: KueueModel,
-    # The koordinator model admits its own units (``UnitModel``): the Kueue cycle's preemption and
-    # fair-sharing questions (``share``, ``quota_numbers``, ...) are never asked of it, because a
-    # koordinator cluster holds no ClusterQueue; it answers the rest of the protocol.
-    "koordinator": cast(Callable[[], QuotaModel], KoordinatorModel),
-    # Volcano's queues and PodGroups (``UnitModel``), with the answers of a model without
-    # ClusterQueue quota on the Kueue side (``statemodel.quota.unit_seam``).
+    # Koordinator's ElasticQuotas and Pods, and Volcano's queues and PodGroups: models that admit
+    # their own units (``UnitModel``), with the answers of a model without ClusterQueue quota on the
+    # Kueue side (``statemodel.quota.unit_seam``).
+    "koordinator": KoordinatorModel,
     "volcano": VolcanoModel,
 }
 
