@@ -24,14 +24,13 @@ the smallest.
 from __future__ import annotations
 
 import argparse
-import gc
 import heapq
-import time
 from pathlib import Path
 
 import orjson
 
 from kueue_scale import CLASSES, EPOCH_MS
+from kueue_scale import best_replay
 from kueue_scale import generate as generate_kueue
 from statemodel.engine import Engine
 from statemodel.events.decode import decode_event
@@ -118,31 +117,6 @@ def generate(n_groups: int, path: Path, total: int = 50_000) -> dict:
     return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
 
 
-def measure(path: Path, passes: int = 2) -> dict:
-    """The engine over ``path``, best of ``passes``, the cyclic GC paused."""
-    lines = path.read_bytes().splitlines()
-    best = None
-    gc.disable()
-    try:
-        for _ in range(passes):
-            gc.collect()
-            engine = Engine()
-            admissions = 0
-            start = time.perf_counter()
-            for line in lines:
-                for decision in engine.apply(decode_event(line)):
-                    admissions += decision.kind == "Admitted"
-            elapsed = time.perf_counter() - start
-            if best is None or elapsed < best[0]:
-                best = (elapsed, admissions, engine.hash)
-    finally:
-        gc.enable()
-    assert best is not None
-    seconds, admissions, digest = best
-    return {"events": len(lines), "admissions": admissions, "eps": len(lines) / seconds,
-            "us_per_admission": seconds * 1e6 / max(1, admissions), "hash": digest}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated leaf group counts")
@@ -156,14 +130,14 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         path = args.workdir / f"koordinator-scale-{n}.ndjson"
         gen = generate(n, path, args.pods)
-        result = measure(path, args.passes)
+        result = best_replay(path, args.passes)
         assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
         line = (f"{n:>6} groups  koordinator {result['events']:>7} events {result['admissions']:>7} admissions "
                 f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission")
         if not args.no_kueue:
             kpath = args.workdir / f"kueue-scale-{n}.ndjson"
             kgen = generate_kueue(n, kpath, False, args.pods)
-            kueue = measure(kpath, args.passes)
+            kueue = best_replay(kpath, args.passes)
             assert kueue["hash"] == kgen["hash"]
             line += (f" | kueue {kueue['events']:>7} events {kueue['eps']:>8,.0f} ev/s "
                      f"{kueue['us_per_admission']:7.1f} µs/admission | ratio {result['eps'] / kueue['eps']:.2f}")
