@@ -187,6 +187,19 @@ class PodInfo:
         return (-self.obj.priority, self.obj.creation_ms, self.key)
 
 
+def _ancestor_limit(specs: dict[str, Queue], start: str, resource: str) -> tuple[str, int] | None:
+    """``(queue, capability)`` of the nearest queue from ``start`` up (``root`` excluded) whose
+    capability names ``resource``, or ``None`` when none does (Volcano's webhook compares a queue's
+    capability with its nearest capped ancestor's)."""
+    ancestor = start
+    while ancestor != ROOT:
+        limit = effective_capability(dict(specs[ancestor].capability)).get(resource)
+        if limit is not None:
+            return ancestor, limit
+        ancestor = specs[ancestor].parent
+    return None
+
+
 def _implicit(name: str) -> Queue:
     """The ``root`` (not reclaimable) and ``default`` queues as upstream creates them (weight 1)."""
     return Queue(name, ROOT, 1, (), (), (), name != ROOT, 0, "Open", 0)
@@ -646,17 +659,12 @@ class VolcanoModel(NoClusterQueueQuota):
             raise EventError("object.spec.parent", f"queue {q.parent!r} holds PodGroups and cannot become a parent")
         own_cap = effective_capability(dict(q.capability))
         for r, v in sorted(own_cap.items()):
-            ancestor = q.parent
-            while ancestor != ROOT:
-                limit = effective_capability(dict(specs[ancestor].capability)).get(r)
-                if limit is not None:
-                    if v > limit:
-                        raise EventError(f"object.spec.capability[{r}]",
-                                         f"capability {v} is greater than {limit} of ancestor queue {ancestor!r}")
-                    break
-                ancestor = specs[ancestor].parent
+            bound = _ancestor_limit(specs, q.parent, r)
+            if bound is not None and v > bound[1]:
+                raise EventError(f"object.spec.capability[{r}]",
+                                 f"capability {v} is greater than {bound[1]} of ancestor queue {bound[0]!r}")
         for child in kids.get(name, []):
-            self._check_child_capability(child, specs, kids, name)
+            self._check_child_capability(child, specs, kids)
         for parent in (q.parent, name):
             if parent == ROOT or not kids.get(parent):
                 continue
@@ -670,21 +678,17 @@ class VolcanoModel(NoClusterQueueQuota):
                         raise EventError(f"object.spec.{field}", f"the children of queue {parent!r} ask {field} "
                                                                   f"{r} {v}, above its {own.get(r, 0)}")
 
-    def _check_child_capability(self, child: str, specs: dict[str, Queue], kids: dict[str, list[str]],
-                                top: str) -> None:
+    def _check_child_capability(self, child: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
+        """A descendant of a changed queue still within its nearest capped ancestor's capability (depth
+        ≤ ``MAX_QUEUE_DEPTH``, so the recursion is bounded)."""
         cap = effective_capability(dict(specs[child].capability))
         for r, v in sorted(cap.items()):
-            ancestor = specs[child].parent
-            while ancestor != ROOT:
-                limit = effective_capability(dict(specs[ancestor].capability)).get(r)
-                if limit is not None:
-                    if v > limit:
-                        raise EventError(f"object.spec.capability[{r}]",
-                                         f"child queue {child!r} has capability {v}, above {limit} of {ancestor!r}")
-                    break
-                ancestor = specs[ancestor].parent
+            bound = _ancestor_limit(specs, specs[child].parent, r)
+            if bound is not None and v > bound[1]:
+                raise EventError(f"object.spec.capability[{r}]",
+                                 f"child queue {child!r} has capability {v}, above {bound[1]} of {bound[0]!r}")
         for grandchild in kids.get(child, []):
-            self._check_child_capability(grandchild, specs, kids, top)
+            self._check_child_capability(grandchild, specs, kids)
 
     def _holds_groups(self, name: str) -> bool:
         queue = self.queues.get(name)
