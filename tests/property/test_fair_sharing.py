@@ -32,8 +32,8 @@ from statemodel.preemption.preemptor import make_oracle, may_preempt
 from statemodel.quota.kueue import KueueModel
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
 from statemodel.snapshot import dump, load
-from tests.property.test_kep79 import check, group_spec
-from tests.property.test_preemption import _allows, histories
+from tests.property.test_kep79 import group_spec
+from tests.property.test_preemption import History, _allows, check_admissible, check_replay, histories
 from tests.scenario.builder import Scenario
 from tests.unit.quota_helpers import group
 
@@ -453,51 +453,12 @@ def test_fair_sharing_preemption_on_random_trees_and_histories(data):
              preemption=policies[name], weight=data.draw(st.sampled_from([None, None, "0", "0.5", "2"])))
         s.lq(f"ns/{name}", name)
     s.run()
-    requests: dict[str, tuple[str, list[dict]]] = {}
-    info: dict[str, tuple[str, int, int]] = {}
-    holding: dict[str, bool] = {}
-    submitted: list[str] = []
-    for i, op in enumerate(ops):
-        if op[0] == "submit":
-            _, cq_i, cpu, _gpu, priority = op
-            cq = cq_names[cq_i]
-            key = f"ns/w{i:02d}"
-            pod_sets = [{"name": "main", "count": 1, "requests": {"cpu": str(cpu)}}]
-            requests[key] = (cq, pod_sets)
-            info[key] = (cq, priority, i)
-            s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
-            submitted.append(key)
-            label = f"submit {key} to {cq}"
-        elif not submitted:
-            continue
-        elif op[0] == "finish":
-            key = submitted[op[1] % len(submitted)]
-            s.finish(key)
-            holding[key] = False
-            label = f"finish {key}"
-        else:
-            evicting = sorted(k for k, held in holding.items() if held)
-            if not evicting:
-                continue
-            key = evicting[op[1] % len(evicting)]
-            s.evict(key)
-            holding[key] = False
-            label = f"evict {key}"
-        _check_fair_decisions(s.run(), policies, info, holding, release_on)
-        # nothing admissible waits — except behind a flavor that stopped the search because it can
-        # preempt (MayStopSearch) and behind a preemptor that waits for its victims' eviction (it
-        # blocks its queue, as Kueue's sticky preemptor)
-        blocked = {w["clusterQueue"] for w in s.state()["workloads"].values()
-                   if w["reason"] == "WaitingForPreemptedWorkloads"}
-        check(s, model, {k: v for k, v in requests.items()
-                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch")
-                         and v[0] not in blocked}, label)
+    h = History()
+    for label in h.steps(s, cq_names, ops, gpu=False):
+        _check_fair_decisions(s.run(), policies, h.info, h.holding, release_on)
+        check_admissible(s, model, h.requests, policies, preempt_flavor, label)
         _check_fair_searches(s)
     reasons = [d["reason"] for d in s.decisions if d["type"] == "Preempted"]
     event(f"InCohortFairSharing preemptions: {min(3, reasons.count('InCohortFairSharing'))}+")
     event(f"all preemptions: {min(3, len(reasons))}+")
-    events = [parse_event(e) for e in s.events]
-    again = Engine()
-    replayed = [d.to_json() for e in events for d in again.apply(e)]
-    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
-    assert again.hash == s.engine.hash
+    check_replay(s)

@@ -29,6 +29,8 @@ byte-identically, and a snapshot at a random point plus the tail equals the full
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -93,6 +95,76 @@ def histories(draw):
     evict = st.tuples(st.just("evict"), st.integers(0, 1000))
     ops = draw(st.lists(st.one_of(submit, submit, submit, finish, evict), min_size=20, max_size=40))
     return model, policies, preempt_flavor, release_on, ops, draw(st.integers(0, 60))
+
+
+class History:
+    """What a random history did so far, for the checks: per workload key its ClusterQueue and pod
+    sets (``requests``), ``(ClusterQueue, priority, creation order)`` (``info``), and whether it
+    still holds quota after a finish or an observed eviction (``holding``, set to False then)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, tuple[str, list[dict]]] = {}
+        self.info: dict[str, tuple[str, int, int]] = {}
+        self.holding: dict[str, bool] = {}
+
+    def steps(self, s: Scenario, cq_names: list[str], ops: list[tuple], gpu: bool) -> Iterator[str]:
+        """Emit the events of ``ops`` (``histories``) one by one into ``s`` — submit, finish, evict of a
+        workload still holding quota; ops with nothing to act on are skipped — yielding a label after
+        each, before it is run.  ``gpu``: submissions ask for their GPUs too (else cpu only)."""
+        submitted: list[str] = []
+        for i, op in enumerate(ops):
+            if op[0] == "submit":
+                _, cq_i, cpu, gpus, priority = op
+                cq = cq_names[cq_i]
+                main = {"cpu": str(cpu)}
+                if gpu and gpus:
+                    main[GPU] = str(gpus)
+                key = f"ns/w{i:02d}"
+                pod_sets = [{"name": "main", "count": 1, "requests": main}]
+                self.requests[key] = (cq, pod_sets)
+                self.info[key] = (cq, priority, i)
+                s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
+                submitted.append(key)
+                yield f"submit {key} to {cq}"
+            elif not submitted:
+                continue
+            elif op[0] == "finish":
+                key = submitted[op[1] % len(submitted)]
+                s.finish(key)
+                self.holding[key] = False
+                yield f"finish {key}"
+            else:
+                evicting = sorted(k for k, held in self.holding.items() if held)
+                if not evicting:
+                    continue
+                key = evicting[op[1] % len(evicting)]
+                s.evict(key)
+                self.holding[key] = False
+                yield f"evict {key}"
+
+
+def check_admissible(s: Scenario, model: Model, requests: dict, policies: dict, preempt_flavor: dict,
+                     label: str) -> None:
+    """KEP-79's condition and nothing admissible waits (``test_kep79.check``) — except behind a flavor
+    that stopped the search because it can preempt (``whenCanPreempt: MayStopSearch`` commits to that
+    flavor, as in Kueue) and behind a preemptor that waits for its victims' eviction (it blocks its
+    queue, as Kueue's sticky preemptor)."""
+    blocked = {w["clusterQueue"] for w in s.state()["workloads"].values()
+               if w["reason"] == "WaitingForPreemptedWorkloads"}
+    check(s, model, {k: v for k, v in requests.items()
+                     if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch") and v[0] not in blocked},
+          label)
+
+
+def check_replay(s: Scenario) -> list:
+    """The scenario's events replayed by a fresh engine give byte-identical decisions and the same hash;
+    returns the parsed events."""
+    events = [parse_event(e) for e in s.events]
+    again = Engine()
+    replayed = [d.to_json() for e in events for d in again.apply(e)]
+    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
+    assert again.hash == s.engine.hash
+    return events
 
 
 def _allows(policy: str, preemptor: tuple[int, int], victim: tuple[int, int]) -> bool:
@@ -213,58 +285,15 @@ def test_preemption_properties_on_random_trees_and_histories(case):
              preemption=policies[name])
         s.lq(f"ns/{name}", name)
     s.run()
-    requests: dict[str, tuple[str, list[dict]]] = {}
-    info: dict[str, tuple[str, int, int]] = {}
-    holding: dict[str, bool] = {}
-    submitted: list[str] = []
-    for i, op in enumerate(ops):
-        if op[0] == "submit":
-            _, cq_i, cpu, gpu, priority = op
-            cq = cq_names[cq_i]
-            main = {"cpu": str(cpu)}
-            if gpu:
-                main[GPU] = str(gpu)
-            key = f"ns/w{i:02d}"
-            pod_sets = [{"name": "main", "count": 1, "requests": main}]
-            requests[key] = (cq, pod_sets)
-            info[key] = (cq, priority, i)
-            s.submit(key, cq, pod_sets=pod_sets, priority=priority, created=i)
-            submitted.append(key)
-            label = f"submit {key} to {cq}"
-        elif not submitted:
-            continue
-        elif op[0] == "finish":
-            key = submitted[op[1] % len(submitted)]
-            s.finish(key)
-            holding[key] = False
-            label = f"finish {key}"
-        else:
-            evicting = sorted(k for k, held in holding.items() if held)
-            if not evicting:
-                continue
-            key = evicting[op[1] % len(evicting)]
-            s.evict(key)
-            holding[key] = False
-            label = f"evict {key}"
-        decisions = s.run()
-        check_decisions(decisions, policies, info, holding, release_on)
-        # KEP-79 after every event; nothing admissible waits — except behind a flavor that stopped the
-        # search because it can preempt (whenCanPreempt: MayStopSearch commits to that flavor, as in Kueue)
-        # and except behind a preemptor that waits for its victims' eviction (it blocks its queue)
-        blocked = {w["clusterQueue"] for w in s.state()["workloads"].values()
-                   if w["reason"] == "WaitingForPreemptedWorkloads"}
-        check(s, model, {k: v for k, v in requests.items()
-                         if not (policies[v[0]] and preempt_flavor[v[0]] == "MayStopSearch") and v[0] not in blocked},
-              label)
+    h = History()
+    for label in h.steps(s, cq_names, ops, gpu=True):
+        check_decisions(s.run(), policies, h.info, h.holding, release_on)
+        check_admissible(s, model, h.requests, policies, preempt_flavor, label)
         check_searches(s)
         check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
     # replay is byte-identical; a snapshot plus the tail equals the full replay
-    events = [parse_event(e) for e in s.events]
-    again = Engine()
-    replayed = [d.to_json() for e in events for d in again.apply(e)]
-    assert orjson.dumps(replayed) == orjson.dumps(s.decisions)
-    assert again.hash == s.engine.hash
+    events = check_replay(s)
     cut = min(cut, len(events))
     head = Engine()
     for e in events[:cut]:
