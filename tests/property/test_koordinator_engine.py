@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
-from statemodel.snapshot import dump, load
+from tests.property.test_snapshot import check_snapshot_plus_tail
 from tests.scenario.koordinator.kbuilder import KoordScenario
 
 GPU = "nvidia.com/gpu"
@@ -110,18 +110,7 @@ def test_runtime_floors_and_admissions_within_runtime(ops: list, leaf_min: dict,
 @given(st.lists(operation, min_size=1, max_size=40), leaf_mins, lendings, st.integers(0, 60))
 def test_snapshot_plus_tail_equals_full_replay(ops: list, leaf_min: dict, lend: dict, cut: int) -> None:
     s = _history(ops, leaf_min, lend)
-    events = [parse_event(e) for e in s.events]
-    cut = min(cut, len(events))
-    full = Engine()
-    full_decisions = [[d.to_json() for d in full.apply(e)] for e in events]
-    head = Engine()
-    for e in events[:cut]:
-        head.apply(e)
-    restored = load(dump(head))
-    assert dump(restored) == dump(head)
-    assert [[d.to_json() for d in restored.apply(e)] for e in events[cut:]] == full_decisions[cut:]
-    assert restored.hash == full.hash
-    assert orjson.dumps(restored.state()) == orjson.dumps(full.state())
+    events, full_decisions, full = check_snapshot_plus_tail(s.events, cut)
     again = Engine()
     assert [[d.to_json() for d in again.apply(e)] for e in events] == full_decisions
     assert orjson.dumps(again.state()) == orjson.dumps(full.state())

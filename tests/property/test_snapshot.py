@@ -32,7 +32,15 @@ def test_snapshot_plus_tail_equals_full_replay(ops, cut):
     clock = [0.0]
     for op in ops:
         _emit(s, op, clock)
-    events = [parse_event(e) for e in s.events]
+    check_snapshot_plus_tail(s.events, cut)
+
+
+def check_snapshot_plus_tail(raw_events: list[dict], cut: int) -> tuple[list, list[list[dict]], Engine]:
+    """Replay ``raw_events`` whole, and again from a snapshot dumped after the first ``cut`` of them
+    (at most all): the snapshot reloads to the same dump, and the restored engine gives the same
+    decisions for the tail, the same hash and the same state JSON.  Returns ``(parsed events,
+    decisions per event of the full replay, the full replay's engine)``."""
+    events = [parse_event(e) for e in raw_events]
     cut = min(cut, len(events))
 
     full = Engine()
@@ -48,6 +56,7 @@ def test_snapshot_plus_tail_equals_full_replay(ops, cut):
     assert tail_decisions == full_decisions[cut:]
     assert restored.hash == full.hash
     assert orjson.dumps(restored.state()) == orjson.dumps(full.state())
+    return events, full_decisions, full
 
 
 def test_refuses_foreign_blobs():
