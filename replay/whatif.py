@@ -35,8 +35,10 @@
      window from the fork (or the first tail event) to the horizon (the later of the two
      branches' final clocks), with both integrals exact integers (base units × ms) and one
      division at the end; ``meanUsage`` / ``meanNominal`` are the integrals over the window
-     length (integer floor).  The integrals are sampled whenever the clock advances: cost per
-     clock step is O(ClusterQueues × flavor-resources);
+     length (integer floor).  Each ClusterQueue's rows are read again only after an event that
+     may change them (its workloads' lifecycle, its decisions, its own object; every ClusterQueue
+     after any other quota or configuration object), so the cost per event is O(ClusterQueues it
+     touches × flavor-resources);
    - preemptions: ``Preempted`` decisions of each branch, in total and per ClusterQueue of the
      victim (docs/preemption.md: raising a ClusterQueue's quota makes preemptions disappear,
      lowering it adds some);
@@ -71,7 +73,7 @@ from statemodel.errors import EventError
 from statemodel.events.envelope import Event
 from statemodel.events.decode import decode_event
 from statemodel.events.oversized import OversizedRecord
-from statemodel.objects import Pod, Workload
+from statemodel.objects import ClusterQueue, Pod, Workload
 from statemodel.snapshot import dump as dump_snapshot
 from statemodel.snapshot import load as load_snapshot
 from statemodel.quota.protocol import CLUSTER_QUEUE
@@ -193,6 +195,9 @@ class Branch:
         self.window_start_ms = window_start_ms
         self.usage: dict[tuple[str, str, str], list[int]] = {}
         """(ClusterQueue, flavor, resource) -> [∫usage dt, ∫nominal dt] in base units × ms."""
+        self._rows: dict[str, tuple[int, list[tuple[str, str, int, int]]]] = {}
+        """ClusterQueue -> (since ms, its ``(flavor, resource, usage, nominal)`` rows since then): the
+        open interval of the integrals, closed when an event may have changed the rows."""
         self.population: dict[str, tuple[str, str, int]] = {}
         """Workloads that waited in the window (pending at the fork, entering a queue after it, or
         sent back to it by a preemption or eviction): key -> (ClusterQueue, LocalQueue, queued time ms)."""
@@ -202,21 +207,61 @@ class Branch:
     def _state(self) -> ClusterState | None:
         return self.engine.clusters.get(self.cluster)
 
-    def _integrate(self, until_ms: int) -> None:
+    def _advance(self, until_ms: int) -> bool:
+        """Move the integrals' clock to ``until_ms``; the first call opens the window there (with
+        every ClusterQueue's rows as they stand).  Returns whether the clock moved."""
         if self.last_ms is None:
             self.last_ms = self.window_start_ms = until_ms
-            return
-        dt = until_ms - self.last_ms
-        if dt <= 0:
+            self._refresh(None)
+            return False
+        if until_ms <= self.last_ms:
+            return False
+        self.last_ms = until_ms
+        return True
+
+    def _refresh(self, names: set[str] | None) -> None:
+        """Close the open interval of ClusterQueues ``names`` (every one when ``None``) at the
+        integrals' clock and open a new one with their rows as they stand now.  Exact: a
+        ClusterQueue's usage and nominal quota are constant between two events that may change them
+        (``_touched``), so each interval adds ``value × its length``."""
+        now = self.last_ms
+        if now is None:
             return
         state = self._state()
-        if state is not None:
-            for name in state.hierarchy.cluster_queues:
-                for row in state.model.entitlements(CLUSTER_QUEUE, name):
-                    acc = self.usage.setdefault((name, row.flavor, row.resource), [0, 0])
-                    acc[0] += row.usage * dt
-                    acc[1] += row.nominal * dt
-        self.last_ms = until_ms
+        current = set(state.hierarchy.cluster_queues) if state is not None else set()
+        for name in sorted(current | set(self._rows) if names is None else names):
+            since, rows = self._rows.pop(name, (now, []))
+            dt = now - since
+            if dt > 0:
+                for flavor, resource, usage, nominal in rows:
+                    acc = self.usage.setdefault((name, flavor, resource), [0, 0])
+                    acc[0] += usage * dt
+                    acc[1] += nominal * dt
+            if state is not None and name in current:
+                self._rows[name] = (now, [(r.flavor, r.resource, r.usage, r.nominal)
+                                          for r in state.model.entitlements(CLUSTER_QUEUE, name)])
+
+    def _touched(self, event: Event) -> tuple[bool, list[str], set[str]]:
+        """What an event may change of the ClusterQueues' usage or nominal quota, besides its
+        decisions: ``(every ClusterQueue, the workload keys it names, the ClusterQueues it names)``.
+        A workload's lifecycle charges or releases only its own ClusterQueue; a ClusterQueue object
+        changes its own nominal quota; any other quota or configuration object may change any row."""
+        if event.type == "Batch":
+            every, keys, names = False, [], set()
+            for inner in event.events:
+                e, k, n = self._touched(inner)
+                every, keys, names = every or e, keys + k, names | n
+            return every, keys, names
+        if event.type == "Tick":
+            return False, [], set()
+        if event.type in ("WorkloadAdmitted", "WorkloadEvicted", "WorkloadFinished"):
+            return False, [event.workload] if event.workload else [], set()
+        obj, ref = event.obj, event.ref
+        if isinstance(obj, (Workload, Pod)) or (ref is not None and ref.kind in ("Workload", "Pod")):
+            return False, [f"{obj.namespace}/{obj.name}" if obj is not None else f"{ref.namespace}/{ref.name}"], set()
+        if isinstance(obj, ClusterQueue) or (ref is not None and ref.kind == "ClusterQueue"):
+            return False, [], {obj.name if obj is not None else ref.name}
+        return True, [], set()
 
     def feed(self, position: int, event: Event | None, error: EventError | None) -> list[Decision]:
         """Step the ``position``-th item of the branch's stream (an event, or the error of an event
@@ -227,10 +272,20 @@ class Branch:
             return []
         state = self._state()
         clock = state.clock_ms if state is not None else event.time_ms
-        self._integrate(max(clock, event.time_ms))
+        self._advance(max(clock, event.time_ms))
         units = self._units(event)
+        every, keys, names = self._touched(event)
+        names |= self._queues_of(keys)
         decisions = self.driver.step(position, event).decisions
         self._track(units)
+        if every:
+            self._refresh(None)
+        else:
+            names |= self._queues_of(keys)
+            names.update(d.cluster_queue for d in decisions if d.cluster_queue)
+            names |= self._queues_of([d.workload for d in decisions])
+            if names:
+                self._refresh(names)
         if not decisions:
             return []
         self.decisions.extend(decisions)
@@ -247,6 +302,18 @@ class Branch:
             self.waits.append(Wait(d.workload, d.cluster_queue or "-", info.local_queue,
                                    max(0, d.time_ms - info.queued_ms), False))
         return list(decisions)
+
+    def _queues_of(self, keys: list[str]) -> set[str]:
+        """The ClusterQueues the workloads ``keys`` are queued in or admitted to, as they stand."""
+        state = self._state()
+        if state is None:
+            return set()
+        out = set()
+        for key in keys:
+            info = state.workloads.get(key)
+            if info is not None and info.cluster_queue:
+                out.add(info.cluster_queue)
+        return out
 
     def _units(self, event: Event) -> list[tuple[str, bool]]:
         """The workload keys an event adds or admits as observed (inner events of a ``Batch`` too),
@@ -279,7 +346,9 @@ class Branch:
                 self.admitted.add(key)
 
     def start(self) -> None:
-        """Take the workloads pending at the fork into the population (they wait in the window)."""
+        """Take the workloads pending at the fork into the population (they wait in the window), and
+        open the integrals at the fork when it has a time."""
+        self._refresh(None)
         state = self._state()
         if state is None:
             return
@@ -290,7 +359,8 @@ class Branch:
 
     def finish(self, horizon_ms: int) -> None:
         """Integrate up to ``horizon_ms`` and count the workloads still pending there."""
-        self._integrate(horizon_ms)
+        self._advance(horizon_ms)
+        self._refresh(None)
         state = self._state()
         if state is None:
             return

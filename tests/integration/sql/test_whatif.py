@@ -138,6 +138,37 @@ def test_an_extra_workload_at_the_same_time_goes_first_and_delays_another(db: st
     assert util["base"]["meanUsage"] == 3600 and util["whatif"]["meanUsage"] == 3600
 
 
+def test_usage_integrals_follow_preemption_requeue_and_readmission(db: str, tmp_path: Path) -> None:
+    """The integrals change only at events that touch a ClusterQueue: here a preemption moves usage
+    from team-b to team-a at 20 s and back at 100 s, while team-b's own object is re-applied."""
+    sc = Scenario("lab")
+    sc.flavor("default", at=0)
+    sc.cohort("org", at=0)
+    sc.cq("team-a", cohort="org", quotas={"cpu": "4"}, preemption={"reclaimWithinCohort": "Any"}, at=1)
+    sc.cq("team-b", cohort="org", quotas={"cpu": "2"}, at=1)
+    sc.lq("ns/a", "team-a", at=2)
+    sc.lq("ns/b", "team-b", at=2)
+    sc.submit("ns/b1", "b", cpu="4", at=10)  # borrows 2 cpu of team-a's unused quota
+    sc.submit("ns/a1", "a", cpu="4", at=20)  # reclaims: b1 preempted, a1 admitted, b1 back in its queue
+    sc.finish("ns/a1", at=100)  # b1 admitted again
+    sc.finish("ns/b1", at=200)
+    _store(db, tmp_path, sc)
+    same_b = Scenario("unused")
+    same_b.cq("team-b", cohort="org", quotas={"cpu": "2"}, at=150)
+    event = same_b.events[-1]
+    del event["cluster"]
+    report = whatif(db, _patch(tmp_path, dict(event, id="same-b"))).to_json()
+    assert report["preemptions"]["base"] == 1 and report["decisionChanges"] == []
+    util = {u["clusterQueue"]: u for u in report["utilization"]}
+    # window 0 .. 200 s.  team-a: 4000m × 80 s = 320e6; team-b: 4000m × (10 + 100) s = 440e6
+    assert util["team-a"]["base"]["meanUsage"] == 320_000_000 // (200 * S)
+    assert util["team-b"]["base"]["meanUsage"] == 440_000_000 // (200 * S)
+    # nominal from 1 s: team-a 4000m × 199 s, team-b 2000m × 199 s (the re-applied object changes nothing)
+    assert util["team-a"]["base"]["utilization"] == round(320 / 796, 6)
+    assert util["team-b"]["base"]["utilization"] == round(440 / 398, 6)
+    assert util["team-b"]["whatif"] == util["team-b"]["base"] and util["team-a"]["whatif"] == util["team-a"]["base"]
+
+
 def test_an_engine_config_patch_turns_on_admission_fair_sharing(db: str, tmp_path: Path) -> None:
     sc = Scenario("lab")
     sc.flavor("default", at=0)
