@@ -252,8 +252,10 @@ def workload_counts(cluster: "ClusterState") -> tuple[dict[str, list[int]], list
     return lq_counts, pending
 
 
-def cluster_view(cluster: "ClusterState") -> dict:
-    """One cluster's section of the state JSON, without its ``hash`` (the engine keeps the hash chains)."""
+def cluster_view(cluster: "ClusterState", workload_keys: "Collection[str] | None" = None) -> dict:
+    """One cluster's section of the state JSON, without its ``hash`` (the engine keeps the hash chains).
+    ``workload_keys``: its ``workloads`` hold only these (that exist) and every pending workload,
+    for a reader that needs the queues, not every record; ``None`` (the state JSON): all."""
     hierarchy = cluster.hierarchy
     positions, pending_by_cq = queue_positions(cluster)
 
@@ -276,7 +278,8 @@ def cluster_view(cluster: "ClusterState") -> dict:
                 cluster.afs, cluster.local_queues_of(name), weight, cluster.clock_ms)
 
     lq_counts, pending = workload_counts(cluster)
-    workloads = {key: _workload_json(record) for key, record in workload_records(cluster, positions, None, pending)}
+    workloads = {key: _workload_json(record)
+                 for key, record in workload_records(cluster, positions, workload_keys, pending)}
 
     local_queues = {}
     for key in sorted(cluster.local_queues):

@@ -122,7 +122,7 @@ def share_rows(state: "ClusterState") -> list[dict]:
     """
     from statemodel.state_view import cluster_view
 
-    view = cluster_view(state)
+    view = cluster_view(state, workload_keys=())
     cqs, lqs = view["clusterQueues"], view["localQueues"]
     rows: list[dict] = []
     for cq_name in sorted(cqs):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
 _BINARY_SUFFIXES = ((1 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki"))
 
 
@@ -41,3 +43,24 @@ def _three_digits(x: float) -> str:
     """Three significant digits without an exponent (``999.7`` → ``1000``, not ``1e+03``)."""
     text = f"{x:.3g}"
     return f"{x:.0f}" if "e" in text else text
+
+
+def print_columns(console: Console, title: str, headers: list[str], rows: list[list[str]],
+                  right: frozenset[str] = frozenset()) -> None:
+    """A title line, then ``headers`` and ``rows`` as plain space-padded columns (two spaces apart,
+    the headers in ``right`` right-aligned), as ``kubectl get`` and ``sacct`` print: one line per
+    row, never wrapped, so a listing of thousands of workloads prints in linear time and pipes into
+    ``grep``/``awk`` cleanly.  ``rows`` hold strings, one per header."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            if len(cell) > widths[i]:
+                widths[i] = len(cell)
+    aligned = [(w, h in right) for w, h in zip(widths, headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, (w, r) in zip(cells, aligned)).rstrip()
+
+    out = [title, line(headers)]
+    out.extend(line(row) for row in rows)
+    console.file.write("\n".join(out) + "\n")

@@ -6,7 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from quotaledger.views.display import approx_qty
+from quotaledger.views.display import approx_qty, print_columns
 from statemodel.timefmt import format_duration
 
 
@@ -16,19 +16,16 @@ def _opt(value: object) -> str:
 
 def print_workloads(console: Console, cluster: str, time: str, rows: list[dict]) -> None:
     """The workloads in queue order (``workload_rows``): positions, priority, queue and admission
-    times, the wait so far (pending) or until admission, and a pending workload's reason."""
-    table = Table(title=f"cluster {cluster} at {time}: {len(rows)} workloads", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for header in ("ClusterQueue", "pos", "LocalQueue", "lq pos", "workload", "status", "priority", "queued",
-                   "admitted", "wait", "reason"):
-        table.add_column(header, justify="right" if header in ("pos", "lq pos", "priority", "wait") else "left",
-                         no_wrap=header in ("queued", "admitted", "workload"))
-    for r in rows:
-        table.add_row(_opt(r["clusterQueue"]), _opt(r["positionInClusterQueue"]), r["localQueue"],
-                      _opt(r["positionInLocalQueue"]), r["workload"], r["status"], str(r["priority"]),
-                      r["queuedAt"], _opt(r["admittedAt"]),
-                      "-" if r["waitMs"] is None else format_duration(r["waitMs"]), _opt(r["reason"]))
-    console.print(table)
+    times, the wait so far (pending) or until admission, and a pending workload's reason; plain
+    columns, as ``kubectl get`` (``print_columns``)."""
+    headers = ["ClusterQueue", "pos", "LocalQueue", "lq pos", "workload", "status", "priority", "queued",
+               "admitted", "wait", "reason"]
+    cells = [[_opt(r["clusterQueue"]), _opt(r["positionInClusterQueue"]), r["localQueue"],
+              _opt(r["positionInLocalQueue"]), r["workload"], r["status"], str(r["priority"]),
+              r["queuedAt"], _opt(r["admittedAt"]),
+              "-" if r["waitMs"] is None else format_duration(r["waitMs"]), _opt(r["reason"])] for r in rows]
+    print_columns(console, f"cluster {cluster} at {time}: {len(rows)} workloads", headers, cells,
+                  frozenset({"pos", "lq pos", "priority", "wait"}))
 
 
 def _number(value: float | None, digits: int = 6) -> str:
@@ -62,18 +59,14 @@ def print_shares(console: Console, cluster: str, time: str, rows: list[dict], we
 
 
 def print_history(console: Console, cluster: str, end: str, rows: list[dict]) -> None:
-    """The accounting records (``history_rows``), one row per workload, by submission time;
-    ``adm/pre/evi``: admissions, preemptions and evictions."""
-    table = Table(title=f"cluster {cluster}, history to {end}: {len(rows)} workloads", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for header in ("workload", "state", "CQ", "priority", "submitted", "admitted", "finished",
-                   "wait", "run", "adm/pre/evi"):
-        table.add_column(header, justify="right" if header in ("priority", "wait", "run", "adm/pre/evi") else "left",
-                         no_wrap=True)
-    for r in rows:
-        table.add_row(r["workload"], r["state"], _opt(r["clusterQueue"]), str(r["priority"]), _opt(r["submitted"]),
-                      _opt(r["admitted"]), _opt(r["finished"]),
-                      "-" if r["waitMs"] is None else format_duration(r["waitMs"]),
-                      "-" if r["runMs"] is None else format_duration(r["runMs"]),
-                      f"{r['admissions']}/{r['preemptions']}/{r['evictions']}")
-    console.print(table)
+    """The accounting records (``history_rows``), one row per workload, by submission time, in plain
+    columns as ``sacct`` prints them (``print_columns``); ``adm/pre/evi``: admissions, preemptions
+    and evictions."""
+    headers = ["workload", "state", "CQ", "priority", "submitted", "admitted", "finished", "wait", "run", "adm/pre/evi"]
+    cells = [[r["workload"], r["state"], _opt(r["clusterQueue"]), str(r["priority"]), _opt(r["submitted"]),
+              _opt(r["admitted"]), _opt(r["finished"]),
+              "-" if r["waitMs"] is None else format_duration(r["waitMs"]),
+              "-" if r["runMs"] is None else format_duration(r["runMs"]),
+              f"{r['admissions']}/{r['preemptions']}/{r['evictions']}"] for r in rows]
+    print_columns(console, f"cluster {cluster}, history to {end}: {len(rows)} workloads", headers, cells,
+                  frozenset({"priority", "wait", "run", "adm/pre/evi"}))
