@@ -42,6 +42,9 @@ def watch(
         None, "--exit-when-idle", min=0.0, help="Exit once no watch event arrived for this many seconds."),
     watch_timeout: int = typer.Option(300, "--watch-timeout", min=1,
                                       help="Seconds before the server ends a watch (it is then reopened)."),
+    page_size: int = typer.Option(500, "--page-size", min=0,
+                                  help="Objects per list request; lists follow the server's continue token "
+                                       "(0: the whole list in one request)."),
 ) -> None:
     """List and watch the cluster's quota objects (Kueue's; ElasticQuotas and Pods under koordinator;
     Volcano's Queues, PodGroups and Pods under volcano) and Nodes, and send them as events: ADDED/MODIFIED → Applied, DELETED → Deleted, a
@@ -96,7 +99,7 @@ def watch(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        watcher = Watcher(KubeApi(api_client, watch_timeout), kinds, cluster, sink, state, warn=warn)
+        watcher = Watcher(KubeApi(api_client, watch_timeout, page_size), kinds, cluster, sink, state, warn=warn)
         summary = watcher.run(stop, once=once, exit_when_idle=exit_when_idle)
     except (StateFileError, KubeApiError) as exc:
         raise CommandError(str(exc)) from None

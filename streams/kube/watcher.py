@@ -49,6 +49,12 @@ DEFAULT_MAX_BATCH_BYTES = 900_000
 """JSON bytes of one ``Batch`` about at most: below Kafka's default 1 MiB record size."""
 
 
+LIST_PAGE_SIZE = 500
+"""Objects per list request (client-go's pager default)."""
+LIST_RESTARTS = 3
+"""How many times a list whose continue token expired starts over before it gives up."""
+
+
 class KubeApiError(RuntimeError):
     """The API server answered an error (the message names the request and the server's reason)."""
 
@@ -88,11 +94,14 @@ class KubeApi:
     Args:
         api_client: ``kubernetes.client.ApiClient``.
         watch_timeout: ``timeoutSeconds`` of a watch (the server closes it then; it is reopened).
+        page_size: ``limit`` of each list request: a list is read in pages of that many objects,
+            following ``metadata.continue``, as client-go's pager does (0: one request).
     """
 
-    def __init__(self, api_client, watch_timeout: int = 300) -> None:
+    def __init__(self, api_client, watch_timeout: int = 300, page_size: int = LIST_PAGE_SIZE) -> None:
         self.api_client = api_client
         self.watch_timeout = watch_timeout
+        self.page_size = page_size
         self._open: set = set()
         self._lock = threading.Lock()
 
@@ -113,17 +122,42 @@ class KubeApi:
         return resp
 
     def list(self, spec: KindSpec) -> tuple[list[dict], str | None]:
-        """``(items, list resourceVersion)`` of every object of ``spec`` (all namespaces).
+        """``(items, list resourceVersion)`` of every object of ``spec`` (all namespaces), read in
+        pages of ``page_size`` objects that all come from the first page's snapshot (the API
+        server's ``continue`` semantics).  A continue token that expired (``410``, the server
+        compacted that snapshot away) restarts the list from the beginning, at most
+        ``LIST_RESTARTS`` times.
 
         Raises:
-            NotInstalled / KubeApiError: the server answered 404 / another error.
+            NotInstalled / KubeApiError: the server answered 404 / another error; ``Gone`` when
+                every restart expired too.
         """
-        resp = self._request(spec, [], 60)
-        body = orjson.loads(resp.read())
-        items = body.get("items") if isinstance(body, dict) else None
-        meta = body.get("metadata") if isinstance(body, dict) else None
-        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        return [i for i in items or [] if isinstance(i, dict)], rv if isinstance(rv, str) and rv else None
+        for _ in range(LIST_RESTARTS):
+            items: list[dict] = []
+            rv: str | None = None
+            token: str | None = None
+            try:
+                while True:
+                    params = [("limit", str(self.page_size))] if self.page_size else []
+                    if token is not None:
+                        params.append(("continue", token))
+                    resp = self._request(spec, params, 60)
+                    body = orjson.loads(resp.read())
+                    page = body.get("items") if isinstance(body, dict) else None
+                    meta = body.get("metadata") if isinstance(body, dict) else None
+                    meta = meta if isinstance(meta, dict) else {}
+                    items.extend(i for i in page or [] if isinstance(i, dict))
+                    if token is None:
+                        version = meta.get("resourceVersion")
+                        rv = version if isinstance(version, str) and version else None
+                    following = meta.get("continue")
+                    if not (isinstance(following, str) and following):
+                        return items, rv
+                    token = following
+            except Gone:
+                if token is None:
+                    raise
+        raise Gone(f"{spec.path}: the list's continue token expired {LIST_RESTARTS} times")
 
     def watch(self, spec: KindSpec, rv: str | None) -> Iterator[dict]:
         """The watch events of ``spec`` from ``rv`` (decoded JSON lines) until the server ends the

@@ -104,8 +104,12 @@ def test_objects_created_updated_and_deleted(tmp_path: Path) -> None:
             assert [(e["type"], e["object"]["kind"], e["id"]) for e in sync["events"]] == [
                 ("Applied", "ResourceFlavor", "uid-1@1:applied"), ("Applied", "ClusterQueue", "uid-2@2:applied"),
                 ("Applied", "LocalQueue", "uid-3@3:applied")]
+            # three kinds, three watches: each change is awaited before the next, so the lines'
+            # order is the changes' order (across watches, arrival order is not defined)
             api.patch(CQ, {"name": "team-a"}, _cq("6"))
+            run.wait_lines(2)
             api.create(NODE, {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
+            run.wait_lines(3)
             api.delete(LQ, {"name": "lq", "namespace": "ml"})
             lines = run.wait_lines(4)
     assert [(e["type"], e["id"]) for e in lines[1:]] == [
@@ -329,3 +333,78 @@ def test_kueue_version_auto_reads_v1beta1_where_v1beta2_is_not_served(tmp_path: 
     engine, result = run_file(str(run.out))
     assert result.rejected == 0
     assert render_state(engine)["clusters"][CLUSTER]["clusterQueues"]["team-a"]["cohort"] == "org"
+
+
+def _node(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "9"},
+            "status": {"allocatable": {"cpu": "8"}}}
+
+
+def _serve_pages(api: FakeApi, pages: dict[str | None, object]) -> None:
+    """List requests of Nodes answered per ``continue`` token: token (``None``: the first page) →
+    a NodeList body, or an HTTP status."""
+    import kmock
+
+    assert api.emulator is not None
+    resource = kmock.resource(NODE.group, NODE.version, NODE.plural)
+    for token, answer in pages.items():
+        def asks(request: kmock.Request, token: str | None = token) -> bool:
+            return request.params.get("watch") != "true" and request.params.get("continue") == token
+
+        reaction = api.emulator[kmock.action.LIST, resource, asks]
+        if isinstance(answer, int):
+            reaction << answer << {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": answer,
+                                   "reason": "Expired", "message": "The provided continue parameter is too old"}
+        else:
+            reaction << answer
+
+
+def _list_requests(api: FakeApi) -> list[dict[str, str]]:
+    import kmock
+
+    assert api.emulator is not None
+    resource = kmock.resource(NODE.group, NODE.version, NODE.plural)
+    return [dict(r.params) for r in api.emulator[kmock.action.LIST, resource]]
+
+
+def test_a_list_is_read_in_pages_following_the_continue_token(tmp_path: Path) -> None:
+    """As client-go's pager: ``limit`` on every request, ``continue`` from the previous page, the
+    list's resourceVersion from the first page (every page comes from that snapshot)."""
+    with FakeApi(SERVED) as api:
+        _serve_pages(api, {
+            None: {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "40", "continue": "p2"},
+                   "items": [_node("n1"), _node("n2")]},
+            "p2": {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "40", "continue": "p3"},
+                   "items": [_node("n3"), _node("n4")]},
+            "p3": {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "40"},
+                   "items": [_node("n5")]},
+        })
+        client = load_client(str(api.kubeconfig(tmp_path / "kubeconfig")), "test")
+        items, rv = KubeApi(client, page_size=2).list(NODE)
+        client.close()
+        requests = _list_requests(api)
+    assert [i["metadata"]["name"] for i in items] == ["n1", "n2", "n3", "n4", "n5"] and rv == "40"
+    assert [(r.get("limit"), r.get("continue")) for r in requests] == [("2", None), ("2", "p2"), ("2", "p3")]
+
+
+def test_an_expired_continue_token_restarts_the_list_and_gives_up_after_three_tries(tmp_path: Path) -> None:
+    """The API server answers 410 for a continue token whose snapshot was compacted away; the
+    list starts over from the first page, three times at most, then reports Gone."""
+    from streams.kube.watcher import LIST_RESTARTS, Gone
+
+    with FakeApi(SERVED) as api:
+        _serve_pages(api, {
+            None: {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "40", "continue": "old"},
+                   "items": [_node("n1")]},
+            "old": 410,
+        })
+        client = load_client(str(api.kubeconfig(tmp_path / "kubeconfig")), "test")
+        try:
+            KubeApi(client, page_size=1).list(NODE)
+            raised = None
+        except Gone as exc:
+            raised = exc
+        client.close()
+        requests = _list_requests(api)
+    assert raised is not None and "expired 3 times" in str(raised)
+    assert [r.get("continue") for r in requests] == [None, "old"] * LIST_RESTARTS
