@@ -127,3 +127,31 @@ def test_eviction_mode_overlapping_targets_and_no_double_preemption():
     assert admitted(s.run()) == ["ns/b1"]
     assert s.workload("ns/v1")["preemptedBy"] == "ns/b1"
     assert s.workload("ns/v2")["preemptionReason"] == "InCohortReclamation"
+
+
+def test_a_workload_already_being_evicted_is_taken_before_any_other_candidate():
+    """Kueue orders candidates with the workloads already being evicted first (reference/kueue.md
+    §4.2, ``candidatesOrdering``), before priority.  With ``releaseOn: Eviction`` a victim keeps its
+    quota until its eviction is observed; a second preemptor whose needs that victim's quota covers
+    takes it again instead of preempting one more workload, and waits for the same eviction."""
+    s = Scenario()
+    s.flavor("default")
+    s.engine_config(afs=False, release_on="Eviction")
+    s.cq("a", quotas={"cpu": "4"}, preemption=LOWER)
+    s.lq("ns/q", "a")
+    s.submit("ns/low", "q", cpu="1", priority=0)
+    s.submit("ns/mid", "q", cpu="3", priority=5)
+    s.run()
+    # h needs 3: low (priority 0) goes first but frees only 1; mid frees 3; fill-back drops low
+    s.submit("ns/h", "q", cpu="3", priority=10)
+    assert preempted(s.run()) == [("ns/mid", "ns/h", "InClusterQueue")]
+    s.delete_workload("ns/h")  # the preemptor goes away; mid's eviction is already under way
+    s.run()
+    # h2 needs 1: by priority alone low would be the victim (a second preemption); mid, being
+    # evicted, comes first and covers it
+    s.submit("ns/h2", "q", cpu="1", priority=10)
+    assert preempted(s.run()) == []
+    assert s.pending("ns/h2")[0] == "WaitingForPreemptedWorkloads"
+    s.evict("ns/mid")
+    assert admitted(s.run()) == ["ns/h2"]
+    assert s.workload("ns/low")["status"] == "Admitted"
