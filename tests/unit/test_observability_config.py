@@ -15,8 +15,12 @@ dashboard's SQL on a real store).
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.exposition import generate_latest
 
@@ -248,3 +252,23 @@ def test_prometheus_config_has_the_required_fields() -> None:
             host, _, port = target.rpartition(":")
             assert host and port.isdigit(), (name, target)
     assert config["rule_files"] == ["/etc/prometheus/alerts.yml"]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool (Prometheus' own checker) is not installed; the field checks above still ran")
+def test_promtool_accepts_the_config_the_rules_and_every_dashboard_expression(tmp_path: Path) -> None:
+    def promtool(*args: str) -> None:
+        done = subprocess.run(["promtool", *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    promtool("check", "config", "--syntax-only", str(PROMETHEUS_PATH))
+    promtool("check", "rules", str(ALERTS_PATH))
+    # the dashboard's expressions as recording rules, Grafana's variables replaced by values of their kind
+    # (they stand only inside strings and ranges: parse_promql refuses them elsewhere)
+    values = {"__rate_interval": "5m", "__range": "1h", "cluster": "lab", "cluster_queue": "prod"}
+    rules = [{"record": f"dashboard:expr{i}",
+              "expr": re.sub(r"\$(\w+)", lambda m: values[m.group(1)], expr)}
+             for i, (_, expr) in enumerate(_prometheus_targets())]
+    path = tmp_path / "dashboard-rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    promtool("check", "rules", str(path))
