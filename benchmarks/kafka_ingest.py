@@ -21,8 +21,9 @@
 With ``--metrics`` every round runs the ingest four times, each into a scratch database of its own,
 in the order without, with, with, without (the next round: with, without, without, with) — with
 = the metrics and logs of ``quotaledger ingest --metrics-port --log-format json`` on
-(``streams.ingest_metrics`` served on a local port and scraped every second by another process, as
-Prometheus would, ``streams.ingest_log`` lines written to a file).  The symmetric order cancels the drift of the machine and the cost of
+(``streams.ingest_metrics`` served on a local port and scraped by another process, as Prometheus does,
+every ``--scrape-every`` seconds — default 15, deploy/prometheus/prometheus.yml's interval —,
+``streams.ingest_log`` lines written to a file).  The symmetric order cancels the drift of the machine and the cost of
 running second (measured: a pair's second run was 10 % slower whichever it was).  The speed
 compared is the worker process's **CPU time per event** (``IngestStats.cpu_seconds``: every thread
 of the process — engine, event loop, the metrics server answering the scrapes — from the first record to
@@ -62,8 +63,9 @@ from streams.ingest_log import IngestLog, configure
 from streams.ingest_metrics import IngestMetrics, MetricsServer
 from streams.topics import Topics
 
-SCRAPE_EVERY = 1.0
-"""Seconds between scrapes of /metrics in a ``--metrics`` run (Prometheus' default is 15 s)."""
+SCRAPE_EVERY = 15.0
+"""Default seconds between scrapes of /metrics in a ``--metrics`` run: the ``scrape_interval`` of
+deploy/prometheus/prometheus.yml (Prometheus' own default too)."""
 
 
 class Timed(Listeners):
@@ -100,9 +102,9 @@ while True:
 
 
 @contextlib.contextmanager
-def observed(log_path: Path) -> Iterator[Timed]:
+def observed(log_path: Path, scrape_every: float) -> Iterator[Timed]:
     """The observers of ``quotaledger ingest --metrics-port 0 --log-format json``, the metrics served on
-    a local port and scraped every ``SCRAPE_EVERY`` seconds meanwhile by another process, the log lines
+    a local port and scraped every ``scrape_every`` seconds meanwhile by another process, the log lines
     into ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     metrics = IngestMetrics()
@@ -110,7 +112,7 @@ def observed(log_path: Path) -> Iterator[Timed]:
         server = MetricsServer(metrics, "127.0.0.1", 0)
         server.start()
         scraper = subprocess.Popen([sys.executable, "-c", SCRAPER, f"http://127.0.0.1:{server.port}/metrics",
-                                    str(SCRAPE_EVERY)])
+                                    str(scrape_every)])
         try:
             yield Timed([IngestLog(configure("json", out)), metrics])
         finally:
@@ -156,6 +158,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of (engine, ingest, engine, raw) (default 3)")
     parser.add_argument("--metrics", action="store_true",
                         help="every round also ingests with metrics and logs on (paired, alternating order)")
+    parser.add_argument("--scrape-every", type=float, default=SCRAPE_EVERY,
+                        help=f"seconds between scrapes of /metrics with --metrics (default {SCRAPE_EVERY:g}: "
+                             "the shipped Prometheus configuration's)")
     args = parser.parse_args()
     if args.db and args.rounds != 1:
         parser.error("--db takes --rounds 1 (every round needs an empty database)")
@@ -185,7 +190,7 @@ def main() -> None:
             kinds = [False, True, True, False] if args.metrics else [False]
             for j, with_metrics in enumerate(kinds if i % 2 == 0 else [not k for k in kinds]):
                 db = all_dbs[i * per_round + j]
-                with (observed(args.workdir / f"kafka_ingest-round{i + 1}.log") if with_metrics
+                with (observed(args.workdir / f"kafka_ingest-round{i + 1}.log", args.scrape_every) if with_metrics
                       else contextlib.nullcontext()) as listener:
                     stats = run_ingest(bootstrap, db, topics=topics, max_batch=args.max_batch, exit_when_idle=2.0,
                                        group=f"bench-ingest-{i}-{int(with_metrics)}", listener=listener, **dev)
