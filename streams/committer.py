@@ -99,8 +99,9 @@ class Committer:
     ``submit`` sends a batch's transaction without waiting for it; at most ``depth`` messages are
     unacknowledged at a time (so at most that many batches are held in memory beyond the one
     being applied).  Counters land in ``stats`` (``streams.ingest_store.IngestStats``): ``batches``
-    and ``seconds`` / ``cpu_seconds`` per acknowledged batch, ``published`` as reported by the process.  A batch
-    submitted with a ``BatchReport`` is passed to ``listener.batch_committed`` when acknowledged.
+    and ``seconds`` / ``cpu_seconds`` per acknowledged batch, ``published`` as reported by the
+    process.  A batch submitted with a ``BatchReport`` is passed to ``listener.batch_committed``
+    when acknowledged.
     """
 
     def __init__(self, config: CommitterConfig, stats: IngestStats, depth: int = 2,
@@ -138,8 +139,9 @@ class Committer:
                      report: BatchReport | None = None) -> None:
         """Queue ``commit`` (``streams.ingest_store.Commit``; its decisions are published after it
         is committed); ``started`` (``time.monotonic()`` and ``time.process_time()`` at the run's
-        first record) marks a batch for the counters; ``report`` goes to the listener once committed, with ``commit_seconds`` = submit to
-        acknowledgement.  Waits while ``depth`` messages are unacknowledged.
+        first record) marks a batch for the counters; ``report`` goes to the listener once
+        committed, with ``commit_seconds`` = submit to acknowledgement.  Waits while ``depth``
+        messages are unacknowledged.
 
         Raises:
             CommitterError: the process failed or died.
