@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -53,7 +54,7 @@ def dashboard() -> dict[str, Any]:
     return json.loads(DASHBOARD_PATH.read_text())
 
 
-def load_yaml(path) -> Any:  # noqa: ANN001 - a Path
+def load_yaml(path: Path) -> Any:
     return yaml.safe_load(path.read_text())
 
 
