@@ -99,8 +99,9 @@ class Committer:
     ``submit`` sends a batch's transaction without waiting for it; at most ``depth`` messages are
     unacknowledged at a time (so at most that many batches are held in memory beyond the one
     being applied).  Counters land in ``stats`` (``streams.ingest_store.IngestStats``): ``batches``
-    and ``seconds`` per acknowledged batch, ``published`` as reported by the process.  A batch
-    submitted with a ``BatchReport`` is passed to ``listener.batch_committed`` when acknowledged.
+    and ``seconds`` / ``cpu_seconds`` per acknowledged batch, ``published`` as reported by the
+    process.  A batch submitted with a ``BatchReport`` is passed to ``listener.batch_committed``
+    when acknowledged.
     """
 
     def __init__(self, config: CommitterConfig, stats: IngestStats, depth: int = 2,
@@ -112,9 +113,10 @@ class Committer:
         self.proc: subprocess.Popen | None = None
         self.to_child: Connection | None = None
         self.from_child: Connection | None = None
-        self.waiting: collections.deque[tuple[float | None, BatchReport | None, float]] = collections.deque()
-        """per unacknowledged message: the time the run started when it holds a batch (else None), its
-        report (if any) and when it was submitted (monotonic)"""
+        self.waiting: collections.deque[tuple[tuple[float, float] | None, BatchReport | None, float]] = \
+            collections.deque()
+        """per unacknowledged message: when the run started (monotonic and process CPU time) when it
+        holds a batch (else None), its report (if any) and when it was submitted (monotonic)"""
         self.sending: asyncio.Future | None = None
         self.sender = ThreadPoolExecutor(1, thread_name_prefix="committer-send")
         """not the loop's default executor: a send blocked on a stuck committer must not hold up the
@@ -133,11 +135,13 @@ class Committer:
         self.from_child = Connection(up_r, writable=False)
         self.to_child.send(self.config)
 
-    async def submit(self, commit: Commit, started: float | None, report: BatchReport | None = None) -> None:
+    async def submit(self, commit: Commit, started: tuple[float, float] | None,
+                     report: BatchReport | None = None) -> None:
         """Queue ``commit`` (``streams.ingest_store.Commit``; its decisions are published after it
-        is committed); ``started`` (monotonic time of the run's first record) marks a batch for the
-        counters; ``report`` goes to the listener once committed, with ``commit_seconds`` = submit to
-        acknowledgement.  Waits while ``depth`` messages are unacknowledged.
+        is committed); ``started`` (``time.monotonic()`` and ``time.process_time()`` at the run's
+        first record) marks a batch for the counters; ``report`` goes to the listener once
+        committed, with ``commit_seconds`` = submit to acknowledgement.  Waits while ``depth``
+        messages are unacknowledged.
 
         Raises:
             CommitterError: the process failed or died.
@@ -210,7 +214,8 @@ class Committer:
         self.stats.published = reply[1]
         if started is not None:
             self.stats.batches += 1
-            self.stats.seconds = reply[2] - started
+            self.stats.seconds = reply[2] - started[0]
+            self.stats.cpu_seconds = time.process_time() - started[1]
         if report is not None and self.listener is not None:
             report.commit_seconds = reply[2] - submitted
             self.listener.batch_committed(report)

@@ -263,7 +263,8 @@ class _Worker:
         await self.committer.settle()
 
     async def _loop(self, store: IngestStore) -> None:
-        first: float | None = None
+        first: tuple[float, float] | None = None
+        """monotonic and process CPU time at the run's first record"""
         started = last_activity = time.monotonic()
         while not self.stop.is_set():
             if self.carried:  # the rest of the last fetch first, so each partition stays in order
@@ -289,7 +290,7 @@ class _Worker:
                         return
                     continue
                 if first is None:
-                    first = time.monotonic()
+                    first = (time.monotonic(), time.process_time())
                 fetched = time.monotonic()
                 before = (store.stats.consumed, store.stats.decisions)
                 dlq = []

@@ -47,6 +47,10 @@ class IngestStats:
         decisions: decisions emitted (and written to ``decisions``).
         batches: SQL transactions committed with consumed records.
         seconds: wall time from the first record consumed to the commit of the last batch.
+        cpu_seconds: CPU time of the worker's process (every thread of it: the engine, the event
+            loop, observers such as the metrics server; not the committer process) over the same
+            span as ``seconds`` (``time.process_time``): what a run costs, whatever else the
+            machine is doing meanwhile.
         published: decisions published to the decisions topic.
         snapshots: snapshots written (periodic and shutdown).
     """
@@ -59,6 +63,7 @@ class IngestStats:
     decisions: int = 0
     batches: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     published: int = 0
     snapshots: int = 0
 
@@ -67,12 +72,17 @@ class IngestStats:
         """Consumed records per second of ``seconds`` (``0.0`` when nothing was consumed)."""
         return self.consumed / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def cpu_us_per_event(self) -> float:
+        """Microseconds of the worker's CPU time per consumed record (``0.0`` when nothing was consumed)."""
+        return self.cpu_seconds * 1e6 / self.consumed if self.consumed else 0.0
+
     def summary(self) -> str:
         """One line: every counter and the rate."""
         return (f"consumed {self.consumed}, applied {self.applied}, rejected {self.rejected}, "
                 f"duplicates {self.duplicates}, dead letters {self.dead_letters}, decisions {self.decisions} "
                 f"({self.published} published), {self.batches} batches, {self.snapshots} snapshots, "
-                f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s)")
+                f"{self.events_per_second:,.0f} events/s ({self.seconds:.3f}s, {self.cpu_seconds:.3f}s CPU)")
 
 
 class IngestStore:

@@ -9,7 +9,12 @@ so the stack cannot be started in tests: its configuration is checked instead).
 - the worker's database URL and bootstrap match the PostgreSQL user and database and Kafka's internal
   listener; the topic creator creates exactly the worker's three topics (``streams.topics``);
 - the image's command runs ``quotaledger db upgrade`` then ``quotaledger ingest`` with options that
-  exist in the Typer app, and every variable it uses is set.
+  exist in the Typer app, and every variable it uses is set;
+- the observability services: the worker serves its metrics on every interface of its container, on
+  the port it exposes and Prometheus scrapes; the live view likewise; Prometheus and Grafana get the
+  files of deploy/ (every mounted file exists, the container paths are the ones the files name);
+  Grafana's admin password and its read-only database role's password are required, without default;
+  every ``depends_on`` names a service and every published port is bound to the bind-address variable.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +32,16 @@ from sqlalchemy.engine import make_url
 
 from quotaledger.cli import app
 from streams.topics import Topics
+from tests.grafana import (
+    ALERTS_PATH,
+    DASHBOARD_PATH,
+    DATASOURCES_PATH,
+    PROMETHEUS_PATH,
+    PROVIDERS_PATH,
+    READER_SQL_PATH,
+    load_yaml,
+    scrape_jobs,
+)
 from tests.paths import ROOT
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -93,7 +109,7 @@ def _check_options(words: list[str], variables: dict[str, str]) -> None:
 
 
 def test_services_ports_and_health() -> None:
-    assert set(SERVICES) == {"kafka", "postgres", "topics", "ingest"}
+    assert set(SERVICES) == {"kafka", "postgres", "topics", "ingest", "live", "prometheus", "grafana"}
     kafka = _env("kafka")
     assert SERVICES["kafka"]["image"].startswith("apache/kafka:")
     assert set(kafka["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
@@ -149,3 +165,109 @@ def test_image_command_runs_the_ingest_worker_with_real_options() -> None:
     commands = _image_commands()
     assert len(commands) == 2 and commands[1][:2] == ["quotaledger", "ingest"]
     _check_options(commands[1], {**_image_env(), **_env("ingest")})
+
+
+# --------------------------------------------------------------------------- observability services
+
+
+def _bind_mounts(service: str) -> dict[str, Path]:
+    """Container path → the repository file or folder mounted there (``./…`` volumes of ``service``)."""
+    out = {}
+    for volume in SERVICES[service].get("volumes", []):
+        source, target, *_ = volume.split(":")
+        if source.startswith("./"):
+            out[target] = ROOT / source[2:]
+    return out
+
+
+def _required(value: str, name: str) -> None:
+    """``value`` is ``${name:?message}``: compose refuses to start without it, and there is no default."""
+    assert re.fullmatch(rf"\$\{{{name}:\?[^}}]+\}}", value), value
+
+
+def test_every_dependency_is_a_service_and_every_port_is_bound_to_the_bind_address() -> None:
+    for name, service in SERVICES.items():
+        for dependency in service.get("depends_on", {}):
+            assert dependency in SERVICES, f"{name} depends on {dependency!r}, which is no service"
+        for port in service.get("ports", []):
+            assert port.startswith(f"{BIND}:"), f"{name} publishes {port} beyond the bind address"
+
+
+def test_every_mounted_file_exists() -> None:
+    mounts = {name: _bind_mounts(name) for name in SERVICES}
+    assert any(mounts.values())
+    for name, found in mounts.items():
+        for target, source in found.items():
+            assert source.exists(), f"{name} mounts {source}, which does not exist"
+    for name in ("postgres", "prometheus", "grafana"):
+        assert mounts[name], name
+
+
+def test_the_worker_serves_metrics_where_prometheus_scrapes_them() -> None:
+    worker = {**_image_env(), **_env("ingest")}
+    port = worker["QUOTALEDGER_METRICS_PORT"]
+    ingest = _image_commands()[1]
+    options = dict(zip(ingest[2::2], ingest[3::2]))
+    assert options["--metrics-port"] == "$QUOTALEDGER_METRICS_PORT"
+    assert options["--metrics-host"] == "0.0.0.0"  # inside the container; the port is not published
+    assert [str(p) for p in SERVICES["ingest"]["expose"]] == [port]
+    assert "ports" not in SERVICES["ingest"]
+    assert f":{port}/healthz" in " ".join(SERVICES["ingest"]["healthcheck"]["test"])
+    jobs = scrape_jobs()
+    (target,) = jobs["quotaledger-ingest"]["static_configs"][0]["targets"]
+    assert target == f"ingest:{port}"
+
+
+def test_the_live_view_serves_metrics_where_prometheus_scrapes_them() -> None:
+    live = SERVICES["live"]
+    command = live["command"]
+    _check_options(command, {**_image_env(), **_env("live")})
+    options = dict(zip(command[2::2], command[3::2]))
+    assert options["--web-host"] == "0.0.0.0"
+    (target,) = scrape_jobs()["quotaledger-live"]["static_configs"][0]["targets"]
+    assert target == f"live:{options['--web-port']}"
+    assert live["image"] == SERVICES["ingest"]["image"] and live["build"] == "."
+    assert _env("live")["QUOTALEDGER_BOOTSTRAP"] == _env("ingest")["QUOTALEDGER_BOOTSTRAP"]
+
+
+def test_prometheus_and_grafana_get_the_deploy_files() -> None:
+    prometheus = _bind_mounts("prometheus")
+    config = next(a.split("=", 1)[1] for a in SERVICES["prometheus"]["command"] if a.startswith("--config.file="))
+    assert prometheus[config] == PROMETHEUS_PATH
+    for rule_file in load_yaml(PROMETHEUS_PATH)["rule_files"]:
+        assert prometheus[rule_file] == ALERTS_PATH
+    assert SERVICES["prometheus"]["ports"] == [f"{BIND}:9090:9090"]
+    grafana = _bind_mounts("grafana")
+    assert grafana["/etc/grafana/provisioning"] == DATASOURCES_PATH.parent.parent
+    (provider,) = load_yaml(PROVIDERS_PATH)["providers"]
+    assert grafana[provider["options"]["path"]] == DASHBOARD_PATH.parent
+    env = _env("grafana")
+    home = env["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert grafana[home.rsplit("/", 1)[0]] / home.rsplit("/", 1)[1] == DASHBOARD_PATH
+    assert SERVICES["grafana"]["ports"] == [f"{BIND}:3000:3000"]
+
+
+def test_grafana_reaches_prometheus_and_the_store_as_a_read_only_role() -> None:
+    datasources = {d["uid"]: d for d in load_yaml(DATASOURCES_PATH)["datasources"]}
+    url = datasources["quotaledger-prometheus"]["url"]
+    host, port = url.removeprefix("http://").split(":")
+    assert host == "prometheus" and f"{port}:{port}" in SERVICES["prometheus"]["ports"][0]
+    store = datasources["quotaledger-store"]
+    pg = _env("postgres")
+    assert store["url"] == "postgres:5432" and store["jsonData"]["database"] == pg["POSTGRES_DB"]
+    assert store["user"] != pg["POSTGRES_USER"]  # never the owner of the tables
+    reader_sql = READER_SQL_PATH.read_text()
+    assert f"\\set reader {store['user']}" in reader_sql
+    assert _bind_mounts("postgres")["/docker-entrypoint-initdb.d/10-grafana-reader.sql"] == READER_SQL_PATH
+    # the role's password: required in both services, the same variable, never in a file
+    _required(pg["GRAFANA_DB_PASSWORD"], "GRAFANA_DB_PASSWORD")
+    assert _env("grafana")["GRAFANA_DB_PASSWORD"] == pg["GRAFANA_DB_PASSWORD"]
+    assert store["secureJsonData"]["password"] == "$GRAFANA_DB_PASSWORD"
+
+
+def test_grafana_admin_password_is_required_and_sign_up_is_off() -> None:
+    env = _env("grafana")
+    _required(env["GF_SECURITY_ADMIN_PASSWORD"], "GRAFANA_ADMIN_PASSWORD")
+    assert env["GF_USERS_ALLOW_SIGN_UP"] == "false" and env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert "GRAFANA_ADMIN_PASSWORD:-" not in text and "GRAFANA_DB_PASSWORD:-" not in text

@@ -163,6 +163,19 @@ def test_committed_batches_count_and_progress() -> None:
     assert _value(metrics, "quotaledger_ingest_restores_total") == 1
 
 
+def test_the_exposition_is_rendered_again_only_after_a_listener_call() -> None:
+    metrics = IngestMetrics()
+    first = metrics.exposition()
+    assert metrics.exposition() is first  # a second scrape before any change: the same rendering
+    metrics.batch_committed(BatchReport(3, 1, 0, {0: PartitionProgress(3, 0, None)}, commit_seconds=0.01))
+    second = metrics.exposition()
+    assert second is not first
+    assert b"quotaledger_ingest_events_total 3.0" in second and b"quotaledger_ingest_events_total 0.0" in first
+    assert metrics.exposition() is second
+    metrics.partitions_assigned([0])
+    assert b"quotaledger_ingest_assigned_partitions 1.0" in metrics.exposition()
+
+
 def _get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
