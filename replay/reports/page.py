@@ -296,6 +296,7 @@ def worst_waits_section(result: DemoResult) -> Section | None:
     if not cells:
         return None
     cells.sort(key=lambda c: (-c[0], c[1], c[2]))
+    leaf = "quota group" if r.model == KOORDINATOR else "ClusterQueue"
     parents = {n.name: n.parent or "" for n in r.nodes}
     rows: list[tuple[Cell, ...]] = []
     for w, q, i in cells[:WORST_BUCKETS]:
@@ -303,11 +304,11 @@ def worst_waits_section(result: DemoResult) -> Section | None:
         rows.append((q, parents.get(q, ""), (utc(edges[i]), edges[i]), duration(w), f"{grid.counts[row][i]:,}"))
     return Section(
         "Where and when workloads waited longest",
-        f"The {len(rows)} cells of the wait heatmap (wait_heatmap.png) with the longest p95 wait: a ClusterQueue and a "
+        f"The {len(rows)} cells of the wait heatmap (wait_heatmap.png) with the longest p95 wait: a {leaf} and a "
         f"time bucket of {duration(edges[1] - edges[0])} (UTC). `quotaledger list --db URL --at TIME` shows the queue "
         "at such a moment; `quotaledger explain` why a workload waited.",
-        {"ClusterQueue": "where the workloads were queued",
-         "parent": "its Cohort (quota group's parent)",
+        {leaf: "where the workloads were queued",
+         "parent": "its parent (Cohort or parent quota group)",
          "bucket start (UTC)": "the bucket in which the workloads became pending",
          "p95 wait": "nearest-rank p95 of their waits (admission − became pending)",
          "workloads": "admitted workloads that became pending in the bucket"}, rows)

@@ -45,15 +45,16 @@ TOP_LOCAL_QUEUES = 8
 """LocalQueues drawn as lines in ``afs_usage.png`` (the highest peak scores)."""
 
 _LABELS = {
-    "kueue": ("nominal quota of the subtree", "nominal + borrowingLimit", "cohort", "workloads", "nominal quota"),
-    KOORDINATOR: ("min of the group", "max of the group", "group", "pods", "min"),
-    "volcano": ("guarantee of the queue", "capability of the queue", "queue", "pod groups", "guarantee"),
+    "kueue": ("nominal quota of the subtree", "nominal + borrowingLimit", "cohort", "workloads", "nominal quota",
+              "ClusterQueue"),
+    KOORDINATOR: ("min of the group", "max of the group", "group", "pods", "min", "quota group"),
+    "volcano": ("guarantee of the queue", "capability of the queue", "queue", "pod groups", "guarantee", "queue"),
 }
 
 
-def model_labels(model: str) -> tuple[str, str, str, str, str]:
-    """``(guarantee, ceiling, level, unit, short guarantee)`` wording of the plots under quota ``model``
-    (Kueue's wording for a model it does not know)."""
+def model_labels(model: str) -> tuple[str, str, str, str, str, str]:
+    """``(guarantee, ceiling, level, unit, short guarantee, leaf)`` wording of the plots under quota
+    ``model`` (Kueue's wording for a model it does not know)."""
     return _LABELS.get(model, _LABELS["kueue"])
 
 
@@ -72,14 +73,22 @@ def _date(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _date_axis(ax: object, report: Report) -> None:
-    """Dates (UTC) on the x axis of ``ax``, over the report's span."""
+def _date_axis(ax: object, report: Report, fixed: bool = False) -> None:
+    """Dates (UTC) on the x axis of ``ax``, over the report's span; ``fixed``: the tick positions
+    are chosen once (cheaper when many axes share them)."""
     import matplotlib.dates as mdates
+    from matplotlib.ticker import FixedLocator
 
+    start, end = _date(report.start_ms), _date(report.end_ms)
     locator = mdates.AutoDateLocator(tz=UTC)
+    formatter = mdates.ConciseDateFormatter(locator, tz=UTC)
+    if fixed:
+        ticks = [t for t in locator.tick_values(start, end) if mdates.date2num(start) <= t <= mdates.date2num(end)]
+        locator = FixedLocator(ticks)
+        formatter = mdates.ConciseDateFormatter(mdates.AutoDateLocator(tz=UTC), tz=UTC)
     ax.xaxis.set_major_locator(locator)  # type: ignore[attr-defined]
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[attr-defined]
-    ax.set_xlim(_date(report.start_ms), _date(report.end_ms))  # type: ignore[attr-defined]
+    ax.xaxis.set_major_formatter(formatter)  # type: ignore[attr-defined]
+    ax.set_xlim(start, end)  # type: ignore[attr-defined]
 
 
 def _legend(ax: object) -> None:
@@ -131,7 +140,7 @@ def _usage_vs_quota(report: Report, out: Path) -> Path | None:
     top = report.top
     if not top:
         return None
-    floor_label, ceiling_label, level, _, _ = model_labels(report.model)
+    floor_label, ceiling_label, level, _, _, _ = model_labels(report.model)
     fig, axes = plt.subplots(len(top), 1, figsize=(13, 3.4 * len(top) + 0.8), sharex=True, squeeze=False)
     for ax, name in zip(axes[:, 0], top):
         res = report.headline[name]
@@ -183,7 +192,7 @@ def _pending(report: Report, out: Path) -> Path | None:
 
     if not report.top:
         return None
-    _, _, _, unit, _ = model_labels(report.model)
+    _, _, _, unit, _, _ = model_labels(report.model)
     fig, ax = plt.subplots(figsize=(13, 4))
     for name in report.top:
         pts = _settled(report.pending_series[name])
@@ -297,13 +306,16 @@ def _wait_heatmap(report: Report, grid: WaitGrid, out: Path) -> Path | None:
     ax.xaxis_date(tz=UTC)
     _date_axis(ax, report)
     ax.set_xlabel(f"time (UTC) the workload became pending; buckets of {duration(grid.edges[1] - grid.edges[0])}")
-    bar = fig.colorbar(mesh, ax=ax, extend="min", pad=0.01, fraction=0.04)
-    bar.set_label(f"{grid.statistic} wait (seconds{', log scale' if is_log else ''})")
+    waited = bool(np.any(data > 0))
+    if waited:
+        bar = fig.colorbar(mesh, ax=ax, extend="min", pad=0.01, fraction=0.04)
+        bar.set_label(f"{grid.statistic} wait (seconds{', log scale' if is_log else ''})")
     ax.legend(handles=[Patch(color="#cfe8cf", label="0 s: admitted at once"),
                        Patch(color="#eeeeee", label="no workload became pending")],
               loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=8, frameon=False)
-    ax.set_title(f"{report.cluster}: {grid.statistic} wait per ClusterQueue over time (quota model {report.model})",
-                 loc="right", fontsize=11)
+    leaf = model_labels(report.model)[5]
+    ax.set_title(f"{report.cluster}: {grid.statistic} wait per {leaf} over time (quota model {report.model})"
+                 + ("" if waited else ": no workload waited"), loc="right", fontsize=11)
     fig.tight_layout()
     return _save(fig, out / "wait_heatmap.png")
 
@@ -314,7 +326,7 @@ def _fair_share(report: Report, series: list[ShareSeries], out: Path) -> Path | 
     panels = [(sr, q) for sr in series for q in sr.queues]
     if not panels:
         return None
-    _, _, _, _, short = model_labels(report.model)
+    _, _, _, _, short, leaf = model_labels(report.model)
     cols = 4
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(15, 1.9 * rows + 1.2), sharex=True, squeeze=False)
@@ -329,18 +341,19 @@ def _fair_share(report: Report, series: list[ShareSeries], out: Path) -> Path | 
         ax.stairs(actual, xs, baseline=None, color="tab:blue", lw=1.4, label="actual share", zorder=3)
         top = max(max(actual), max(fair), 1.0)
         ax.set_ylim(0, top * 1.15)
-        ax.set_title(f"{sr.top} / {q} ({short} {sr.guarantee[q] / scale:,.0f} {unit})", fontsize=8, loc="left")
+        ax.set_title(f"{sr.top} / {q} ({short} {sr.guarantee[q] / scale:,.0f} {unit})", fontsize=8, loc="left",
+                     y=1.0)  # a fixed position: matplotlib does not measure every tick label to place it
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in axes[:, 0]:
         ax.set_ylabel("% of pool", fontsize=8)
-    _date_axis(axes[0, 0], report)  # the axes share x: one locator and formatter for all
+    _date_axis(axes[0, 0], report, fixed=True)  # the axes share x: one locator and formatter for all
     handles, labels = axes.flat[0].get_legend_handles_labels()
     pools = "; ".join(f"{sr.top}: {sr.resource}, {short} {sr.capacity / display_unit(sr.resource)[0]:,.0f} "
                       f"{display_unit(sr.resource)[1]}" for sr in series)
-    fig.suptitle(f"{report.cluster}: actual vs fair share of the pool per ClusterQueue, per "
+    fig.suptitle(f"{report.cluster}: actual vs fair share of the pool per {leaf}, per "
                  f"{duration(series[0].edges[1] - series[0].edges[0])} (time UTC; {pools})\n"
-                 f"actual = mean usage / the pool's {short}; fair = own {short} / Σ {short} of the ClusterQueues "
+                 f"actual = mean usage / the pool's {short}; fair = own {short} / Σ {short} of the {leaf}s "
                  "with demand in the bucket (docs/demo.md)", fontsize=10)
     fig.legend(handles, labels, loc="upper right", fontsize=8)
     height = fig.get_figheight()

@@ -143,3 +143,45 @@ def test_a_section_renders_as_a_sortable_table_with_sort_keys() -> None:
     assert [c["data-sort"] for c in parser.cells] == ["q1", str(3 * HOUR + 7 * MIN), str(T0), "q2", "", str(T0 + HOUR)]
     assert "2026-01-01 00:00 UTC" in text and "intro &lt;b&gt;" in text and '<tr class="Cohort">' in text
     assert '<th title="how long">wait</th>' in text
+
+
+_FAKE_DOM = """
+function cell(v) { return {dataset: v === null ? {} : {sort: v}}; }
+function Table(keys) {
+  var handlers = [];
+  var heads = [0, 1].map(function (i) {
+    return {dataset: {}, addEventListener: function (ev, f) { handlers[i] = f; }};
+  });
+  var rows = keys.map(function (k, i) { return {id: i, cells: [cell(k[0]), cell(k[1])]}; });
+  var body = {rows: rows, appendChild: function (r) {
+    this.rows = this.rows.filter(function (x) { return x !== r; }).concat([r]); }};
+  return {tHead: {rows: [{cells: heads}]}, tBodies: [body], click: function (i) { handlers[i](); },
+          order: function () { return body.rows.map(function (r) { return r.id; }); }, heads: heads};
+}
+var table = Table(KEYS);
+var document = {querySelectorAll: function () { return [table]; }};
+SCRIPT
+var out = [];
+table.click(1); out.push(table.order(), table.heads[1].dataset.dir);
+table.click(1); out.push(table.order(), table.heads[1].dataset.dir);
+table.click(0); out.push(table.order(), table.heads[1].dataset.dir === undefined);
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_sort_script_sorts_by_value_and_puts_missing_values_last() -> None:
+    """The page's inline script, run by node against a minimal stand-in for the DOM."""
+    import json
+    import shutil
+    import subprocess
+
+    from replay.reports.page import _SORT_SCRIPT
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    # rows: (name, wait ms): "10" must sort after "9" (numbers, not text); "" (a "-") always last
+    keys = [["b", "10"], ["a", ""], ["c", "9"], ["aa", "100"]]
+    js = _FAKE_DOM.replace("KEYS", json.dumps(keys)).replace("SCRIPT", _SORT_SCRIPT)
+    result = subprocess.run([node, "-e", js], capture_output=True, text=True, timeout=30, check=True)
+    assert json.loads(result.stdout) == [[2, 0, 3, 1], "asc", [3, 0, 2, 1], "desc", [1, 3, 0, 2], True]
