@@ -322,6 +322,7 @@ def _wait_heatmap(report: Report, grid: WaitGrid, out: Path) -> Path | None:
 
 def _fair_share(report: Report, series: list[ShareSeries], out: Path) -> Path | None:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     panels = [(sr, q) for sr in series for q in sr.queues]
     if not panels:
@@ -341,6 +342,7 @@ def _fair_share(report: Report, series: list[ShareSeries], out: Path) -> Path | 
         ax.stairs(actual, xs, baseline=None, color="tab:blue", lw=1.4, label="actual share", zorder=3)
         top = max(max(actual), max(fair), 1.0)
         ax.set_ylim(0, top * 1.15)
+        ax.yaxis.set_major_locator(MaxNLocator(4))  # fewer ticks: 32 small panels draw faster
         ax.set_title(f"{sr.top} / {q} ({short} {sr.guarantee[q] / scale:,.0f} {unit})", fontsize=8, loc="left",
                      y=1.0)  # a fixed position: matplotlib does not measure every tick label to place it
         ax.tick_params(labelsize=7)

@@ -325,7 +325,8 @@ class _AfsReplay:
     a ClusterQueue in ``UsageBasedAdmissionFairSharing`` mode, or under a usage-based admission
     scope), configuration changes as the engine applies them."""
 
-    def __init__(self) -> None:
+    def __init__(self, unscored: frozenset[str] = frozenset()) -> None:
+        self.unscored = unscored
         self.afs = FairSharingLedgers()
         self.config = EngineConfig()
         self.local_queues: dict[str, LocalQueue] = {}
@@ -384,7 +385,8 @@ class _AfsReplay:
         elif isinstance(obj, LocalQueue):
             self.local_queues[obj.key] = obj
             if obj.afs_status is not None:
-                self.afs.seed(obj.key, obj.afs_status.consumed_resources, obj.afs_status.last_update_ms)
+                self.afs.seed(obj.key, tuple((res, v) for res, v in obj.afs_status.consumed_resources
+                                             if res not in self.unscored), obj.afs_status.last_update_ms)
             if self.afs.params is not None:
                 self.afs.ledger(obj.key, now)
         elif isinstance(obj, ClusterQueue):
@@ -410,10 +412,10 @@ class _AfsReplay:
             self.workload_lq[key] = f"{ns}/{spec.get('queueName')}"
             admission = (obj.get("status") or {}).get("admission")
             if isinstance(admission, dict):
-                self.charge(key, admission.get("clusterQueue", ""), _flat_usage(admission), now)
+                self.charge(key, admission.get("clusterQueue", ""), _flat_usage(admission, self.unscored), now)
         elif kind == "WorkloadAdmitted" and isinstance(env.get("admission"), dict):
             self.charge(env.get("workload", ""), env["admission"].get("clusterQueue", ""),
-                        _flat_usage(env["admission"]), now)
+                        _flat_usage(env["admission"], self.unscored), now)
         elif kind in ("WorkloadFinished", "WorkloadEvicted"):
             self.release(env.get("workload", ""), now)
         elif kind == "Deleted" and okind == "Workload":
@@ -431,7 +433,7 @@ class _AfsReplay:
 
     def decision(self, kind: str, workload: str, cq: str | None, payload: dict, now: int) -> None:
         if kind == "Admitted":
-            self.charge(workload, cq or "", _flat_usage(payload), now)
+            self.charge(workload, cq or "", _flat_usage(payload, self.unscored), now)
         elif kind == "Evicted" or (kind == "Preempted"
                                    and self.config.preemption_release_on == PreemptionReleaseOn.DECISION):
             self.release(workload, now)
@@ -453,14 +455,45 @@ class _AfsReplay:
         return usage, CONTEXT.divide(CONTEXT.multiply(usage, _MILLI), Decimal(weight))
 
 
-def _flat_usage(admission: dict) -> dict[str, int]:
-    """``podSetAssignments[].resourceUsage`` summed per resource over pod sets and flavors (AFS sums flavors)."""
+def _flat_usage(admission: dict, skip: frozenset[str] = frozenset()) -> dict[str, int]:
+    """``podSetAssignments[].resourceUsage`` summed per resource over pod sets and flavors (AFS sums
+    flavors), without the resources in ``skip``."""
     out: dict[str, int] = {}
     assignments = admission.get("podSetAssignments")
     for i, ps in enumerate(assignments if isinstance(assignments, list) else ()):
         for res, value in (ps.get("resourceUsage") or {}).items():
-            out[res] = out.get(res, 0) + parse_quantity(res, value, f"podSetAssignments[{i}].resourceUsage.{res}")
+            if res not in skip:
+                out[res] = out.get(res, 0) + parse_quantity(res, value,
+                                                            f"podSetAssignments[{i}].resourceUsage.{res}")
     return out
+
+
+def _engine_configs(raw: dict) -> list[EngineConfig]:
+    """The EngineConfig objects an archived event applies (itself or inside a ``Batch``)."""
+    if raw.get("type") == "Batch":
+        return [c for inner in raw.get("events") or () for c in _engine_configs({"time": raw.get("time"), **inner})]
+    obj = raw.get("object") or {}
+    if raw.get("type") != "Applied" or obj.get("kind") != "EngineConfig":
+        return []
+    config = parse_event({"id": raw.get("id", "x"), "time": raw.get("time", 0), "type": "Applied", "object": obj}).obj
+    return [config] if isinstance(config, EngineConfig) else []
+
+
+def _unscored(conn: sa.Connection, cluster: str) -> frozenset[str]:
+    """The resources every admission fair sharing configuration of the history weighs 0: they never
+    count in a score, so the series does not track them (a resource a configuration does not
+    name weighs 1)."""
+    e = s.events.c
+    zero: set[str] | None = None
+    for (payload,) in conn.execute(sa.select(e.payload).where(
+            e.cluster == cluster, e.status == "applied", sa.cast(e.payload, sa.Text).like("%EngineConfig%"))):
+        for config in _engine_configs(payload or {}):
+            afs = config.admission_fair_sharing
+            if afs is None:
+                continue
+            weighed_zero = {res for res, milli in afs.resource_weights_milli if milli == 0}
+            zero = weighed_zero if zero is None else zero & weighed_zero
+    return frozenset(zero or ())
 
 
 def afs_series(url: str, cluster: str, edges: list[int], start_ms: int, end_ms: int) -> AfsSeries | None:
@@ -469,14 +502,15 @@ def afs_series(url: str, cluster: str, edges: list[int], start_ms: int, end_ms: 
     (module docstring); ``None`` when the history never turns admission fair sharing on.
 
     A decision is applied at its own time: before its cause event when it is earlier (admissions
-    the engine runs at sampling instants before an event), else after it.
+    the engine runs at sampling instants before an event), else after it.  Resources that every
+    configuration of the history weighs 0 are left out of the ledgers: they never count in a score,
+    and the others' values do not depend on them (the DLRM tree weighs 2 of its 5 resources).
 
     Raises:
         SinkError: the store cannot be read.
         EventError: an archived object or quantity cannot be read (the message names the field).
     """
     times = sorted({min(max(e, start_ms), end_ms) for e in edges[1:]})
-    replay = _AfsReplay()
     samples: dict[str, list[tuple[Decimal | None, Decimal | None]]] = {}
     lqs_seen: dict[str, None] = {}
     k = 0
@@ -493,8 +527,10 @@ def afs_series(url: str, cluster: str, edges: list[int], start_ms: int, end_ms: 
 
     e, d = s.events.c, s.decisions.c
     db = create_db_engine(url, read_only=True)
+    replay = _AfsReplay()
     try:
         with db.connect() as conn:
+            replay.unscored = _unscored(conn, cluster)
             by_cause: dict[int, list] = {}
             for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
                                             d.payload).where(d.cluster == cluster).order_by(d.seq)):
