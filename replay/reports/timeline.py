@@ -52,7 +52,7 @@ from statemodel.events.decode import parse_event
 from statemodel.objects import (AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue,
                                 PreemptionReleaseOn)
 from statemodel.quantity import parse_quantity
-from statemodel.queues.afs import CONTEXT, INFINITY, ZERO, FairSharingLedgers, unit_divisor
+from statemodel.queues.afs import FairSharingLedgers, score
 
 __all__ = ["BUCKETS", "BUCKET_SIZES", "bucket_edges", "leaves", "pools", "WaitGrid", "wait_grid", "ShareSeries", "share_series",
            "AfsSeries", "afs_series", "STATISTICS"]
@@ -66,7 +66,6 @@ BUCKET_SIZES = (MINUTE, 5 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 3 
 STATISTICS = ("p95", "mean")
 """What a :class:`WaitGrid` cell can hold."""
 INNER_KINDS = ("Cohort", "ParentQuota")
-_MILLI = Decimal(1000)
 
 
 BUCKETS = 150
@@ -304,7 +303,8 @@ class AfsSeries:
         resource_weights: resource → ``resourceWeights`` value (default 1) of the configuration in
             force at the end.
         usage: LocalQueue → per sample, ``Σ_r weight(r) × (consumed_r + penalty_r)`` in score units
-            (cores for cpu, base units otherwise): the score before the division by the LocalQueue's weight.
+            (cores for cpu, base units otherwise): its score at a LocalQueue weight of 1
+            (``statemodel.queues.afs.score``).
         score: LocalQueue → per sample, the score (KEP-4136 ``usage / LocalQueue weight``); ``Infinity``
             for a weight of 0; ``None`` while admission fair sharing is off.
         weight: LocalQueue → its ``fairSharing.weight`` at the end (default 1).
@@ -443,16 +443,10 @@ class _AfsReplay:
         if params is None:
             return None, None
         consumed, penalty, _ = self.afs.totals([lq], now)
-        usage = ZERO
-        for res in sorted(set(consumed) | set(penalty)):
-            amount = CONTEXT.add(consumed.get(res, ZERO), penalty.get(res, ZERO))
-            usage = CONTEXT.add(usage, CONTEXT.multiply(params.weight(res),
-                                                        CONTEXT.divide(amount, unit_divisor(res))))
         spec = self.local_queues.get(lq)
         weight = spec.fair_weight_milli if spec is not None else 1000
-        if weight <= 0:  # afs.score's +∞, the same arithmetic otherwise
-            return usage, INFINITY
-        return usage, CONTEXT.divide(CONTEXT.multiply(usage, _MILLI), Decimal(weight))
+        usage = score(params, consumed, penalty, 1000)  # the score at weight 1
+        return usage, usage if weight == 1000 else score(params, consumed, penalty, weight)
 
 
 def _flat_usage(admission: dict, skip: frozenset[str] = frozenset()) -> dict[str, int]:
@@ -567,4 +561,4 @@ def afs_series(url: str, cluster: str, edges: list[int], start_ms: int, end_ms: 
                      {key: [u for u, _ in samples[key]] for key in order},
                      {key: [sc for _, sc in samples[key]] for key in order},
                      {key: Decimal(lq.fair_weight_milli if (lq := replay.local_queues.get(key)) is not None else 1000)
-                      / _MILLI for key in order})
+                      / 1000 for key in order})
