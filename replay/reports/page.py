@@ -305,8 +305,8 @@ def worst_waits_section(result: DemoResult) -> Section | None:
     return Section(
         "Where and when workloads waited longest",
         f"The {len(rows)} cells of the wait heatmap (wait_heatmap.png) with the longest p95 wait: a {leaf} and a "
-        f"time bucket of {duration(edges[1] - edges[0])} (UTC). `quotaledger list --db URL --at TIME` shows the queue "
-        "at such a moment; `quotaledger explain` why a workload waited.",
+        f"time bucket of {duration(edges[1] - edges[0])} (UTC). quotaledger list --db URL --at TIME shows the queue "
+        "at such a moment, quotaledger explain why a workload waited.",
         {leaf: "where the workloads were queued",
          "parent": "its parent (Cohort or parent quota group)",
          "bucket start (UTC)": "the bucket in which the workloads became pending",

@@ -163,3 +163,11 @@ def test_lab_page_and_plots(tmp_path: Path, db: str) -> None:
                                                      "fair_share")}
     text = (out / "index.html").read_text()
     assert "from 2026-01-01 00:00 UTC" in text and "Where and when workloads waited longest" in text
+    # the report table's first column sorts back to the tree order; the longest-wait table has
+    # team-b's cell (b1 40 s and b2 70 s became pending in the first minute) and only that one
+    # (team-a's workloads never waited)
+    assert [c["data-sort"] for c in page.cells[:1]] == ["0"]
+    assert ('<tr><td data-sort="team-b">team-b</td><td data-sort="lab">lab</td>'
+            f'<td data-sort="{T0}">2026-01-01 00:00 UTC</td><td data-sort="70000">1m10s</td>'
+            '<td data-sort="2.0">2</td></tr>') in text
+    assert text.count('<td data-sort="team-a">') == 0
