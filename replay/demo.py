@@ -222,7 +222,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
                         seconds=seconds)
 
     clock = time.perf_counter()
-    result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total))
+    result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total), url=url)
     result.report_json = out_dir / "report.json"
     # stdlib json: integrals of bytes × ms exceed 64 bits, which orjson refuses
     result.report_json.write_text(json.dumps(

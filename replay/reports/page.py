@@ -1,6 +1,11 @@
 """The demo report as text: table rows and example SQL queries (shared by the terminal and the web
 page) and ``index.html``.
 
+The page is a list of sections (:data:`SECTIONS`: functions returning a :class:`Section` — title,
+intro, column meanings, rows), rendered by one generic :func:`render_section`; every table sorts by
+a click on a header (an inline script, nothing loaded from elsewhere), times are UTC dates
+(:func:`utc`), SQL wraps instead of overflowing.
+
 Numbers are the exact integers of ``replay.reports.tables``; this module only rounds them for display:
 durations to the two largest units (``3h07m``), ratios to one decimal of a percent.
 """
@@ -8,6 +13,9 @@ durations to the two largest units (``3h07m``), ratios to one decimal of a perce
 from __future__ import annotations
 
 import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COLUMNS", "HEADERS", "KOORDINATOR_COLUMNS", "PREEMPTION_COLUMNS", "columns", "duration", "gpu_hours",
            "has_preemptions", "headers", "node_label", "percent",
-           "table_rows", "example_queries", "write_index"]
+           "table_rows", "example_queries", "write_index", "Section", "SECTIONS", "render_section", "sort_key",
+           "utc", "report_section", "worst_waits_section", "PLOT_CAPTIONS"]
 
 COLUMNS = {
     "node": "Cohort or ClusterQueue, indented under its parent; a Cohort's numbers cover its whole subtree",
@@ -185,24 +194,202 @@ def example_queries(cluster: str, model: str = "kueue") -> list[tuple[str, str]]
     ]
 
 
+def utc(ms: int) -> str:
+    """Epoch ms as a UTC date and time to the minute (``2025-01-03 04:05 UTC``), as the page shows times."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms // 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# --------------------------------------------------------------------------- sections of the page
+
+Cell = str | tuple[str, "int | float | str | None"]
+"""A table cell: its text, or ``(text, sort key)`` when the text does not sort by itself (``None``: sorts last)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of the page: ``title``, an ``intro`` paragraph (plain text), ``columns`` (header →
+    meaning: the header's tooltip and the legend under the table) and ``rows`` (one cell per column);
+    ``row_classes``: a CSS class per row (``Cohort`` rows are shaded), or empty."""
+
+    title: str
+    intro: str
+    columns: dict[str, str]
+    rows: list[tuple[Cell, ...]]
+    row_classes: list[str] = field(default_factory=list)
+
+
+_DURATION = re.compile(r"^(\d+)(ms|d|h|m|s)(?:(\d+)(d|h|m|s))?$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_NUMBER = re.compile(r"^-?[\d,]*\.?\d+")
+
+
+def sort_key(text: str) -> int | float | str | None:
+    """How a cell's text sorts: durations (``3h07m``) as ms, percentages and numbers (``1,234``,
+    ``12.5%``, ``80Gi``) as numbers, ``p50/p95/max`` triples by their middle value, ``min/max``
+    pairs by the first, ``-`` or empty as ``None`` (last), anything else as its text without the
+    indentation."""
+    t = text.strip()
+    if t in ("", "-"):
+        return None
+    parts = t.split(" ", 1)[0].split("/")
+    if len(parts) in (2, 3) and all(parts):
+        return sort_key(parts[1] if len(parts) == 3 else parts[0])
+    m = _DURATION.match(t)
+    if m:
+        return int(m[1]) * _DURATION_MS[m[2]] + (int(m[3]) * _DURATION_MS[m[4]] if m[3] else 0)
+    m = _NUMBER.match(t)
+    if m and m[0].replace(",", "").replace(".", "").lstrip("-"):
+        return float(m[0].replace(",", ""))
+    return t
+
+
+def render_section(section: Section) -> str:
+    """The HTML of one :class:`Section`: a heading, the intro, a sortable table (``class="sortable"``:
+    the page's script sorts it by the clicked header; each cell's ``data-sort`` holds its
+    :func:`sort_key`) and the column legend."""
+    e = html.escape
+    head = "".join(f'<th title="{e(meaning)}">{e(name)}</th>' for name, meaning in section.columns.items())
+    body = []
+    for i, row in enumerate(section.rows):
+        cls = f' class="{e(section.row_classes[i])}"' if i < len(section.row_classes) else ""
+        cells = []
+        for cell in row:
+            text, key = cell if isinstance(cell, tuple) else (cell, sort_key(cell))
+            cells.append(f'<td data-sort="{e("" if key is None else str(key))}">{e(text)}</td>')
+        body.append(f"<tr{cls}>{''.join(cells)}</tr>\n")
+    legend = "".join(f"<dt>{e(name)}</dt><dd>{e(meaning)}</dd>" for name, meaning in section.columns.items())
+    return (f"<h2>{e(section.title)}</h2>\n<p>{e(section.intro)}</p>\n"
+            f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{"".join(body)}</tbody></table>\n'
+            f"<dl>{legend}</dl>\n")
+
+
+def report_section(result: DemoResult) -> Section:
+    """The report table: one row per Cohort and ClusterQueue (quota group), in tree order (sorting
+    by the first column restores it)."""
+    r = result.report
+    guarantee = "the group's min" if r.model == KOORDINATOR else "nominal quota of the subtree"
+    rows: list[tuple[Cell, ...]] = [((row[0], i),) + row[1:] for i, row in enumerate(table_rows(r))]
+    return Section(
+        f"Report per {node_label(r)} (quota model: {r.model})",
+        "Waits are admission time − the time the workload became pending (nearest-rank percentiles); observed waits "
+        "are the trace's own (scheduled − created) for the same workloads. Utilization = time-weighted usage / "
+        f"({guarantee} × span); borrowing and lent are shares of the span. The section \"The demo report\" of "
+        "docs/demo.md defines every column. Click a header to sort; the first column restores the tree order.",
+        {h: columns(r)[h] for h in headers(r)}, rows, [n.kind for n in r.nodes])
+
+
+WORST_BUCKETS = 15
+"""Rows of :func:`worst_waits_section`."""
+
+
+def worst_waits_section(result: DemoResult) -> Section | None:
+    """The cells of the wait heatmap with the longest p95 wait: when and where workloads waited
+    (``replay.reports.timeline.wait_grid`` on the plots' grid); ``None`` when nothing waited."""
+    from replay.reports.timeline import bucket_edges, leaves, wait_grid
+
+    r = result.report
+    edges = bucket_edges(r.start_ms, r.end_ms)
+    grid = wait_grid(r.waited, leaves(r), edges)
+    cells = [(w, q, i) for q, row in zip(grid.rows, grid.waits) for i, w in enumerate(row) if w]
+    if not cells:
+        return None
+    cells.sort(key=lambda c: (-c[0], c[1], c[2]))
+    leaf = "quota group" if r.model == KOORDINATOR else "ClusterQueue"
+    parents = {n.name: n.parent or "" for n in r.nodes}
+    rows: list[tuple[Cell, ...]] = []
+    for w, q, i in cells[:WORST_BUCKETS]:
+        row = grid.rows.index(q)
+        rows.append((q, parents.get(q, ""), (utc(edges[i]), edges[i]), duration(w), f"{grid.counts[row][i]:,}"))
+    return Section(
+        "Where and when workloads waited longest",
+        f"The {len(rows)} cells of the wait heatmap (wait_heatmap.png) with the longest p95 wait: a {leaf} and a "
+        f"time bucket of {duration(edges[1] - edges[0])} (UTC). quotaledger list --db URL --at TIME shows the queue "
+        "at such a moment, quotaledger explain why a workload waited.",
+        {leaf: "where the workloads were queued",
+         "parent": "its parent (Cohort or parent quota group)",
+         "bucket start (UTC)": "the bucket in which the workloads became pending",
+         "p95 wait": "nearest-rank p95 of their waits (admission − became pending)",
+         "workloads": "admitted workloads that became pending in the bucket"}, rows)
+
+
+SECTIONS: list[Callable[["DemoResult"], "Section | None"]] = [report_section, worst_waits_section]
+"""The page's tables, in order: each function returns a :class:`Section` (or ``None``: nothing to
+show).  A new table is a function appended here."""
+
+PLOT_CAPTIONS = {
+    "usage_vs_quota": "Usage of each top node's headline resource over time, inside its quota band: dashed = the "
+                      "guarantee, dotted = the ceiling, shaded = the borrowing range between them. The y axis starts "
+                      "near the data, not at 0.",
+    "pending": "Workloads waiting for admission at each moment, per top node.",
+    "wait_cdf": "Share of admitted workloads that waited at most x: simulated (thick, on top) and as the real "
+                "cluster did (dashed). A curve further left admits faster.",
+    "wait_heatmap": "One row per ClusterQueue, one column per time bucket: the colour is the p95 wait of the workloads "
+                    "that became pending in that bucket (green: none waited; grey: none became pending). Hot cells "
+                    "are where and when to look.",
+    "fair_share": "Per ClusterQueue, its actual share of the pool's guarantee (solid) and its fair share (dashed: own "
+                  "guarantee / Σ guarantees of the ClusterQueues with demand in the bucket). Solid above dashed: it "
+                  "runs on what others are entitled to.",
+    "afs_usage": "Admission fair sharing (KEP-4136): each LocalQueue's score (decayed usage, weighted, over its "
+                 "weight) over time; within a ClusterQueue the lowest score is admitted first. Lines: the highest "
+                 "peaks; heatmap: every LocalQueue, grouped by ClusterQueue.",
+}
+"""One line per plot (by file stem) under it on the page (docs/demo.md "The plots" has more)."""
+
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-space: pre; }
-th { background: #f0f0f0; }
+th { background: #f0f0f0; cursor: pointer; user-select: none; }
+th[data-dir=asc]::after { content: " \\25B2"; } th[data-dir=desc]::after { content: " \\25BC"; }
 td:first-child, td:nth-child(2), th:first-child { text-align: left; }
 tr.Cohort, tr.ParentQuota { background: #eef4ff; font-weight: 600; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 1.5em; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 0.3em; }
+figure { margin: 0 0 1.5em; } figcaption { font-size: 13px; color: #444; max-width: 1100px; }
 code, pre { background: #f6f6f6; padding: 2px 4px; }
-pre { padding: 8px; overflow-x: auto; }
+pre { padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; font-size: 13px; }
 dt { font-weight: 600; } dd { margin: 0; }
 """
 
+_SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var heads = table.tHead.rows[0].cells;
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.addEventListener("click", function () {
+      var dir = th.dataset.dir === "asc" ? "desc" : "asc";
+      Array.prototype.forEach.call(heads, function (h) { delete h.dataset.dir; });
+      th.dataset.dir = dir;
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      function key(row) {
+        var v = row.cells[col].dataset.sort;
+        if (v === "") return [2, 0];
+        var n = Number(v);
+        return isNaN(n) ? [1, v] : [0, n];
+      }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x[0] !== y[0]) return x[0] - y[0];
+        var c = x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+        return dir === "asc" ? c : -c;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
+"""Sorts a ``table.sortable`` by the clicked header (again: the other way), by each cell's
+``data-sort``; cells without a value last.  Inline: the page loads nothing from elsewhere."""
+
+_SQL_BREAK = re.compile(r"\s+(?=(?:FROM|JOIN|WHERE|GROUP BY|ORDER BY|LIMIT)\b)")
+
 
 def write_index(result: DemoResult) -> Path:
-    """Write ``index.html`` into the demo's output folder: run summary, the report table, the
-    plots and the example SQL queries.  Returns its path.
+    """Write ``index.html`` into the demo's output folder: run summary, the tables of
+    :data:`SECTIONS`, the plots with their captions and the example SQL queries (one clause a
+    line, wrapped).  Self-contained: its only script is inline.  Returns its path.
 
     Raises:
         OSError: it cannot be written.
@@ -210,18 +397,12 @@ def write_index(result: DemoResult) -> Path:
     r = result.report
     e = html.escape
     sim = result.simulation
-    meanings = columns(r)
-    head = "".join(f'<th title="{e(meanings[h])}">{e(h)}</th>' for h in headers(r))
-    legend = "".join(f"<dt>{e(h)}</dt><dd>{e(meanings[h])}</dd>" for h in headers(r))
-    body = "".join(
-        f'<tr class="{e(n.kind)}">' + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>\n"
-        for n, row in zip(r.nodes, table_rows(r)))
-    plots = "".join(f'<h3>{e(p.stem.replace("_", " "))}</h3>\n<img src="{e(p.name)}" alt="{e(p.stem)}">\n'
-                    for p in result.pngs)
-    queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(sql)}</pre>\n"
+    sections = "".join(render_section(s) for s in (make(result) for make in SECTIONS) if s is not None)
+    plots = "".join(f'<figure><h3>{e(p.stem.replace("_", " "))}</h3>\n<img src="{e(p.name)}" alt="{e(p.stem)}">\n'
+                    f"<figcaption>{e(PLOT_CAPTIONS.get(p.stem, ''))}</figcaption></figure>\n" for p in result.pngs)
+    queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(_SQL_BREAK.sub(chr(10) + '  ', sql))}</pre>\n"
                       for what, sql in example_queries(r.cluster, r.model))
     notes = "".join(f"<li>{e(n)}</li>" for n in result.config.notes)
-    guarantee = "the group's min" if r.model == KOORDINATOR else "nominal quota of the subtree"
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>quotaledger demo: {e(r.cluster)}</title>
 <style>{_CSS}</style></head><body>
@@ -229,22 +410,16 @@ def write_index(result: DemoResult) -> Path:
 <p>{len(result.trace.jobs):,} jobs of the trace; {sim.events:,} events simulated
 ({sim.preadmitted:,} running at the start, {sim.submitted:,} submitted, {sim.admitted:,} admitted,
 {sim.finished:,} finished, {sim.withdrawn:,} withdrawn, {sim.preempted:,} preempted; at the end {sim.running_at_end:,} running,
-{sim.pending_at_end:,} pending) over {e(duration(r.end_ms - r.start_ms))} of trace time.
-Engine hash <code>{e(result.hash)}</code>.</p>
+{sim.pending_at_end:,} pending) over {e(duration(r.end_ms - r.start_ms))} of trace time, from {e(utc(r.start_ms))}
+to {e(utc(r.end_ms))}. Engine hash <code>{e(result.hash)}</code>.</p>
 <ul>{notes}</ul>
 <p>SQL store: <code>{e(redacted(result.url))}</code>; quota manifests: <code>quota/</code>; events: <code>{e(result.events.name)}</code>;
 exact numbers: <code>report.json</code>.</p>
-<h2>Report per {e(node_label(r))} (quota model: {e(r.model)})</h2>
-<p>Waits are admission time − submission time (nearest-rank percentiles); observed waits are the trace's own
-(scheduled − created) for the same workloads. Utilization = time-weighted usage / ({e(guarantee)} × span);
-borrowing and lent are shares of the span. The section "The demo report" of docs/demo.md defines every column.</p>
-<table><thead><tr>{head}</tr></thead><tbody>
-{body}</tbody></table>
-<dl>{legend}</dl>
-<h2>Plots</h2>
+{sections}<h2>Plots</h2>
 {plots}
 <h2>Query the store</h2>
 {queries}
+<script>{_SORT_SCRIPT}</script>
 </body></html>
 """
     path = result.out / "index.html"

@@ -164,6 +164,11 @@ class Report:
         limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline
             resource (``koordinator``: ``(min, max)``).
         model: the quota model of the cluster: ``kueue`` or :data:`KOORDINATOR`.
+        changes: ClusterQueue (quota group) → ``[(time ms, (flavor, resource), delta)]`` in history
+            order: its usage changes, and its pending count under the key ``("", "")``; what the time
+            series of ``replay.reports.timeline`` are computed from.
+        waited: ClusterQueue → ``[(pending since ms, wait ms)]`` of each admission, in history order
+            (the waits of ``waits_ms`` with the time the workload last became pending).
     """
 
     cluster: str
@@ -176,6 +181,8 @@ class Report:
     usage_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     pending_series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     limits: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    changes: dict[str, list[tuple[int, Key, int]]] = field(default_factory=dict)
+    waited: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def node(self, name: str, kind: str | None = None) -> NodeStats:
         """The node called ``name`` (of ``kind`` when given: a Cohort and a ClusterQueue may share a name).
@@ -212,6 +219,7 @@ class _History:
     admitted: dict[str, int]
     running_at_start: dict[str, int]
     waits: dict[str, list[int]]
+    waited: dict[str, list[tuple[int, int]]]  # ClusterQueue → [(pending since, wait)]
     observed: dict[str, list[int]]
     preempted: dict[str, int]
     lost_gpu_ms: dict[str, int]
@@ -306,7 +314,7 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
     for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
                                     d.payload).where(d.cluster == cluster).order_by(d.seq)):
         by_cause.setdefault(r.cause_position, []).append(r)
-    h = _History({}, {}, {}, {}, {}, {}, {}, None, None)
+    h = _History({}, {}, {}, {}, {}, {}, {}, {}, None, None)
     queued: dict[str, tuple[str, int]] = {}        # pending workload → (ClusterQueue, since)
     holding: dict[str, tuple[str, dict[Key, int]]] = {}  # admitted workload → (ClusterQueue, usage)
     held_since: dict[str, int] = {}                # admitted workload → when it got its quota
@@ -393,6 +401,7 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                     old_cq, since = queued.pop(wl)
                     change(old_cq, dt, PENDING, -1)
                     h.waits.setdefault(cq, []).append(dt - since)
+                    h.waited.setdefault(cq, []).append((since, dt - since))
                 usage = _usage(dec.payload.get("podSetAssignments"))
                 holding[wl] = (cq, usage)
                 held_since[wl] = dt
@@ -590,7 +599,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
     for kind, name in roots:
         walk(kind, name)
     by_id = {(n.kind, n.name): n for n in nodes}
-    report = Report(cluster, start, end, nodes, tree.model)
+    report = Report(cluster, start, end, nodes, tree.model, changes=hist.changes, waited=hist.waited)
 
     def child(kind: str, name: str) -> _Child:
         own = tree.own.get((kind, name), {})
