@@ -66,15 +66,16 @@ def _enc_workload(w: objects_module.Workload) -> list:
     """Fast path for the bulk of a snapshot: a Workload as a flat list (``_dec_workload``)."""
     return [w.namespace, w.name, w.uid, w.creation_ms, w.queue_name, w.priority,
             [[p.name, p.count, [list(r) for r in p.requests], p.min_count] for p in w.pod_sets],
-            _enc(w.admission)]
+            _enc(w.admission)] + ([] if w.placement is None else [_enc(w.placement)])
 
 
 def _dec_workload(row: list) -> objects_module.Workload:
-    ns, name, uid, creation, queue, priority, pod_sets, admission = row
+    """A Workload of ``_enc_workload``; a row without placement constraints ends after the admission."""
+    ns, name, uid, creation, queue, priority, pod_sets, admission = row[:8]
     return objects_module.Workload(
         ns, name, uid, creation, queue, priority,
         tuple(objects_module.PodSet(p[0], p[1], tuple((r, a) for r, a in p[2]), p[3]) for p in pod_sets),
-        _dec(admission))
+        _dec(admission), _dec(row[8]) if len(row) > 8 else None)
 
 
 def _enc(value: Any) -> Any:
