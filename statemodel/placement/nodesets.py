@@ -270,20 +270,25 @@ class NodeSet:
 
 class Placer:
     """Places one gang on a ``NodeLedger`` (module docstring).  ``place`` returns the pod sets
-    placed (and has charged the ledger) or a ``PlacementFailure`` (and changed nothing)."""
+    placed (and has charged the ledger) or a ``PlacementFailure`` (and changed nothing).  Like KAI's
+    statement, every pod is charged on the ledger as it is placed, so the domains a later pod set
+    sorts see the earlier ones, and a failed set is rolled back."""
 
     def __init__(self, ledger: NodeLedger, node_order: str = BINPACK) -> None:
         self.ledger = ledger
         self.node_order = node_order
         self.attempts: list[Attempt] = []
-        self.tentative: dict[str, dict[str, int]] = {}
+        self.charged: list[tuple[str, int, dict[str, int]]] = []
+        """what this attempt has charged so far (KAI's statement): rolled back when a set fails"""
         self.placed: list[PodSetPlaced] = []
+        self.key = ""
 
     # -- the gang --------------------------------------------------------------------------
 
     def place(self, gang: GangRequest) -> list[PodSetPlaced] | PlacementFailure:
         """Place ``gang``; on success the ledger is charged for every pod (``NodeLedger.allocate``)."""
         self.attempts = []
+        self.key = gang.key
         total = _gang_total(gang.pod_sets)
         count = sum(ps.count for ps in gang.pod_sets)
         cluster_free = self.ledger.free_totals()
@@ -298,12 +303,19 @@ class Placer:
             root_sets = self._topology_sets(None, gang.topology, gang.required, gang.preferred, everything,
                                             total, count)
         for node_set in root_sets:
-            self.tentative = {}
+            self.charged = []
             self.placed = []
             if all(self._place_pod_set(ps, node_set) for ps in gang.pod_sets):
-                self._commit(gang.key, gang.pod_sets)
                 return self.placed
+            self._rollback(0)
         return self._failure(count)
+
+    def _rollback(self, mark: int) -> None:
+        """Give back every charge made after the first ``mark`` ones (KAI ``stmt.Rollback``)."""
+        allocate = self.ledger.allocate
+        for node, pods, amounts in reversed(self.charged[mark:]):
+            allocate(self.key, node, pods, amounts, -1)
+        del self.charged[mark:]
 
     def _failure(self, count: int) -> PlacementFailure:
         fragments = [a for a in self.attempts if a.stage == "topology" and "can allocate only" in a.problem]
@@ -318,14 +330,6 @@ class Placer:
             detail = f"no node set can hold the {count} pods"
         return PlacementFailure(f"unschedulable on cluster: {detail}", self.attempts)
 
-    def _commit(self, key: str, pod_sets: list[PodSetRequest]) -> None:
-        requests = {ps.name: ps.requests for ps in pod_sets}
-        allocate = self.ledger.allocate
-        for placed in self.placed:
-            per_pod = requests[placed.name]
-            for node, pods in placed.nodes:
-                allocate(key, node, pods, {res: amount * pods for res, amount in per_pod.items() if amount})
-
     # -- one pod set -----------------------------------------------------------------------
 
     def _place_pod_set(self, ps: PodSetRequest, parent: NodeSet) -> bool:
@@ -334,12 +338,15 @@ class Placer:
         sets = [parent]
         if c is not None and ps.topology is not None and (c.required or c.preferred):
             sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
+        mark = len(self.charged)
         for node_set in sets:
             eligible = self._eligible(ps, node_set, total)
             if eligible is None:
                 continue
             nodes = self._allocate(ps, eligible, node_set)
-            if nodes is not None:
+            if nodes is None:
+                self._rollback(mark)
+            else:
                 tree = self.ledger.topologies.get(ps.topology or "") if ps.topology else None
                 self.placed.append(_placed(ps.name, nodes, tree))
                 return True
@@ -361,7 +368,7 @@ class Placer:
                 reasons[why] = reasons.get(why, 0) + 1
                 continue
             eligible.append(name)
-            for res, amount in self._free(name).items():
+            for res, amount in ledger.free(name).items():
                 free_sum[res] = free_sum.get(res, 0) + amount
         if not eligible:
             detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "no nodes"
@@ -375,14 +382,6 @@ class Placer:
             return None
         return eligible
 
-    def _free(self, name: str) -> dict[str, int]:
-        free = self.ledger.free(name)
-        used = self.tentative.get(name)
-        if used:
-            for res, amount in used.items():
-                free[res] = free.get(res, 0) - amount
-        return free
-
     def _allocate(self, ps: PodSetRequest, eligible: list[str], node_set: NodeSet) -> list[tuple[str, int]] | None:
         """Put every pod of ``ps`` on ``eligible`` nodes in the node order; ``None`` (attempt
         recorded, nothing kept) when some pod finds no node."""
@@ -390,7 +389,7 @@ class Placer:
         scores = self._preferred_scores(ps, node_set)
         keyed = []
         for name in eligible:
-            free = self._free(name)
+            free = self.ledger.free(name)
             fit = _pods_fitting(free, requests, ps.count)
             if fit:
                 keyed.append((scores.get(name, 0), self._fullness(name, free, requests), name, fit))
@@ -407,7 +406,7 @@ class Placer:
                 chosen[name] = chosen.get(name, 0) + 1
                 left -= 1
                 if fit > 1:
-                    free = self._free(name)
+                    free = self.ledger.free(name)
                     for res, amount in requests.items():
                         free[res] = free.get(res, 0) - amount * chosen[name]
                     heapq.heappush(heap, (neg_score, -self._fullness(name, free, requests), name, fit - 1))
@@ -424,11 +423,10 @@ class Placer:
                                          f"Resources were found for {placed} pods while {ps.count} are required "
                                          f"for gang scheduling"))
             return None
-        for name, pods in chosen.items():
-            used = self.tentative.setdefault(name, {})
-            for res, amount in requests.items():
-                if amount:
-                    used[res] = used.get(res, 0) + amount * pods
+        for name, pods in sorted(chosen.items()):
+            amounts = {res: amount * pods for res, amount in requests.items() if amount}
+            self.ledger.allocate(self.key, name, pods, amounts)
+            self.charged.append((name, pods, amounts))
         return sorted(chosen.items())
 
     def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> int:
@@ -517,7 +515,7 @@ class Placer:
         per_pod = {res: amount // count for res, amount in total.items()} if count else total
         domains = [d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)]
         for d in sorted(domains, key=lambda d: d.id):
-            fit = sum(_pods_fitting(self._free(n), per_pod, count) for n in sorted(d.nodes))
+            fit = sum(_pods_fitting(self.ledger.free(n), per_pod, count) for n in sorted(d.nodes))
             self.attempts.append(Attempt("topology", pod_set, d.id,
                                          f"node-group {d.id} can allocate only {fit} of {count} required pods"))
         self.attempts.append(Attempt("topology", pod_set, scope.id,
