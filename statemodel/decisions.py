@@ -28,9 +28,10 @@ PREEMPTED: Final = DecisionType.PREEMPTED
 EVICTED: Final = DecisionType.EVICTED
 
 
-def assignments_json(pod_sets: list[PodSetAssignment]) -> list[dict]:
+def assignments_json(pod_sets: list[PodSetAssignment], with_nodes: bool = False) -> list[dict]:
     """Kueue ``podSetAssignments`` JSON: flavors per resource and podSet-total usage as quantity strings,
-    plus ``topologyAssignment`` when the podSet was placed on a topology (docs/placement.md)."""
+    plus ``topologyAssignment`` when the podSet was placed on a topology, and with ``with_nodes`` its
+    ``nodes`` (node -> pods) when it was placed (docs/placement.md)."""
     out = []
     for ps in pod_sets:
         entry = {
@@ -41,6 +42,8 @@ def assignments_json(pod_sets: list[PodSetAssignment]) -> list[dict]:
         }
         if ps.topology is not None:
             entry["topologyAssignment"] = ps.topology
+        if with_nodes and ps.nodes is not None:
+            entry["nodes"] = dict(ps.nodes)
         out.append(entry)
     return out
 

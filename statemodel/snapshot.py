@@ -13,7 +13,8 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
 ``workloads`` (each with its pending message's failures as data and who preempted whom, version 3),
 ``queues`` (with each queue's sticky preemptor, version 2), ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
-(admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
+(admission-scope gates), ``placement`` (Topologies, what each workload holds on nodes, who waits
+for nodes; absent in older snapshots, meaning none).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
 Versions: a snapshot carries ``SNAPSHOT_FORMAT`` and the engine version.  Another engine version
@@ -212,8 +213,9 @@ def _dump_workloads(c: ClusterState) -> dict:
         failures = _failures(w.message)
         rows.append({
             "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
-            "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage]
-                                                             for p in w.assignment],
+            "assignment": None if w.assignment is None else [
+                [p.name, p.count, p.flavors, p.usage] + ([] if p.nodes is None else [p.topology, p.nodes])
+                for p in w.assignment],
             "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason,
             "message": None if failures is not None else str(w.message), "failures": failures,
             "omitted": w.message.omitted if isinstance(w.message, NoFitMessage) else 0,
@@ -224,11 +226,19 @@ def _dump_workloads(c: ClusterState) -> dict:
     return {"workloads": rows}
 
 
+def _assignment(row: list) -> PodSetAssignment:
+    """A podSet assignment row: ``[name, count, flavors, usage]``, plus ``[topology, nodes]`` when placed."""
+    if len(row) == 4:
+        return PodSetAssignment(*row)
+    name, count, flavors, usage, topology, nodes = row
+    return PodSetAssignment(name, count, flavors, usage, topology, [(n, pods) for n, pods in nodes])
+
+
 def _load_workloads(c: ClusterState, d: dict) -> None:
     for row in d["workloads"]:
         w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
         w.status, w.cluster_queue, w.borrowing = _STATUSES[row["status"]], row["cq"], row["borrowing"]
-        w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
+        w.assignment = None if row["assignment"] is None else [_assignment(p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
         w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"], row.get("omitted", 0)), row["park"]
         w.admitted_ms, w.observed = row["admitted"], row["observed"]
@@ -363,6 +373,30 @@ def _load_scopes(c: ClusterState, d: dict) -> None:
     c.scope_gate.deferred = {s: set(n) for s, n in d["deferred"].items()}
 
 
+def _dump_placement(c: ClusterState) -> dict:
+    return {"topologies": [_enc(t) for t in c.nodes.topology_objects()],
+            "held": [[w.key, [[node, pods, amounts] for node, pods, amounts in w.nodes]]
+                     for w in c.workloads.values() if w.nodes],
+            "waiting": [[key, total] for key, (_, total) in c.placement.waiting.items()]}
+
+
+def _load_placement(c: ClusterState, d: dict) -> None:
+    """Topologies, then what each workload holds on nodes (re-charged on the ledger, which the
+    ``nodes`` component restored empty), then who waits for nodes."""
+    for t in d["topologies"]:
+        c.nodes.apply_topology(_dec(t))
+    for key, held in d["held"]:
+        w = c.workloads[key]
+        w.nodes = [(node, pods, dict(amounts)) for node, pods, amounts in held]
+        for node, pods, amounts in w.nodes:
+            c.nodes.allocate(key, node, pods, amounts)
+    c.placement.waiting = {key: (c.workloads[key], dict(total)) for key, total in d["waiting"]}
+
+
+OPTIONAL_COMPONENTS: dict[str, dict] = {"placement": {"version": 1, "topologies": [], "held": [], "waiting": []}}
+"""Components a snapshot written before they existed lacks, with the document that means "empty"."""
+
+
 COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "objects": (1, _dump_objects, _load_objects),
     "nodes": (1, _dump_nodes, _load_nodes),
@@ -373,6 +407,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "wakeIndex": (1, _dump_wake_index, _load_wake_index),
     "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
     "scopes": (1, _dump_scopes, _load_scopes),
+    "placement": (1, _dump_placement, _load_placement),
 }
 """Component name → (current version, dump, load), in load order."""
 
@@ -450,7 +485,7 @@ def _load_cluster(d: dict) -> ClusterState:
     c = ClusterState(d["name"])
     components = d["components"]
     for component, (version, _, loader) in COMPONENTS.items():
-        part = components.get(component)
+        part = components.get(component) or OPTIONAL_COMPONENTS.get(component)
         if part is None:
             raise SnapshotError(f"cluster {d['name']!r}: component {component!r} missing")
         while part["version"] != version:

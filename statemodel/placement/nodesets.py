@@ -114,8 +114,9 @@ class PodSetPlaced:
         """Kueue's ``topologyAssignment`` JSON (``levels``, ``domains[{values, count}]``), or ``None``."""
         if not self.levels:
             return None
-        return {"levels": list(self.levels),
-                "domains": [{"values": list(values), "count": count} for values, count in self.domains]}
+        # keys in sorted order, as a snapshot (sorted-key JSON) gives them back
+        return {"domains": [{"count": count, "values": list(values)} for values, count in self.domains],
+                "levels": list(self.levels)}
 
 
 class Attempt:
