@@ -42,6 +42,7 @@ from statemodel.admission.cycle import Waiter
 from statemodel.admission.flavorassigner import NoFitMessage, PodSetStatus
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
 from statemodel.placement.nodes import NodeLedger, node_document
+from statemodel.placement.nodesets import Attempt, PlacementFailure
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota import registry
 from statemodel.quota.protocol import Shortfall
@@ -207,6 +208,12 @@ def _message(text: str | None, failures: list | None, omitted: int) -> object:
                          for ps, statuses in failures], omitted)
 
 
+def _placement_failure(failure: PlacementFailure) -> list:
+    """A pending workload's ``PlacementFailure`` as ``[summary, [[stage, podSet, nodeSet, problem], ...]]``
+    (its text is derived, but is stored as the message too)."""
+    return [failure.summary, [[a.stage, a.pod_set, a.node_set, a.problem] for a in failure.attempts]]
+
+
 def _dump_workloads(c: ClusterState) -> dict:
     rows = []
     for w in c.workloads.values():
@@ -222,6 +229,7 @@ def _dump_workloads(c: ClusterState) -> dict:
             "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
             "preemptedBy": w.preempted_by, "preemptionReason": w.preemption_reason, "victims": w.victims,
             "preempting": w.preempting,
+            **({"placementFailure": _placement_failure(w.message)} if isinstance(w.message, PlacementFailure) else {}),
         })
     return {"workloads": rows}
 
@@ -246,6 +254,9 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         reason = row["preemptionReason"]
         w.preemption_reason = None if reason is None else _PREEMPTION_REASONS[reason]
         w.victims, w.preempting = list(row["victims"]), row["preempting"]
+        failure = row.get("placementFailure")
+        if failure is not None:
+            w.message = PlacementFailure(failure[0], [Attempt(*a) for a in failure[1]])
         c.workloads[w.key] = w
 
 

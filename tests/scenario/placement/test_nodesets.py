@@ -338,3 +338,27 @@ def test_gpu_gang_on_gpu_nodes():
     s.run()
     gang(s, "ns/g", "q", [{"count": 2, "requests": {"cpu": "1", GPU: "8"}}])
     assert nodes_of(s.run(), "ns/g") == {"main": {"g1": 1, "g2": 1}}
+
+
+def test_explain_lists_the_node_sets_tried_and_survives_a_snapshot():
+    from statemodel.explain import explain
+    from statemodel.snapshot import dump, load
+
+    s = cluster()
+    spine_rack_nodes(s, {"s1": {"r1": ["n1", "n2"], "r2": ["n3"]}})
+    s.run()
+    gang(s, "ns/fill", "q", [{"count": 1, "requests": {"cpu": "4"}}], annotations=kai("net", required="rack"))
+    gang(s, "ns/req", "q", [{"count": 3, "requests": {"cpu": "6"}}], annotations=kai("net", required="rack"))
+    s.run()
+    out = explain(s.engine.clusters["default"], "ns/req")
+    assert out["reason"] == "TopologyPlacementFailed"
+    # fill took n3 (r2 is the more packed rack for it); 20 cpu are free for 18, but r1 (16 free) can
+    # hold 2 of the 3 pods and r2 (4 free) none
+    assert out["placement"]["nodeSets"] == [
+        {"stage": "topology", "podSet": None, "nodeSet": "s1.r1", "problem": "node-group s1.r1 can allocate only 2 of 3 required pods"},
+        {"stage": "topology", "podSet": None, "nodeSet": "s1.r2", "problem": "node-group s1.r2 can allocate only 0 of 3 required pods"},
+        {"stage": "topology", "podSet": None, "nodeSet": "root", "problem": "topology net, requirement rack couldn't be satisfied"},
+    ]
+    assert out["placement"]["summary"].startswith("unschedulable on cluster: free capacity is fragmented across node groups")
+    restored = load(dump(s.engine))
+    assert explain(restored.clusters["default"], "ns/req") == out
