@@ -55,8 +55,6 @@ from statemodel.quantity import format_quantity
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
-NODE_ORDERS: Final = (BINPACK, SPREAD)
-"""``EngineConfig.spec.placement.nodeOrder`` values."""
 MISSING_RATIO: Final = Fraction(1000)
 """KAI's ratio for a resource a domain does not have."""
 SCORE_BUCKETS: Final = 10

@@ -395,3 +395,18 @@ def test_a_waiting_gang_is_retried_once_freed_nodes_can_take_what_it_was_short()
     s.finish("ns/w3")
     d = s.run()
     assert nodes_of(d, "ns/g") == {"main": {"n0": 1, "n3": 1}}
+
+
+def test_a_waiting_gang_deleted_is_no_longer_waited_for_and_snapshots_restore():
+    from statemodel.snapshot import dump, load
+
+    s = cluster()
+    node(s, "n1")
+    s.run()
+    gang(s, "ns/big", "q", [{"count": 2, "requests": {"cpu": "8"}}])
+    s.run()
+    assert list(s.engine.clusters["default"].placement.waiting) == ["ns/big"]
+    s.delete_workload("ns/big")
+    s.run()
+    assert s.engine.clusters["default"].placement.waiting == {}
+    assert load(dump(s.engine)).clusters["default"].placement.waiting == {}
