@@ -406,9 +406,9 @@ class Placer:
             free = free_of[name]
             fit = left
             for res, amount in wanted:
-                have = free.get(res, 0) // amount
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
                 if have < fit:
-                    fit = have
+                    fit = have if have > 0 else 0
                     if not fit:
                         break
             if fit:
@@ -459,9 +459,9 @@ class Placer:
             matched += 1
             fit = count
             for res, amount in wanted:
-                have = free.get(res, 0) // amount
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
                 if have < fit:
-                    fit = have
+                    fit = have if have > 0 else 0
                     if not fit:
                         break
             if fit:
