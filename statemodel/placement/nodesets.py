@@ -1,0 +1,661 @@
+"""Gang placement over NodeSets (seed 004 "NodeSets", reference/kai.md §2-4).
+
+A gang — pod sets, each ``count`` pods with one per-pod request — is placed on nodes or not at
+all.  Node sets come from layered subsetting plugins, composed as the seed's ``SubsetNodes``:
+every plugin replaces each current set by its subsets of it (``AllNodes → P1, P2 → P1R1, P1R2,
+P2R1``), and the first set in which the (sub)group fits wins:
+
+1. the whole gang (KAI's root sub-group set) gets node sets from the **topology plugin** with the
+   Workload's KAI constraint (``kai.scheduler/topology*`` annotations); without one it is
+   ``[AllNodes]``;
+2. inside the chosen set, each pod set in spec order (KAI's pod-set order) gets node sets from
+   the **topology plugin** with its own constraint (Kueue ``topologyRequest`` on the topology of
+   its flavor, ``spec.topologyName``, or the Workload's topology), then from the
+   **flavor/affinity plugin** (the nodes of the set that match the flavor's ``nodeLabels``, the
+   pod template's ``nodeSelector`` and required node affinity, and tolerate the node's
+   ``NoSchedule`` / ``NoExecute`` taints); the pods are allocated on the first set where all fit.
+   A pod set that fits nowhere rolls the gang back and the next root set is tried.
+
+Topology plugin (KAI ``subSetNodesFn``): the search is scoped to the deepest domain that holds the
+incoming set (the parent's chosen domain, or ``root``); the scope must hold the (sub)group's total
+request or nothing is tried.  Candidate domains lie at the levels from the preferred level (or the
+required one) up to the required level (or ``root`` without one); a domain is a candidate when its
+free capacity covers the total request (KAI's ``getJobRatioToFreeResources`` ≤ 1; subtrees that
+do not are skipped without visiting their nodes).  Order (KAI ``sortTree`` + ``reverseLevelOrder``):
+deepest level first; within a level, left to right in the tree sorted at every domain by
+``request / free`` descending (the most packed first, the largest resource ratio deciding; a
+resource a domain lacks counts as 1000), ties by domain ID.
+
+Within a set, pods go to nodes in this order (a ``spread`` or ``binpack`` node order of the cluster,
+``EngineConfig.spec.placement.nodeOrder``): with a preferred level, first by KAI's topology node
+score (``calculateNodeScores``: the i-th of n preferred-level domains in packing order scores
+``floor((i+1)·10/n)``, higher first); then ``binpack`` (default, KAI's default placement
+strategy): the node with the least free capacity of the requested resources first — per requested
+resource, extended resources (GPUs) first, then cpu, then memory, the free share
+``free · 10000 // allocatable``, compared as a tuple, ascending (``node_order``) — and a node is
+filled before the next; ``spread``: the same key descending, re-evaluated after every pod; ties by
+node name.
+
+Failure is data (``PlacementFailure``): every node set tried and why it failed, with numbers, and a
+summary in KAI's words — ``unschedulable on cluster`` with the resource the cluster lacks when its
+total free capacity is short, else the fragmented domains (``node-group D can allocate only N of M
+required pods``) and gang failures (``Resources were found for N pods while M are required for gang
+scheduling``).  Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+from fractions import Fraction
+from typing import Final
+
+from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
+from statemodel.placement.node_order import fullness, key_resources
+from statemodel.placement.nodes import NodeLedger
+from statemodel.placement.topology import ROOT, Domain, TopologyTree
+from statemodel.quantity import format_quantity
+
+BINPACK: Final = "binpack"
+SPREAD: Final = "spread"
+MISSING_RATIO: Final = Fraction(1000)
+"""KAI's ratio for a resource a domain does not have."""
+SCORE_BUCKETS: Final = 10
+"""KAI's topology node-score resolution (``floor((i+1)/n*10)``)."""
+MAX_ATTEMPTS_SHOWN: Final = 8
+"""Node sets listed in a failure message (the rest are counted)."""
+MAX_DOMAINS_COUNTED: Final = 16
+"""Domains of the top relevant level whose pod capacity a topology failure counts (by domain ID;
+the rest are counted together), so a failure costs at most this many domains' nodes."""
+
+
+class PodSetRequest:
+    """One pod set to place: ``count`` pods of ``requests`` (per pod, base units), the flavor's
+    ``node_labels``, the podSet's ``PodSetPlacement`` (or ``None``) and the ``topology`` name its
+    own constraint refers to (``None`` = none)."""
+
+    __slots__ = ("name", "count", "requests", "node_labels", "constraint", "topology")
+
+    def __init__(self, name: str, count: int, requests: dict[str, int], node_labels: tuple[tuple[str, str], ...],
+                 constraint: PodSetPlacement | None, topology: str | None) -> None:
+        self.name = name
+        self.count = count
+        self.requests = requests
+        self.node_labels = node_labels
+        self.constraint = constraint
+        self.topology = topology
+
+
+class GangRequest:
+    """A gang: ``key`` (``ns/name``), its pod sets in allocation order, and the constraint of the
+    whole gang (``topology`` name, ``required`` / ``preferred`` level labels; ``None`` = none)."""
+
+    __slots__ = ("key", "pod_sets", "topology", "required", "preferred")
+
+    def __init__(self, key: str, pod_sets: list[PodSetRequest], topology: str | None = None,
+                 required: str | None = None, preferred: str | None = None) -> None:
+        self.key = key
+        self.pod_sets = pod_sets
+        self.topology = topology
+        self.required = required
+        self.preferred = preferred
+
+
+class PodSetPlaced:
+    """Where one pod set went: ``nodes`` sorted ``(node, pods)``, ``levels`` / ``domains`` Kueue's
+    ``topologyAssignment`` (the topology's levels, and per domain the label values top first and the
+    pod count) when the pod set had a topology, else ``levels == ()``."""
+
+    __slots__ = ("name", "nodes", "levels", "domains")
+
+    def __init__(self, name: str, nodes: list[tuple[str, int]], levels: tuple[str, ...],
+                 domains: list[tuple[tuple[str, ...], int]]) -> None:
+        self.name = name
+        self.nodes = nodes
+        self.levels = levels
+        self.domains = domains
+
+    def topology_assignment(self) -> dict | None:
+        """Kueue's ``topologyAssignment`` JSON (``levels``, ``domains[{values, count}]``), or ``None``."""
+        if not self.levels:
+            return None
+        # keys in sorted order, as a snapshot (sorted-key JSON) gives them back
+        return {"domains": [{"count": count, "values": list(values)} for values, count in self.domains],
+                "levels": list(self.levels)}
+
+
+class Attempt:
+    """One node set tried (or refused before trying): ``stage`` (``topology``, ``nodes`` or
+    ``gang``), ``pod_set`` (``None`` for the whole gang), ``node_set`` (a domain ID, ``root``, or
+    ``all nodes``) and ``problem`` (text with numbers)."""
+
+    __slots__ = ("stage", "pod_set", "node_set", "problem")
+
+    def __init__(self, stage: str, pod_set: str | None, node_set: str, problem: str) -> None:
+        self.stage = stage
+        self.pod_set = pod_set
+        self.node_set = node_set
+        self.problem = problem
+
+    def __str__(self) -> str:
+        who = "" if self.pod_set is None else f"pod set {self.pod_set}, "
+        return f"<{who}{self.node_set}>: {self.problem}"
+
+
+class PlacementFailure:
+    """Why a gang could not be placed: ``summary`` (KAI's wording, with numbers) and ``attempts``
+    (every node set tried, in order).  ``str()`` is the pending message.  ``short``: how many more
+    pods the nodes must be able to take before another attempt can succeed — for a gang of one pod
+    set without topology or node constraints, its count minus what the nodes could take (alike pods
+    on distinct nodes: that bound is exact); 1 (any change) otherwise."""
+
+    __slots__ = ("summary", "attempts", "short")
+
+    def __init__(self, summary: str, attempts: list[Attempt], short: int = 1) -> None:
+        self.summary = summary
+        self.attempts = attempts
+        self.short = short
+
+    def __str__(self) -> str:
+        shown = [str(a) for a in self.attempts[:MAX_ATTEMPTS_SHOWN]]
+        more = len(self.attempts) - MAX_ATTEMPTS_SHOWN
+        if more > 0:
+            shown.append(f"({more} more node sets)")
+        return self.summary if not shown else f"{self.summary}; tried: " + "; ".join(shown)
+
+
+# -- node predicates ----------------------------------------------------------------------------
+
+def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+    value = labels.get(req.key)
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        return False
+    if number is None:
+        return False
+    return number > int(req.values[0]) if op == "Gt" else number < int(req.values[0])
+
+
+def _tolerates(tolerations: tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:
+    for t in tolerations:
+        if t.effect and t.effect != effect:
+            continue
+        if t.operator == "Exists":
+            if not t.key or t.key == key:
+                return True
+        elif t.key == key and t.value == value:
+            return True
+    return False
+
+
+def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str | None:
+    """Why ``node`` cannot take pods of ``ps`` whatever its free capacity (``None`` = it can):
+    unschedulable; a flavor ``nodeLabels`` / ``nodeSelector`` label missing or different; no
+    required node-affinity term matches; a ``NoSchedule`` / ``NoExecute`` taint not tolerated
+    (Kubernetes' ``NodeUnschedulable``, ``NodeAffinity`` and ``TaintToleration`` filters)."""
+    if node.unschedulable:
+        return "node(s) were unschedulable"
+    for key, value in ps.node_labels:
+        if labels.get(key) != value:
+            return "node(s) didn't match the flavor's node labels"
+    c = ps.constraint
+    if c is None:
+        tolerations: tuple[Toleration, ...] = ()
+    else:
+        for key, value in c.node_selector:
+            if labels.get(key) != value:
+                return "node(s) didn't match Pod's node affinity/selector"
+        if c.affinity and not any(all(_requirement_matches(r, labels) for r in term) for term in c.affinity):
+            return "node(s) didn't match Pod's node affinity/selector"
+        tolerations = c.tolerations
+    for taint in node.taints:
+        if taint.effect != "PreferNoSchedule" and not _tolerates(tolerations, taint.key, taint.value, taint.effect):
+            return "node(s) had untolerated taint"
+    return None
+
+
+# -- arithmetic ------------------------------------------------------------------------------------
+
+def _pods_fitting(free: dict[str, int], requests: dict[str, int], limit: int) -> int:
+    """How many pods of ``requests`` fit in ``free`` (at most ``limit``)."""
+    n = limit
+    for res, amount in requests.items():
+        if amount > 0:
+            have = free.get(res, 0)
+            if have < amount:
+                return 0
+            n = min(n, have // amount)
+    return n
+
+
+def _covers(free: dict[str, int], total: dict[str, int]) -> bool:
+    for res, amount in total.items():
+        if amount > 0 and free.get(res, 0) < amount:
+            return False
+    return True
+
+
+def _ratio(total: dict[str, int], free: dict[str, int]) -> Fraction:
+    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested resources."""
+    worst = Fraction(0)
+    for res, amount in total.items():
+        if amount <= 0:
+            continue
+        have = free.get(res, 0)
+        r = MISSING_RATIO if have <= 0 else Fraction(amount, have)
+        if r > worst:
+            worst = r
+    return worst
+
+
+def _shortage(total: dict[str, int], free: dict[str, int]) -> str:
+    """``res requested X, available Y`` for every resource ``free`` cannot cover."""
+    parts = [f"{res} requested {format_quantity(res, amount)}, available {format_quantity(res, max(free.get(res, 0), 0))}"
+             for res, amount in sorted(total.items()) if amount > free.get(res, 0)]
+    return ", ".join(parts)
+
+
+class NodeSet:
+    """A set of nodes to try: ``label`` (domain ID, ``root`` or ``all nodes``), the ``domain`` it
+    is (``None`` for all nodes) in ``tree``, and ``nodes`` (sorted names; given, or — ``None`` —
+    the domain's nodes, listed when first read: most candidate domains are never tried)."""
+
+    __slots__ = ("label", "domain", "tree", "_nodes")
+
+    def __init__(self, label: str, domain: Domain | None, tree: TopologyTree | None,
+                 nodes: list[str] | None) -> None:
+        self.label = label
+        self.domain = domain
+        self.tree = tree
+        self._nodes = nodes
+
+    @property
+    def nodes(self) -> list[str]:
+        """The member node names, sorted."""
+        nodes = self._nodes
+        if nodes is None:
+            nodes = self._nodes = sorted(self.domain.nodes) if self.domain is not None else []
+        return nodes
+
+
+class Placer:
+    """Places one gang on a ``NodeLedger`` (module docstring).  ``place`` returns the pod sets
+    placed (and has charged the ledger) or a ``PlacementFailure`` (and changed nothing).  Like KAI's
+    statement, every pod is charged on the ledger as it is placed, so the domains a later pod set
+    sorts see the earlier ones, and a failed set is rolled back."""
+
+    def __init__(self, ledger: NodeLedger, node_order: str = BINPACK) -> None:
+        self.ledger = ledger
+        self.node_order = node_order
+        self.attempts: list[Attempt] = []
+        self.charged: list[tuple[str, int, dict[str, int]]] = []
+        """what this attempt has charged so far (KAI's statement): rolled back when a set fails"""
+        self.placed: list[PodSetPlaced] = []
+        self.key = ""
+        self.room = -1
+        """what the nodes could take of the last pod set tried on a set (pods)"""
+
+    # -- the gang --------------------------------------------------------------------------
+
+    def place(self, gang: GangRequest) -> list[PodSetPlaced] | PlacementFailure:
+        """Place ``gang``; on success the ledger is charged for every pod (``NodeLedger.allocate``)."""
+        self.attempts = []
+        self.key = gang.key
+        total = _gang_total(gang.pod_sets)
+        count = sum(ps.count for ps in gang.pod_sets)
+        cluster_free = self.ledger.free_totals()
+        if not _covers(cluster_free, total):
+            return PlacementFailure(
+                f"unschedulable on cluster: not enough resources in the cluster to allocate the job: "
+                f"{_shortage(total, cluster_free)}", [])
+        everything = NodeSet("all nodes", None, None, self.ledger.names())
+        if gang.topology is None:
+            root_sets = [everything]
+        else:
+            root_sets = self._topology_sets(None, gang.topology, gang.required, gang.preferred, everything,
+                                            total, count)
+        for node_set in root_sets:
+            self.charged = []
+            self.placed = []
+            if all(self._place_pod_set(ps, node_set) for ps in gang.pod_sets):
+                return self.placed
+            self._rollback(0)
+        failure = self._failure(count)
+        only = gang.pod_sets[0] if len(gang.pod_sets) == 1 else None
+        if (gang.topology is None and only is not None and only.constraint is None and not only.node_labels
+                and self.room >= 0):
+            failure.short = max(1, only.count - self.room)
+        return failure
+
+    def _rollback(self, mark: int) -> None:
+        """Give back every charge made after the first ``mark`` ones (KAI ``stmt.Rollback``)."""
+        allocate = self.ledger.allocate
+        for node, pods, amounts in reversed(self.charged[mark:]):
+            allocate(self.key, node, pods, amounts, -1)
+        del self.charged[mark:]
+
+    def _failure(self, count: int) -> PlacementFailure:
+        fragments = [a for a in self.attempts if a.stage == "topology" and "can allocate only" in a.problem]
+        gang = [a for a in self.attempts if a.stage == "gang"]
+        if fragments:
+            detail = f"free capacity is fragmented across node groups: {fragments[0].problem}"
+        elif gang:
+            detail = gang[0].problem
+        elif self.attempts:
+            detail = self.attempts[0].problem
+        else:
+            detail = f"no node set can hold the {count} pods"
+        return PlacementFailure(f"unschedulable on cluster: {detail}", self.attempts)
+
+    # -- one pod set -----------------------------------------------------------------------
+
+    def _place_pod_set(self, ps: PodSetRequest, parent: NodeSet) -> bool:
+        c = ps.constraint
+        total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
+        sets = [parent]
+        if c is not None and ps.topology is not None and (c.required or c.preferred):
+            sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
+        for node_set in sets:
+            fast = self._binpack_everywhere(ps, node_set)
+            if fast == []:
+                continue
+            if fast is not None:
+                tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+                self.placed.append(_placed(ps.name, fast, tree))
+                return True
+            fitting = self._eligible(ps, node_set)
+            if fitting is not None:
+                nodes = self._allocate(ps, fitting, node_set)
+                tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+                self.placed.append(_placed(ps.name, nodes, tree))
+                return True
+        return False
+
+    def _binpack_everywhere(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """A pod set without node constraints on all nodes in binpack order: walk the ledger's
+        sorted binpack order (``statemodel.placement.node_order``) instead of every node, and charge
+        the first nodes that can hold the pods — the same nodes, in the same order, as the scan of
+        ``_eligible`` + ``_allocate`` picks.  ``None`` (nothing charged) when it does not apply;
+        ``[]`` (nothing charged, the gang failure recorded as ``_eligible`` words it) when the pods
+        do not all fit; with no open node at all, ``None`` so that the scan says why."""
+        c = ps.constraint
+        if (node_set.domain is not None or node_set.tree is not None or self.node_order != BINPACK
+                or ps.node_labels or (c is not None and (c.node_selector or c.affinity or c.tolerations
+                                                         or c.preferred))):
+            return None
+        resources = key_resources([res for res, amount in ps.requests.items() if amount > 0])
+        wanted = [(res, ps.requests[res]) for res in resources]
+        ledger = self.ledger
+        free_of = ledger.free_of()
+        left = ps.count
+        chosen: list[tuple[str, int]] = []
+        order = ledger.binpack_order(resources)
+        entries = order.entries
+        start = order.start(wanted[0][1], ledger.largest_allocatable(wanted[0][0])) if wanted else 0
+        for i in range(start, len(entries)):
+            name = entries[i][1]
+            free = free_of[name]
+            fit = left
+            for res, amount in wanted:
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
+                if have < fit:
+                    fit = have if have > 0 else 0
+                    if not fit:
+                        break
+            if fit:
+                chosen.append((name, fit))
+                left -= fit
+                if not left:
+                    break
+        if left:
+            matched = len(ledger.plain())
+            if not matched:
+                return None
+            self.room = room = ps.count - left
+            self.attempts.append(Attempt("gang", ps.name, node_set.label,
+                                         f"Resources were found for {room} pods while {ps.count} are required for "
+                                         f"gang scheduling ({matched}/{len(node_set.nodes)} nodes match)"))
+            return []
+        chosen.sort()
+        for name, pods in chosen:
+            amounts = {res: amount * pods for res, amount in wanted}
+            ledger.allocate(self.key, name, pods, amounts)
+            self.charged.append((name, pods, amounts))
+        return chosen
+
+    def _eligible(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """The flavor/affinity plugin, with each matching node's room: ``(node, pods of ps it can
+        take)`` for the nodes of ``node_set`` that match ``ps`` and have room, or ``None`` (with an
+        attempt recorded) when none matches or together they cannot hold every pod (the pods of
+        one pod set are alike, so what each node can take adds up: KAI's gang failure)."""
+        ledger = self.ledger
+        free_of = ledger.free_of()
+        plain_nodes = ledger.plain()
+        count = ps.count
+        wanted = [(res, amount) for res, amount in sorted(ps.requests.items()) if amount > 0]
+        c = ps.constraint
+        plain = not ps.node_labels and (c is None or not (c.node_selector or c.affinity))
+        fitting = []
+        reasons: dict[str, int] = {}
+        matched = room = 0
+        for name in node_set.nodes:
+            free = free_of.get(name)
+            if free is None:
+                continue
+            if not plain or name not in plain_nodes:
+                why = node_matches(ledger.get(name), ledger.labels(name), ps)  # type: ignore[arg-type]
+                if why is not None:
+                    reasons[why] = reasons.get(why, 0) + 1
+                    continue
+            matched += 1
+            fit = count
+            for res, amount in wanted:
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
+                if have < fit:
+                    fit = have if have > 0 else 0
+                    if not fit:
+                        break
+            if fit:
+                fitting.append((name, fit))
+                room += fit
+        self.room = room
+        if not matched:
+            detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "no nodes"
+            self.attempts.append(Attempt("nodes", ps.name, node_set.label,
+                                         f"0/{len(node_set.nodes)} nodes are available: {detail}"))
+            return None
+        if room < count:
+            self.attempts.append(Attempt("gang", ps.name, node_set.label,
+                                         f"Resources were found for {room} pods while {count} are required for "
+                                         f"gang scheduling ({matched}/{len(node_set.nodes)} nodes match)"))
+            return None
+        return fitting
+
+    def _allocate(self, ps: PodSetRequest, fitting: list[tuple[str, int]], node_set: NodeSet) -> list[tuple[str, int]]:
+        """Put every pod of ``ps`` on the ``fitting`` nodes (which can hold them all) in the node
+        order, charging the ledger."""
+        requests = ps.requests
+        scores = self._preferred_scores(ps, node_set)
+        free_of = self.ledger.free_of()
+        keyed = [(scores.get(name, 0), self._fullness(name, free_of[name], requests), name, fit)
+                 for name, fit in fitting]
+        spread = self.node_order == SPREAD
+        keyed.sort(key=lambda k: (-k[0], _negated(k[1]) if spread else k[1], k[2]))
+        left = ps.count
+        chosen: dict[str, int] = {}
+        if spread:
+            # one pod at a time on the node with the most free share; a node's key falls as it fills
+            heap = [(-score, _negated(key), name, fit) for score, key, name, fit in keyed]
+            heapq.heapify(heap)
+            while left and heap:
+                neg_score, _, name, fit = heapq.heappop(heap)
+                chosen[name] = chosen.get(name, 0) + 1
+                left -= 1
+                if fit > 1:
+                    free = dict(free_of[name])
+                    for res, amount in requests.items():
+                        free[res] = free.get(res, 0) - amount * chosen[name]
+                    heapq.heappush(heap, (neg_score, _negated(self._fullness(name, free, requests)), name, fit - 1))
+        else:
+            for _, _, name, fit in keyed:
+                if not left:
+                    break
+                take = min(fit, left)
+                chosen[name] = take
+                left -= take
+        for name, pods in sorted(chosen.items()):
+            amounts = {res: amount * pods for res, amount in requests.items() if amount}
+            self.ledger.allocate(self.key, name, pods, amounts)
+            self.charged.append((name, pods, amounts))
+        return sorted(chosen.items())
+
+    def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> tuple[int, ...]:
+        """The binpack key (``statemodel.placement.node_order``): per requested resource, extended
+        ones first, the free share in basis points."""
+        return fullness(free, self.ledger.allocatable(name),
+                        key_resources([res for res, amount in requests.items() if amount]))
+
+    def _preferred_scores(self, ps: PodSetRequest, node_set: NodeSet) -> dict[str, int]:
+        """KAI's topology node scores for the preferred level of ``ps`` (module docstring); ``{}``
+        without a preferred level."""
+        c = ps.constraint
+        tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+        if c is None or c.preferred is None or tree is None:
+            return {}
+        level = tree.level_index(c.preferred)
+        scope = node_set.domain if node_set.tree is tree and node_set.domain is not None else tree.root
+        if level is None or scope.level >= level:
+            return {}
+        total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
+        domains = _level_order(scope, level, total, prune=False)[level]
+        n = len(domains)
+        scores = {}
+        for i, d in enumerate(domains):
+            score = (i + 1) * SCORE_BUCKETS // n
+            for name in d.nodes:
+                scores[name] = score
+        return scores
+
+    # -- the topology plugin ---------------------------------------------------------------
+
+    def _topology_sets(self, pod_set: str | None, topology: str, required: str | None, preferred: str | None,
+                       incoming: NodeSet, total: dict[str, int], count: int) -> list[NodeSet]:
+        """KAI ``subSetNodesFn`` for one (sub)group (module docstring); ``[]`` with attempts recorded
+        when no domain can hold it."""
+        tree = self.ledger.topologies.get(topology)
+        if tree is None:
+            self.attempts.append(Attempt("topology", pod_set, "all nodes", f"Requested topology {topology} does not exist"))
+            return []
+        lowest = preferred if preferred is not None else required
+        lo = tree.level_index(lowest) if lowest is not None else None
+        hi = tree.level_index(required) if required is not None else -1
+        if lo is None or hi is None:
+            missing = lowest if lo is None else required
+            self.attempts.append(Attempt("topology", pod_set, "all nodes",
+                                         f"topology {topology} has no level {missing}"))
+            return []
+        if hi > lo:  # a required level below the preferred one bounds the search at itself
+            lo = hi
+        scope = incoming.domain if incoming.tree is tree and incoming.domain is not None else tree.root
+        requirement = required if required is not None else preferred
+        if not _covers(scope.free, total):
+            where = "the cluster" if scope.id == ROOT else scope.id
+            self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                         f"topology {topology}, requirement {requirement} couldn't be satisfied: "
+                                         f"not enough resources in {where} to allocate the job: "
+                                         f"{_shortage(total, scope.free)}"))
+            return []
+        inside = None if incoming.domain is None and incoming.tree is None else set(incoming.nodes)
+        if scope.level >= lo:
+            levels = {scope.level: [scope]}
+            top = scope.level
+        else:
+            levels = _level_order(scope, lo, total, prune=True)
+            levels[scope.level] = [scope]
+            top = max(hi, scope.level)
+        sets: list[NodeSet] = []
+        for level in range(lo, top - 1, -1):
+            for d in levels.get(level, ()):
+                if inside is None:
+                    sets.append(NodeSet(d.id, d, tree, None))
+                    continue
+                nodes = sorted(n for n in d.nodes if n in inside)
+                if nodes:
+                    sets.append(NodeSet(d.id, d, tree, nodes))
+        if not sets:
+            self._fragmented(pod_set, tree, scope, top, total, count, requirement or ROOT)
+        return sets
+
+    def _fragmented(self, pod_set: str | None, tree: TopologyTree, scope: Domain, top: int, total: dict[str, int],
+                    count: int, requirement: str) -> None:
+        """No domain at a relevant level holds the request: KAI's per-domain errors of the top
+        relevant level (how many pods each domain could take), then the requirement error."""
+        per_pod = {res: amount // count for res, amount in total.items()} if count else total
+        domains = sorted((d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)),
+                         key=lambda d: d.id)
+        free_of = self.ledger.free_of()
+        for d in domains[:MAX_DOMAINS_COUNTED]:
+            fit = sum(_pods_fitting(free_of.get(n, {}), per_pod, count) for n in d.nodes)
+            self.attempts.append(Attempt("topology", pod_set, d.id,
+                                         f"node-group {d.id} can allocate only {fit} of {count} required pods"))
+        if len(domains) > MAX_DOMAINS_COUNTED:
+            self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                         f"{len(domains) - MAX_DOMAINS_COUNTED} more node-groups at level "
+                                         f"{tree.levels[top]} cannot hold the job either"))
+        self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                     f"topology {tree.name}, requirement {requirement} couldn't be satisfied"))
+
+
+def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool) -> dict[int, list[Domain]]:
+    """The domains under ``scope`` down to level ``deepest`` per level, left to right in the tree
+    sorted for packing (children by ``request / free`` descending, then ID); with ``prune`` only
+    the domains whose free capacity covers ``total`` (a subtree that does not is not entered)."""
+    out: dict[int, list[Domain]] = {}
+    frontier = [scope]
+    while frontier:
+        nxt: list[Domain] = []
+        for d in frontier:
+            if d.level >= deepest:
+                continue
+            children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
+            children.sort(key=lambda c: c.id)
+            children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
+            nxt.extend(children)
+        for d in nxt:
+            out.setdefault(d.level, []).append(d)
+        frontier = nxt
+    return out
+
+
+def _negated(key: tuple[int, ...]) -> tuple[int, ...]:
+    """A key that sorts in the opposite order (``spread``)."""
+    return tuple(-k for k in key)
+
+
+def _gang_total(pod_sets: list[PodSetRequest]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for ps in pod_sets:
+        for res, amount in ps.requests.items():
+            if amount:
+                total[res] = total.get(res, 0) + amount * ps.count
+    return total
+
+
+def _placed(name: str, nodes: list[tuple[str, int]], tree: TopologyTree | None) -> PodSetPlaced:
+    if tree is None:
+        return PodSetPlaced(name, nodes, (), [])
+    domains: dict[tuple[str, ...], int] = {}
+    for node, pods in nodes:
+        values = tuple(tree.values(node))
+        if values:
+            domains[values] = domains.get(values, 0) + pods
+    return PodSetPlaced(name, nodes, tree.levels, sorted(domains.items()))
