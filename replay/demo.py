@@ -29,7 +29,7 @@ from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
 from replay.reports.plots import write_plots
 from replay.sim.koordinator_quota import to_elastic_quotas
 from replay.sim.volcano_quota import to_volcano_queues
-from replay.sim.quota_tree import generate_quota
+from replay.sim.quota_tree import QuotaRule, generate_quota, parse_scale
 from replay.reports.tables import Report, build_report
 from replay.reports.page import write_index
 from replay.runner import ReplayResult
@@ -86,24 +86,30 @@ def default_out(trace: str) -> Path:
     return Path("out") / f"demo-{name}"
 
 
-def load_inputs(trace: str, mapping: str | None, quota: str | None,
-                until: str | None, model: str = "kueue") -> tuple[ImportResult, QuotaConfig, int | None]:
+def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str | None, model: str = "kueue",
+                quota_scale: str = "1") -> tuple[ImportResult, QuotaConfig, int | None]:
     """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
-    shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``model`` ``koordinator``: a Kueue
+    shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``quota_scale`` (``--quota-scale``,
+    a decimal number > 0) multiplies every generated quota (``replay.sim.quota_tree.QuotaRule.scale``);
+    with a ``quota`` folder it must be 1.  ``model`` ``koordinator``: a Kueue
     configuration (generated or loaded) is translated to ElasticQuotas
     (``replay.sim.koordinator_quota``), ``volcano``: to a Volcano queue tree
     (``replay.sim.volcano_quota``); a loaded one that already holds that model's objects is kept.
 
     Raises:
-        DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
+        DemoError: the trace, mapping, quota folder, ``until`` or ``quota_scale`` cannot be used (the
+            message says which).
     """
     from replay.sim.importers.jobs import TraceImportError
     from replay.sim.importers.mapping import MappingError
     from replay.sim.manifests import QuotaConfigError
 
     try:
+        scale = parse_scale(quota_scale)
+        if quota and scale != 1:
+            raise DemoError("--quota-scale scales the generated quota tree; with --quota, edit the manifests instead")
         imported = load_trace(trace, mapping)
-        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+        config = load_manifests(quota, imported.name) if quota else generate_quota(imported, QuotaRule(scale=scale))
         if model == "koordinator" and config.model != "koordinator":
             config = to_elastic_quotas(config, capacity_node=not imported.nodes)
         elif model == "volcano" and config.model != "volcano":
@@ -131,7 +137,7 @@ def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20)
 
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
              out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
-             on_note: Callable[[str], None] | None = None, model: str = "kueue") -> DemoResult:
+             on_note: Callable[[str], None] | None = None, model: str = "kueue", quota_scale: str = "1") -> DemoResult:
     """Run the demo (module docstring) and write its output folder.
 
     Args:
@@ -148,6 +154,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
         model: ``kueue`` (default), ``koordinator`` (the quota tree translated to ElasticQuotas, the
             jobs run as Pods) or ``volcano`` (translated to Volcano queues, the jobs run as PodGroups;
             ``load_inputs``).
+        quota_scale: ``--quota-scale``: multiplies every quota of the generated tree (``load_inputs``).
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used; the store cannot
@@ -159,7 +166,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     tick("import", 0, 1)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale)
     tick("import", 1, 1)
     for line in input_notes(imported, config):
         note(line)
