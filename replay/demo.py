@@ -30,6 +30,7 @@ from replay.reports.plots import write_plots
 from replay.sim.koordinator_quota import to_elastic_quotas
 from replay.sim.volcano_quota import to_volcano_queues
 from replay.sim.quota_tree import QuotaRule, generate_quota, parse_scale
+from replay.reports.summary import LongWait, fairness, longest_waits, preemptions_by, priority_classes
 from replay.reports.tables import Report, build_report
 from replay.reports.page import write_index
 from replay.runner import ReplayResult
@@ -59,7 +60,7 @@ class DemoResult:
             written; pngs: plots written.
         trace / config: the imported trace and the quota configuration used.
         simulation / replay: counters of the simulation and of the replay into SQL.
-        report: the report numbers.
+        report: the report numbers; longest: its longest waits, explained (``replay.reports.summary``).
         hash: the engine hash after the last event (the same for both runs).
         seconds: wall time per stage (reporting only).
     """
@@ -75,6 +76,7 @@ class DemoResult:
     report: Report
     hash: str
     pngs: list[Path] = field(default_factory=list)
+    longest: list[LongWait] = field(default_factory=list)
     html: Path | None = None
     report_json: Path | None = None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -214,12 +216,13 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     observed = {key: job.observed_wait_ms for key, job in sim.job_of.items() if job.observed_wait_ms is not None}
     try:
         report = build_report(url, imported.name, observed_waits=observed, start_ms=start, end_ms=horizon)
+        longest = longest_waits(url, report)
     except SinkError as exc:
         raise DemoError(str(exc)) from exc
     tick("report", 1, 1)
     seconds["report"] = time.perf_counter() - clock
     result = DemoResult(out_dir, url, events, quota_dir, imported, config, sim, replayed, report, engine.hash,
-                        seconds=seconds)
+                        longest=longest, seconds=seconds)
 
     clock = time.perf_counter()
     result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total))
@@ -228,7 +231,15 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     result.report_json.write_text(json.dumps(
         {"cluster": report.cluster, "model": report.model, "startMs": report.start_ms, "endMs": report.end_ms,
          "hash": engine.hash,
-         "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
+         "nodes": [asdict(n) for n in report.nodes],
+         "priorityClasses": [{"priorityClass": st.priority_class, "submitted": st.submitted, "admitted": st.admitted,
+                              "finished": st.finished, "waitsMs": st.waits_ms, "jctMs": st.jct_ms,
+                              "boundedSlowdown": [str(x) for x in st.slowdown]} for st in priority_classes(report)],
+         "jainIndex": [{"scope": scope, "clusterQueues": n, "index": None if j is None else str(j)}
+                       for scope, n, j in fairness(report)],
+         "preemptions": [{"reason": r, "preemptorClusterQueue": q, "count": c, "lostGpuMs": g}
+                         for r, q, c, g in preemptions_by(report)],
+         "longestWaits": [asdict(w) for w in longest]}, indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock
     return result

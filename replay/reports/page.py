@@ -8,17 +8,20 @@ durations to the two largest units (``3h07m``), ratios to one decimal of a perce
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay.reports.tables import GPU, KOORDINATOR, NodeStats, Report, percentile
+from replay.reports import summary
+from replay.reports.tables import GPU, KOORDINATOR, VOLCANO, NodeStats, Report, percentile
 from replay.store.db import redacted
 
 if TYPE_CHECKING:
     from replay.demo import DemoResult
 
-__all__ = ["COLUMNS", "HEADERS", "KOORDINATOR_COLUMNS", "PREEMPTION_COLUMNS", "columns", "duration", "gpu_hours",
+__all__ = ["COLUMNS", "HEADERS", "KOORDINATOR_COLUMNS", "VOLCANO_COLUMNS", "PREEMPTION_COLUMNS", "SECTIONS", "Section",
+           "columns", "duration", "gpu_hours", "sections",
            "has_preemptions", "headers", "node_label", "percent",
            "table_rows", "example_queries", "write_index"]
 
@@ -59,6 +62,27 @@ KOORDINATOR_COLUMNS = {
 }
 """Columns of :func:`table_rows` under the ``koordinator`` quota model (docs/demo.md)."""
 
+VOLCANO_COLUMNS = {
+    "node": "Volcano queue, indented under its parent queue; a parent's numbers cover its whole subtree",
+    "kind": "ParentQueue (has child queues) or LeafQueue (holds PodGroups)",
+    "admitted": "Admitted decisions of the engine during the simulation (PodGroups)",
+    "at start": "PodGroups whose pod was already bound when the trace begins (observed), not counted as admitted",
+    "wait p50/p95/max": COLUMNS["wait p50/p95/max"],
+    "observed p50/p95/max": COLUMNS["observed p50/p95/max"],
+    "cpu util": "time-weighted cpu allocated / (the queue's deserved x span); above 100% = above deserved on average",
+    "GPU util": "the same for nvidia.com/gpu",
+    "borrowing": "share of the span the queue was allocated more than its deserved (some resource)",
+    "lent": "share of the span it had unused deserved (a reclaimable queue) while its siblings were above their "
+            "deserved plus the parent's deserved no child holds",
+    "deserved/capability": "the queue's deserved and capability of its headline resource: GPUs (gpu) when its "
+                           "capability has GPUs, else cpu cores",
+    "realCapability end": "its realCapability of that resource when the history ends",
+    "allocated end": "what its bound pods hold of that resource when the history ends",
+    "pending peak": "most PodGroups pending at once",
+    "pending end": "PodGroups still pending when the simulation stops",
+}
+"""Columns of :func:`table_rows` under the ``volcano`` quota model (docs/demo.md)."""
+
 PREEMPTION_COLUMNS = {
     "preempted": "Preempted decisions of its workloads (counted at the victim's ClusterQueue)",
     "lost GPU-h": "GPU-hours of the runs those preemptions ended (run time before the preemption x GPUs held)",
@@ -74,7 +98,7 @@ def has_preemptions(report: Report) -> bool:
 def columns(report: Report) -> dict[str, str]:
     """Column → meaning of :func:`table_rows` for ``report``: :data:`COLUMNS` (the ``koordinator``
     model: :data:`KOORDINATOR_COLUMNS`), plus :data:`PREEMPTION_COLUMNS` when it has preemptions."""
-    base = KOORDINATOR_COLUMNS if report.model == KOORDINATOR else COLUMNS
+    base = {KOORDINATOR: KOORDINATOR_COLUMNS, VOLCANO: VOLCANO_COLUMNS}.get(report.model, COLUMNS)
     return {**base, **PREEMPTION_COLUMNS} if has_preemptions(report) else dict(base)
 
 
@@ -84,8 +108,9 @@ def headers(report: Report) -> tuple[str, ...]:
 
 
 def node_label(report: Report) -> str:
-    """What a row of the report is: ``Cohort and ClusterQueue``, or ``quota group`` (``koordinator``)."""
-    return "quota group" if report.model == KOORDINATOR else "Cohort and ClusterQueue"
+    """What a row of the report is: ``Cohort and ClusterQueue``, ``quota group`` (``koordinator``) or
+    ``Volcano queue`` (``volcano``)."""
+    return {KOORDINATOR: "quota group", VOLCANO: "Volcano queue"}.get(report.model, "Cohort and ClusterQueue")
 
 
 def gpu_hours(gpu_ms: int) -> str:
@@ -153,12 +178,132 @@ def _row_elastic(n: NodeStats) -> tuple[str, ...]:
 
 
 def table_rows(report: Report) -> list[tuple[str, ...]]:
-    """One row per Cohort and ClusterQueue (``koordinator``: per quota group), depth-first from the
+    """One row per Cohort and ClusterQueue (``koordinator``: per quota group, ``volcano``: per queue), depth-first from the
     root (names indented by depth), columns :func:`headers`."""
-    row = _row_elastic if report.model == KOORDINATOR else _row
+    row = _row_elastic if report.model in (KOORDINATOR, VOLCANO) else _row
     if has_preemptions(report):
         return [row(n) + (f"{n.preempted:,}", gpu_hours(n.lost_gpu_ms)) for n in report.nodes]
     return [row(n) for n in report.nodes]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One summary table of the page: ``title``, column → meaning (``columns``, in order), ``rows``
+    as display strings, and a ``note`` under the title (may be empty)."""
+
+    title: str
+    columns: dict[str, str]
+    rows: list[tuple[str, ...]]
+    note: str = ""
+
+
+def _q(values: tuple[int | None, ...]) -> tuple[str, ...]:
+    return tuple(duration(v) for v in values)
+
+
+def waits_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Waits per node: simulated p50/p95/p99/max next to the trace's own (``summary.wait_summary``)."""
+    rows = []
+    for w in summary.wait_summary(report):
+        observed = _q(w.observed) if w.n_observed else ("no observed wait in the trace",) + ("",) * 3
+        rows.append((("  " * w.node.depth) + w.node.name, f"{w.n:,}", *_q(w.simulated), f"{w.n_observed:,}",
+                     *observed))
+    return Section(f"Waits per {node_label(report)}: simulated and observed", {
+        "node": "the row's node, indented under its parent (a parent covers its subtree)",
+        "admitted": "workloads admitted in the simulation (their waits)",
+        "p50": "simulated wait, nearest-rank 50th percentile", "p95": "95th percentile", "p99": "99th percentile",
+        "max": "longest simulated wait",
+        "observed n": "workloads of the row with a wait in the trace (scheduled - created)",
+        "obs p50": "the trace's own wait, 50th percentile", "obs p95": "95th percentile",
+        "obs p99": "99th percentile", "obs max": "longest wait in the trace"}, rows,
+        "Simulated: admission - submission in the engine under the generated quota. Observed: what the real "
+        "cluster did with the same workloads (not every trace has it).")
+
+
+def priority_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Job completion time and bounded slowdown per priority class (``summary.priority_classes``)."""
+    rows = []
+    for st in summary.priority_classes(report):
+        mean = st.mean_slowdown()
+        rows.append((st.priority_class, f"{st.submitted:,}", f"{st.admitted:,}", f"{st.finished:,}",
+                     *_q(tuple(percentile(st.waits_ms, p) for p in (50, 95, 99))),
+                     *_q(tuple(percentile(st.jct_ms, p) for p in (50, 95, 99))),
+                     "-" if mean is None else f"{float(mean):,.2f}",
+                     "-" if not st.slowdown else f"{float(st.slowdown[max(1, (95 * len(st.slowdown) + 99) // 100) - 1]):,.2f}"))
+    return Section("Per priority class: job completion time and bounded slowdown", {
+        "priority class": "priorityClassName, else 'priority N' (spec.priority), else (none)",
+        "submitted": "workloads submitted during the history", "admitted": "of those, admitted",
+        "finished": "of those, finished within the history (JCT and slowdown count these)",
+        "wait p50": "first submission to last admission, 50th percentile", "wait p95": "95th", "wait p99": "99th",
+        "JCT p50": "job completion time = finish - submission, 50th percentile", "JCT p95": "95th",
+        "JCT p99": "99th",
+        "BSLD mean": "mean bounded slowdown max(1, (wait + run) / max(run, 10 s)) (Feitelson et al., JSSPP 1997)",
+        "BSLD p95": "its 95th percentile"}, rows)
+
+
+def stuck_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Pending demand next to idle quota per node (``NodeStats.pending_*``)."""
+    rows = [(("  " * n.depth) + n.name, duration(n.pending_ms), percent(n.share(n.pending_ms)),
+             duration(n.pending_room_ms), duration(n.pending_idle_ms)) for n in report.nodes]
+    return Section("Pending demand next to idle quota (stuck queues)", {
+        "node": "the row's node, indented under its parent",
+        "pending time": "time it had at least one pending workload", "share": "that time as a share of the span",
+        "pending, under nominal": "of that, time its usage was below its nominal quota in every flavor and resource "
+                                  "it has nominal quota of: its guarantee had room while work waited",
+        "pending, cohort idle": "of that, time its parent's subtree used less than its subtree nominal in every "
+                                "such flavor and resource ('-' for a root)"}, rows,
+        "A queue that waits while its own guarantee or its cohort has room is stuck on something other than quota "
+        "size: a request larger than the room, a borrowing or lending limit, or quota lent out and not reclaimed.")
+
+
+def fairness_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Jain's fairness index across ClusterQueues (``summary.fairness``)."""
+    rows = [(scope, f"{n:,}", "-" if j is None else f"{float(j):.3f}") for scope, n, j in summary.fairness(report)]
+    return Section("Jain's fairness index across ClusterQueues", {
+        "scope": "all ClusterQueues, or those under one top node",
+        "ClusterQueues": "counted (those with nominal quota of their headline resource)",
+        "Jain's index": "(sum x)^2 / (n sum x^2) of x = time-weighted usage / nominal of the headline resource (GPUs "
+                        "when it has nominal GPUs, else cpu); 1 = equal shares of their guarantees, 1/n = one alone"},
+        rows)
+
+
+def preemption_section(report: Report, longest: list[summary.LongWait]) -> Section | None:
+    """Preemptions by reason and preemptor ClusterQueue (``summary.preemptions_by``); ``None`` without any."""
+    rows = [(reason, queue, f"{count:,}", gpu_hours(gpu)) for reason, queue, count, gpu in summary.preemptions_by(report)]
+    if not rows:
+        return None
+    return Section("Preemptions by reason and preemptor", {
+        "reason": "the Preempted decision's reason (docs/preemption.md)",
+        "preemptor ClusterQueue": "the ClusterQueue of the workload it was preempted for",
+        "preemptions": "Preempted decisions", "lost GPU-h": PREEMPTION_COLUMNS["lost GPU-h"]}, rows)
+
+
+def longest_section(report: Report, longest: list[summary.LongWait]) -> Section | None:
+    """The longest waits with their binding level and the explain command (``summary.longest_waits``)."""
+    if not longest:
+        return None
+    rows = []
+    for w in longest:
+        bound = "; ".join(
+            f"{b['kind']} {b['name']}{' (root)' if b.get('root') else ''}: {b['resource']} in {b['flavor']}, "
+            f"{amount(b['resource'], b['available'])} available of {amount(b['resource'], b['needed'])} needed"
+            for b in w.binding) or (w.reason or "-")
+        rows.append((w.workload, w.cluster_queue, duration(w.wait_ms), bound, w.command))
+    return Section("The longest waits and what bound them", {
+        "workload": "namespace/name", "ClusterQueue": "where it waited", "wait": "admission - submission",
+        "binding level when submitted": "per flavor and resource it was short of, the level closest to the root "
+                                        "whose available quota was below its need (statemodel.explain.binding)",
+        "explain it": "the command that shows the whole explanation as of its submission"}, rows)
+
+
+SECTIONS = (waits_section, priority_section, stuck_section, fairness_section, preemption_section, longest_section)
+"""The summary tables of the page, in order: each takes the report and its longest waits and returns
+a :class:`Section` (``None``: nothing to show)."""
+
+
+def sections(report: Report, longest: list[summary.LongWait]) -> list[Section]:
+    """The :data:`SECTIONS` that have something to show."""
+    return [sec for sec in (f(report, longest) for f in SECTIONS) if sec is not None]
 
 
 def example_queries(cluster: str, model: str = "kueue") -> list[tuple[str, str]]:
@@ -191,13 +336,23 @@ table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-space: pre; }
 th { background: #f0f0f0; }
 td:first-child, td:nth-child(2), th:first-child { text-align: left; }
-tr.Cohort, tr.ParentQuota { background: #eef4ff; font-weight: 600; }
+tr.Cohort, tr.ParentQuota, tr.ParentQueue { background: #eef4ff; font-weight: 600; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 1.5em; }
 code, pre { background: #f6f6f6; padding: 2px 4px; }
 pre { padding: 8px; overflow-x: auto; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; font-size: 13px; }
 dt { font-weight: 600; } dd { margin: 0; }
 """
+
+
+def _section_html(sec: Section) -> str:
+    e = html.escape
+    head = "".join(f'<th title="{e(meaning)}">{e(name)}</th>' for name, meaning in sec.columns.items())
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>\n" for row in sec.rows)
+    note = f"<p>{e(sec.note)}</p>" if sec.note else ""
+    legend = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in sec.columns.items())
+    return f"<h2>{e(sec.title)}</h2>\n{note}<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>" \
+           f"<dl>{legend}</dl>\n"
 
 
 def write_index(result: DemoResult) -> Path:
@@ -221,6 +376,7 @@ def write_index(result: DemoResult) -> Path:
     queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(sql)}</pre>\n"
                       for what, sql in example_queries(r.cluster, r.model))
     notes = "".join(f"<li>{e(n)}</li>" for n in result.config.notes)
+    extra = "".join(_section_html(sec) for sec in sections(r, result.longest))
     guarantee = "the group's min" if r.model == KOORDINATOR else "nominal quota of the subtree"
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>quotaledger demo: {e(r.cluster)}</title>
@@ -241,6 +397,7 @@ borrowing and lent are shares of the span. The section "The demo report" of docs
 <table><thead><tr>{head}</tr></thead><tbody>
 {body}</tbody></table>
 <dl>{legend}</dl>
+{extra}
 <h2>Plots</h2>
 {plots}
 <h2>Query the store</h2>

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from replay.reports.tables import GPU, KOORDINATOR, Report, percentile
+from replay.reports.tables import GPU, KOORDINATOR, VOLCANO, Report, percentile
 from replay.reports.page import duration
 
 __all__ = ["write_plots", "display_unit"]
@@ -58,10 +58,11 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
     step = progress or (lambda done, total: None)
     total = 3
     span_days = _days(report.end_ms, report.start_ms)
-    elastic = report.model == KOORDINATOR
-    floor_label = "min of the group" if elastic else "nominal quota of the subtree"
-    ceiling_label = "max of the group" if elastic else "nominal + borrowingLimit"
-    level = "group" if elastic else "cohort"
+    units = {KOORDINATOR: "pods", VOLCANO: "PodGroups"}.get(report.model, "workloads")
+    floor_label, ceiling_label, level = {
+        KOORDINATOR: ("min of the group", "max of the group", "group"),
+        VOLCANO: ("deserved of the queue", "capability of the queue", "queue"),
+    }.get(report.model, ("nominal quota of the subtree", "nominal + borrowingLimit", "cohort"))
     if top:
         fig, axes = plt.subplots(len(top), 1, figsize=(13, 3.2 * len(top) + 0.6), sharex=True, squeeze=False)
         for ax, name in zip(axes[:, 0], top):
@@ -95,7 +96,7 @@ def write_plots(report: Report, out: str | Path, progress: Callable[[int, int], 
             xs = [_days(t, report.start_ms) for t, _ in pts] + [span_days]
             ys = [v for _, v in pts] + [pts[-1][1]]
             ax.step(xs, ys, where="post", lw=1.2, label=name)
-        ax.set_title(f"{report.cluster}: pending {'pods' if elastic else 'workloads'} over time (quota model "
+        ax.set_title(f"{report.cluster}: pending {units} over time (quota model "
                      f"{report.model})", loc="left", fontsize=11)
         ax.set_xlabel("time since the start of the trace (days)")
         ax.set_ylabel("pending workloads (count)")
