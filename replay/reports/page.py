@@ -75,7 +75,7 @@ VOLCANO_COLUMNS = {
     "lent": "share of the span it had unused deserved (a reclaimable queue) while its siblings were above their "
             "deserved plus the parent's deserved no child holds",
     "deserved/capability": "the queue's deserved and capability of its headline resource: GPUs (gpu) when its "
-                           "capability has GPUs, else cpu cores",
+                           "deserved has GPUs, else cpu cores",
     "realCapability end": "its realCapability of that resource when the history ends",
     "allocated end": "what its bound pods hold of that resource when the history ends",
     "pending peak": "most PodGroups pending at once",
@@ -166,8 +166,11 @@ def amount(resource: str, value: int | None) -> str:
     return f"{value:,}"
 
 
-def _row_elastic(n: NodeStats) -> tuple[str, ...]:
-    res = GPU if n.maximum.get(GPU, 0) > 0 else "cpu"
+def _row_elastic(n: NodeStats, by_guarantee: bool = False) -> tuple[str, ...]:
+    """A ``koordinator`` row (headline resource: GPUs when its max has GPUs) or, ``by_guarantee``, a
+    ``volcano`` row (GPUs when its deserved has GPUs: a translated queue's capability may hold the
+    whole tree's GPUs although it deserves none)."""
+    res = GPU if (n.nominal if by_guarantee else n.maximum).get(GPU, 0) > 0 else "cpu"
     unit = "gpu" if res == GPU else "cpu"
     return (("  " * n.depth) + n.name, n.kind, f"{n.admitted:,}", f"{n.running_at_start:,}", _waits(n.waits_ms),
             _waits(n.observed_waits_ms), percent(n.utilization("cpu")), percent(n.utilization(GPU)),
@@ -177,10 +180,14 @@ def _row_elastic(n: NodeStats) -> tuple[str, ...]:
             f"{n.pending_peak:,}", f"{n.pending_at_end:,}")
 
 
+def _row_volcano(n: NodeStats) -> tuple[str, ...]:
+    return _row_elastic(n, by_guarantee=True)
+
+
 def table_rows(report: Report) -> list[tuple[str, ...]]:
     """One row per Cohort and ClusterQueue (``koordinator``: per quota group, ``volcano``: per queue), depth-first from the
     root (names indented by depth), columns :func:`headers`."""
-    row = _row_elastic if report.model in (KOORDINATOR, VOLCANO) else _row
+    row = {KOORDINATOR: _row_elastic, VOLCANO: _row_volcano}.get(report.model, _row)
     if has_preemptions(report):
         return [row(n) + (f"{n.preempted:,}", gpu_hours(n.lost_gpu_ms)) for n in report.nodes]
     return [row(n) for n in report.nodes]
@@ -285,12 +292,13 @@ def longest_section(report: Report, longest: list[summary.LongWait]) -> Section 
     rows = []
     for w in longest:
         bound = "; ".join(
-            f"{b['kind']} {b['name']}{' (root)' if b.get('root') else ''}: {b['resource']} in {b['flavor']}, "
+            f"{b['kind']} {b['name']}{' (root)' if b.get('root') else ''}: {b['resource']}"
+            f"{' in ' + b['flavor'] if b['flavor'] else ''}, "
             f"{amount(b['resource'], b['available'])} available of {amount(b['resource'], b['needed'])} needed"
             for b in w.binding) or (w.reason or "-")
         rows.append((w.workload, w.cluster_queue, duration(w.wait_ms), bound, w.command))
     return Section("The longest waits and what bound them", {
-        "workload": "namespace/name", "ClusterQueue": "where it waited", "wait": "admission - submission",
+        "workload": "namespace/name", "queue": "the ClusterQueue (quota group, Volcano queue) it waited in", "wait": "admission - submission",
         "binding level when submitted": "per flavor and resource it was short of, the level closest to the root "
                                         "whose available quota was below its need (statemodel.explain.binding)",
         "explain it": "the command that shows the whole explanation as of its submission"}, rows)

@@ -175,11 +175,26 @@ class LongWait:
     command: str
 
 
+def _unit_binding(shortfalls: list[dict]) -> list[dict]:
+    """The binding rows of a unit model's explanation (a Volcano PodGroup: ``queue`` rows from its
+    queue up to the root; a Koordinator pod: ``quota`` rows), in ``binding``'s shape: per resource the
+    row closest to the root, as ``statemodel.explain.binding`` picks for a Workload."""
+    rows: dict[str, dict] = {}
+    for row in shortfalls:
+        name = row.get("queue") or row.get("quota")
+        if name is None:
+            continue
+        rows[row["resource"]] = {"kind": "Queue" if "queue" in row else "ElasticQuota", "name": name, "flavor": "",
+                                 "resource": row["resource"], "needed": row["needed"],
+                                 "available": row["available"], "root": False}
+    return [rows[r] for r in sorted(rows)]
+
+
 def longest_waits(url: str, report: Report, n: int = 10) -> list[LongWait]:
     """The ``n`` longest waits of ``report`` (ties by workload key), each explained as of its
     submission from the store at ``url`` (module docstring).  Under a model whose units explain
-    themselves (Koordinator pods, Volcano PodGroups) ``binding`` is empty and ``reason`` is the
-    model's status.
+    themselves (Koordinator pods, Volcano PodGroups) ``binding`` comes from the model's shortfall
+    rows (``_unit_binding``) and ``reason`` is the model's reason.
 
     One pass over the archive: the state as of each submission is what ``engine_at`` restores (the
     archived events before the first event later than that moment, from the last usable snapshot
@@ -233,8 +248,9 @@ def longest_waits(url: str, report: Report, n: int = 10) -> list[LongWait]:
     for job in chosen:
         exp = found.get(job.key, {})
         at = format_time(job.submitted_ms)
+        binding = exp.get("binding") or _unit_binding(exp.get("shortfalls") or [])
         out.append(LongWait(job.key, job.cluster_queue, job.submitted_ms,
                             job.admitted_ms - job.submitted_ms,  # type: ignore[operator]
-                            exp.get("reason") or exp.get("status"), tuple(exp.get("binding") or ()),
+                            exp.get("reason") or exp.get("status"), tuple(binding),
                             f"quotaledger explain {job.key} --db {redacted(url)} --at {at}"))
     return out

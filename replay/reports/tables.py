@@ -776,7 +776,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
         if kids is top:
             series = {}
             for i, (k, n) in enumerate(kids):
-                quota = tree.own.get((k, n), {}) if tree.model in (KOORDINATOR, VOLCANO) else {}
+                quota = tree.own.get((k, n), {}) if tree.model == KOORDINATOR else {}
                 res = GPU if any(r == GPU and v > 0 for (_, r), v in nominal[(k, n)].items()) or \
                     any(r == GPU and (q[1] or 0) > 0 for (_, r), q in quota.items()) else "cpu"
                 series[i] = res

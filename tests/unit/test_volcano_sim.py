@@ -97,3 +97,19 @@ def test_the_demo_report_has_a_row_per_volcano_queue(tmp_path: Path) -> None:
     assert rows["org"][header.index("allocated end")] == "0"
     (only,) = priority_classes(report)
     assert (only.priority_class, only.finished, only.jct_ms) == ("(none)", 3, [1000, 10_000, 29_000])
+    from replay.reports.summary import longest_waits
+
+    # y, explained as of its submission: Volcano's enqueue check finds org short (6 cpu asked, 5 left)
+    (wait,) = longest_waits(url, report)
+    assert (wait.workload, wait.cluster_queue, wait.wait_ms, wait.reason) == ("u/y", "b", 9000, "NotEnqueueable")
+    assert [(b["kind"], b["name"], b["resource"], b["needed"], b["available"]) for b in wait.binding] == [
+        ("Queue", "org", "cpu", 6000, 5000)]
+    assert wait.command.endswith("--at 2023-11-14T22:13:21Z")
+    # the command it gives runs (explain --db on a PodGroup, whose explanation has a phase, not a status)
+    from typer.testing import CliRunner
+
+    from quotaledger.cli import app
+
+    result = CliRunner().invoke(app, wait.command.split()[1:] + ["--json"])
+    assert result.exit_code == 0, result.output
+    assert '"reason": "NotEnqueueable"' in result.stdout
