@@ -290,12 +290,15 @@ def longest_section(report: Report, longest: list[summary.LongWait]) -> Section 
     if not longest:
         return None
     rows = []
+    shown = 3
     for w in longest:
         bound = "; ".join(
             f"{b['kind']} {b['name']}{' (root)' if b.get('root') else ''}: {b['resource']}"
             f"{' in ' + b['flavor'] if b['flavor'] else ''}, "
             f"{amount(b['resource'], b['available'])} available of {amount(b['resource'], b['needed'])} needed"
-            for b in w.binding) or (w.reason or "-")
+            for b in w.binding[:shown]) or (w.reason or "-")
+        if len(w.binding) > shown:
+            bound += f"; and {len(w.binding) - shown} more flavor-resources (the explain command lists them)"
         rows.append((w.workload, w.cluster_queue, duration(w.wait_ms), bound, w.command))
     return Section("The longest waits and what bound them", {
         "workload": "namespace/name", "queue": "the ClusterQueue (quota group, Volcano queue) it waited in", "wait": "admission - submission",
