@@ -300,3 +300,30 @@ def test_summary_numbers_of_a_hand_worked_history(tmp_path: Path) -> None:
     assert titles[0].startswith("Waits per") and titles[-1] == "The longest waits and what bound them"
     assert not any(t.startswith("Preemptions") for t in titles)  # none happened
     assert sections(report, longest)[0].rows[0][7] == "no observed wait in the trace"
+
+
+def test_quota_scale_through_the_command_line(tmp_path: Path) -> None:
+    lab = ["--trace", str(LAB / "jobs.csv"), "--mapping", str(LAB / "mapping.yaml")]
+
+    def simulate_with(*args: str):
+        return _runner().invoke(app, ["simulate", "--out", str(tmp_path / "e.ndjson"), "--tick", "0", *lab, *args])
+
+    # the generated lab tree over the observed span 0-100 s: team-a median 4 (a1 alone half the time),
+    # peak 8 -> nominal 4 + borrowing 4; team-b median 0, peak 6 -> 0 + 6; the root holds the p99 of
+    # the whole demand (14) - 4 = 10.  It admits all four jobs.  At 0.25: team-a may reach 1 + 1 cpu,
+    # team-b 0 + 1.5 cpu, and every job asks for 2 or 4: none is admitted
+    full = simulate_with("--quota-out", str(tmp_path / "q1"))
+    assert full.exit_code == 0, full.stderr
+    assert "4 admitted" in full.stdout and ", 0 pending" in full.stdout
+    quarter = simulate_with("--quota-scale", "0.25", "--quota-out", str(tmp_path / "q2"))
+    assert quarter.exit_code == 0, quarter.stderr
+    assert "every quota x 0.25 (--quota-scale)" in quarter.stderr
+    assert "0 admitted" in quarter.stdout and ", 4 pending" in quarter.stdout
+    cqs1 = (tmp_path / "q1" / "30-cluster-queues.yaml").read_text()
+    cqs2 = (tmp_path / "q2" / "30-cluster-queues.yaml").read_text()
+    assert cqs1 != cqs2
+    for bad, message in (("0", "must be greater than 0"), ("lots", "is not a number")):
+        result = simulate_with("--quota-scale", bad)
+        assert result.exit_code == 1 and f"--quota-scale: '{bad}' {message}" in result.stderr
+    with_folder = simulate_with("--quota", str(LAB / "quota"), "--quota-scale", "0.5")
+    assert with_folder.exit_code == 1 and "edit the manifests instead" in with_folder.stderr
