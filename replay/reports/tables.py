@@ -46,6 +46,15 @@ Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
   counted up to the decision (docs/preemption.md).
 - ``pending_peak``: the most workloads pending at once (counted after all events of an instant,
   so a workload admitted by the event that submitted it never counts); ``pending_at_end``.
+- ``pending_ms``: time with at least one pending workload; of that, ``pending_room_ms`` while the
+  node's usage was below its nominal quota in every flavor and resource it has nominal quota of,
+  and ``pending_idle_ms`` while its parent's subtree used less than the parent's subtree nominal
+  (the children's nominal plus the parent's own) in every such flavor and resource (``None`` for
+  a root) — the "stuck queue" signal: work waits although quota is idle.
+- ``Report.jobs``: per submitted workload its ClusterQueue, priority class, first submission, last
+  admission and finish (``replay.reports.summary`` derives JCT and bounded slowdown);
+  ``Report.preemptions``: per ``Preempted`` decision its reason, the preemptor's and the victim's
+  ClusterQueue and the GPU × ms lost.
 
 Under the ``koordinator`` quota model (the cluster has ``elastic_quotas`` rows) the nodes are the
 ElasticQuota groups (kind ``ParentQuota`` for ``is-parent`` groups, ``LeafQuota`` otherwise; the
@@ -59,6 +68,16 @@ parent's ``min`` already covers its children's: it is not added to them), so uti
 (``allow-lent-resource``), 0 otherwise; a parent's own share is its min minus its children's Σ
 min.  Each group also reports its ``max``, ``runtime`` and ``used`` at the end of the history
 (the projection).
+
+Under the ``volcano`` quota model (the cluster has ``volcano_queues`` rows) the nodes are the
+Volcano queues (kind ``ParentQueue`` for a queue with children, ``LeafQueue`` otherwise; Volcano's
+own ``root`` and ``default`` queues are not shown) and the units are PodGroups: a simulator
+``Batch`` applying a ``PodGroup`` and its ``Pod`` enters the group's ``spec.queue`` as pending, or,
+with the pod bound to a node, holds the pod's requests from then on (running at start); deleting
+the PodGroup withdraws it.  ``deserved`` plays the nominal quota as ``min`` does under
+``koordinator`` (a parent's covers its children's), ``capability`` the most it may use,
+``lendable`` is the deserved of a ``reclaimable`` queue; ``maximum`` / ``runtime`` / ``used`` are
+its ``capability``, ``realCapability`` and ``allocated`` at the end.
 """
 
 from __future__ import annotations
