@@ -204,6 +204,10 @@ class Section:
     note: str = ""
 
 
+def _ratio(x: Fraction | None) -> str:
+    return "-" if x is None else f"{float(x):,.2f}"
+
+
 def _q(values: tuple[int | None, ...]) -> tuple[str, ...]:
     return tuple(duration(v) for v in values)
 
@@ -235,8 +239,8 @@ def priority_section(report: Report, longest: list[summary.LongWait]) -> Section
         rows.append((st.priority_class, f"{st.submitted:,}", f"{st.admitted:,}", f"{st.finished:,}",
                      *_q(tuple(percentile(st.waits_ms, p) for p in (50, 95, 99))),
                      *_q(tuple(percentile(st.jct_ms, p) for p in (50, 95, 99))),
-                     "-" if mean is None else f"{float(mean):,.2f}",
-                     "-" if not st.slowdown else f"{float(st.slowdown[max(1, (95 * len(st.slowdown) + 99) // 100) - 1]):,.2f}"))
+                     _ratio(mean),
+                     _ratio(percentile(st.slowdown, 95))))
     return Section("Per priority class: job completion time and bounded slowdown", {
         "priority class": "priorityClassName, else 'priority N' (spec.priority), else (none)",
         "submitted": "workloads submitted during the history", "admitted": "of those, admitted",

@@ -86,6 +86,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TypeVar
 
 import sqlalchemy as sa
 
@@ -113,8 +114,12 @@ SPECIAL_QUOTAS = ("koordinator-root-quota", "koordinator-system-quota", "koordin
 DEFAULT_QUOTA = "koordinator-default-quota"
 
 
-def percentile(values: list[int], p: int) -> int | None:
-    """Nearest-rank percentile of sorted ``values``: the ⌈p·n/100⌉-th smallest (``None`` when empty)."""
+Ranked = TypeVar("Ranked", int, Fraction)
+
+
+def percentile(values: list[Ranked], p: int) -> Ranked | None:
+    """Nearest-rank percentile of sorted ``values`` (integers or exact fractions): the ⌈p·n/100⌉-th
+    smallest (``None`` when empty)."""
     if not values:
         return None
     rank = max(1, (p * len(values) + 99) // 100)
