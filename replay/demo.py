@@ -29,7 +29,8 @@ from replay.sim.manifests import QuotaConfig, load_manifests, write_manifests
 from replay.reports.plots import write_plots
 from replay.sim.koordinator_quota import to_elastic_quotas
 from replay.sim.volcano_quota import to_volcano_queues
-from replay.sim.quota_tree import generate_quota
+from replay.sim.quota_tree import QuotaRule, generate_quota, parse_scale
+from replay.reports.summary import LongWait, fairness, longest_waits, preemptions_by, priority_classes
 from replay.reports.tables import Report, build_report
 from replay.reports.page import write_index
 from replay.runner import ReplayResult
@@ -59,7 +60,7 @@ class DemoResult:
             written; pngs: plots written.
         trace / config: the imported trace and the quota configuration used.
         simulation / replay: counters of the simulation and of the replay into SQL.
-        report: the report numbers.
+        report: the report numbers; longest: its longest waits, explained (``replay.reports.summary``).
         hash: the engine hash after the last event (the same for both runs).
         seconds: wall time per stage (reporting only).
     """
@@ -75,6 +76,7 @@ class DemoResult:
     report: Report
     hash: str
     pngs: list[Path] = field(default_factory=list)
+    longest: list[LongWait] = field(default_factory=list)
     html: Path | None = None
     report_json: Path | None = None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -92,24 +94,30 @@ def default_out(trace: str) -> Path:
     return Path("out") / f"demo-{name}"
 
 
-def load_inputs(trace: str, mapping: str | None, quota: str | None,
-                until: str | None, model: str = "kueue") -> tuple[ImportResult, QuotaConfig, int | None]:
+def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str | None, model: str = "kueue",
+                quota_scale: str = "1") -> tuple[ImportResult, QuotaConfig, int | None]:
     """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
-    shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``model`` ``koordinator``: a Kueue
+    shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``quota_scale`` (``--quota-scale``,
+    a decimal number > 0) multiplies every generated quota (``replay.sim.quota_tree.QuotaRule.scale``);
+    with a ``quota`` folder it must be 1.  ``model`` ``koordinator``: a Kueue
     configuration (generated or loaded) is translated to ElasticQuotas
     (``replay.sim.koordinator_quota``), ``volcano``: to a Volcano queue tree
     (``replay.sim.volcano_quota``); a loaded one that already holds that model's objects is kept.
 
     Raises:
-        DemoError: the trace, mapping, quota folder or ``until`` cannot be used (the message says which).
+        DemoError: the trace, mapping, quota folder, ``until`` or ``quota_scale`` cannot be used (the
+            message says which).
     """
     from replay.sim.importers.jobs import TraceImportError
     from replay.sim.importers.mapping import MappingError
     from replay.sim.manifests import QuotaConfigError
 
     try:
+        scale = parse_scale(quota_scale)
+        if quota and scale != 1:
+            raise DemoError("--quota-scale scales the generated quota tree; with --quota, edit the manifests instead")
         imported = load_trace(trace, mapping)
-        config = load_manifests(quota, imported.name) if quota else generate_quota(imported)
+        config = load_manifests(quota, imported.name) if quota else generate_quota(imported, QuotaRule(scale=scale))
         if model == "koordinator" and config.model != "koordinator":
             config = to_elastic_quotas(config, capacity_node=not imported.nodes)
         elif model == "volcano" and config.model != "volcano":
@@ -137,7 +145,7 @@ def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20)
 
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
              out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
-             on_note: Callable[[str], None] | None = None, model: str = "kueue") -> DemoResult:
+             on_note: Callable[[str], None] | None = None, model: str = "kueue", quota_scale: str = "1") -> DemoResult:
     """Run the demo (module docstring) and write its output folder.
 
     Args:
@@ -154,6 +162,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
         model: ``kueue`` (default), ``koordinator`` (the quota tree translated to ElasticQuotas, the
             jobs run as Pods) or ``volcano`` (translated to Volcano queues, the jobs run as PodGroups;
             ``load_inputs``).
+        quota_scale: ``--quota-scale``: multiplies every quota of the generated tree (``load_inputs``).
 
     Raises:
         DemoError: the trace, mapping, quota folder or ``until`` cannot be used; the store cannot
@@ -165,7 +174,7 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     tick("import", 0, 1)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale)
     tick("import", 1, 1)
     for line in input_notes(imported, config):
         note(line)
@@ -214,12 +223,13 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     observed = {key: job.observed_wait_ms for key, job in sim.job_of.items() if job.observed_wait_ms is not None}
     try:
         report = build_report(url, imported.name, observed_waits=observed, start_ms=start, end_ms=horizon)
+        longest = longest_waits(url, report)
     except SinkError as exc:
         raise DemoError(str(exc)) from exc
     tick("report", 1, 1)
     seconds["report"] = time.perf_counter() - clock
     result = DemoResult(out_dir, url, events, quota_dir, imported, config, sim, replayed, report, engine.hash,
-                        seconds=seconds)
+                        longest=longest, seconds=seconds)
 
     clock = time.perf_counter()
     result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total), url=url)
@@ -228,7 +238,15 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     result.report_json.write_text(json.dumps(
         {"cluster": report.cluster, "model": report.model, "startMs": report.start_ms, "endMs": report.end_ms,
          "hash": engine.hash,
-         "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
+         "nodes": [asdict(n) for n in report.nodes],
+         "priorityClasses": [{"priorityClass": st.priority_class, "submitted": st.submitted, "admitted": st.admitted,
+                              "finished": st.finished, "waitsMs": st.waits_ms, "jctMs": st.jct_ms,
+                              "boundedSlowdown": [str(x) for x in st.slowdown]} for st in priority_classes(report)],
+         "jainIndex": [{"scope": scope, "clusterQueues": n, "index": None if j is None else str(j)}
+                       for scope, n, j in fairness(report)],
+         "preemptions": [{"reason": r, "preemptorClusterQueue": q, "count": c, "lostGpuMs": g}
+                         for r, q, c, g in preemptions_by(report)],
+         "longestWaits": [asdict(w) for w in longest]}, indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock
     return result

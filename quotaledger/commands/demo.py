@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, writing
-from quotaledger.commands.options import MAPPING_OPTION, MODEL_OPTION, QUOTA_OPTION, TRACE_OPTION, UNTIL_OPTION
+from quotaledger.commands.options import (MAPPING_OPTION, MODEL_OPTION, QUOTA_OPTION, QUOTA_SCALE_OPTION, TRACE_OPTION,
+                                         UNTIL_OPTION)
 from quotaledger.views.output import console, err_console
 
 
@@ -31,6 +32,7 @@ def demo(
     out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
     until: Optional[str] = UNTIL_OPTION,
     model: str = MODEL_OPTION,
+    quota_scale: str = QUOTA_SCALE_OPTION,
 ) -> None:
     """The main job on a real trace: import it, build the quota tree (written as editable manifests),
     simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort (per
@@ -45,7 +47,8 @@ def demo(
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
-                          on_note=lambda text: err.print(text, markup=False, highlight=False), model=model)
+                          on_note=lambda text: err.print(text, markup=False, highlight=False), model=model,
+                          quota_scale=quota_scale)
     print_demo(console(), result)
 
 
@@ -61,6 +64,7 @@ def simulate(
     finish_at_horizon: bool = typer.Option(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
     model: str = MODEL_OPTION,
+    quota_scale: str = QUOTA_SCALE_OPTION,
 ) -> None:
     """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
 
@@ -77,7 +81,7 @@ def simulate(
         raise CommandError(f"--model: {model!r} is not a quota model the simulator runs "
                            "(kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale)
     tick_ms = parse_span(tick, "--tick")
     for line in input_notes(imported, config):
         err.print(line, markup=False, highlight=False)

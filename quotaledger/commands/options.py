@@ -28,6 +28,9 @@ MAPPING_OPTION = typer.Option(
     None, "--mapping", help="Mapping YAML saying how to read the --trace CSV (format and examples: docs/traces.md).")
 QUOTA_OPTION = typer.Option(
     None, "--quota", help="Folder of Kueue manifests to use instead of the generated quota tree.")
+QUOTA_SCALE_OPTION = typer.Option(
+    "1", "--quota-scale", help="Multiply every quota of the generated tree by this number (1 = the sizing rule of "
+                               "docs/demo.md; 0.9 tightens, 1.5 loosens); not with --quota.")
 UNTIL_OPTION = typer.Option(
     None, "--until", help="Stop here: a duration after the trace start (7d, 36h, seconds), before its end (-1d), "
                           "a date or an RFC 3339 time.")

@@ -186,9 +186,10 @@ def explain_from_db(workload: str, url: str, cluster: str | None, at_ms: int | N
     cluster = resolve_cluster(url, cluster)
     engine, end, _ = engine_at(url, cluster, at_ms=at_ms)
     out = _explain(engine, cluster, workload, _preemption_decisions(url, cluster, workload, end), holders)
-    if out["status"] == "Admitted":
+    status = out.get("status")  # a Volcano PodGroup's explanation has a phase instead
+    if status == "Admitted":
         out["admittedBy"] = _admitting_decision(url, cluster, workload, end)
-    elif out["status"] == "Pending" and "queuedAt" in out:  # a Workload (a model's own unit has no queue time)
+    elif status == "Pending" and "queuedAt" in out:  # a Workload (a model's own unit has no queue time)
         from statemodel.timefmt import parse_time
 
         out["admittedLater"] = _admitted_later(url, cluster, workload, end, parse_time(out["queuedAt"], "queuedAt"))

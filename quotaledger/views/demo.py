@@ -36,7 +36,8 @@ def demo_progress(console: Console) -> Iterator[ProgressCallback]:
 
 
 def print_demo(console: Console, result: DemoResult) -> None:
-    """The report table, the output folder, the SQL URL, three example queries and the timing."""
+    """The report table, the longest waits with their explain commands, the output folder, the SQL
+    URL, three example queries and the timing."""
     from replay.reports.page import example_queries, headers, node_label, table_rows
     from replay.store.db import redacted
 
@@ -47,8 +48,19 @@ def print_demo(console: Console, result: DemoResult) -> None:
     for i, header in enumerate(headers(report)):
         table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
     for node, row in zip(report.nodes, table_rows(report)):
-        table.add_row(*row, style="bold" if node.kind in ("Cohort", "ParentQuota") else None)
+        table.add_row(*row, style="bold" if node.kind in ("Cohort", "ParentQuota", "ParentQueue") else None)
     console.print(table)
+    if result.longest:
+        from replay.reports.page import longest_section
+
+        section = longest_section(report, result.longest)
+        assert section is not None
+        longest = Table(title=section.title, title_justify="left", box=box.SIMPLE_HEAD)
+        for header in section.columns:
+            longest.add_column(header, overflow="fold")
+        for row in section.rows:
+            longest.add_row(*row)
+        console.print(longest)
     sim, rep = result.simulation, result.replay
     console.print(f"simulation: {sim.summary()}", markup=False, highlight=False)
     total = sum(result.seconds.values())

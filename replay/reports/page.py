@@ -20,13 +20,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replay.reports.tables import GPU, KOORDINATOR, NodeStats, Report, percentile
+from replay.reports import summary
+from replay.reports.tables import GPU, KOORDINATOR, VOLCANO, NodeStats, Report, percentile
 from replay.store.db import redacted
 
 if TYPE_CHECKING:
     from replay.demo import DemoResult
 
-__all__ = ["COLUMNS", "HEADERS", "KOORDINATOR_COLUMNS", "PREEMPTION_COLUMNS", "columns", "duration", "gpu_hours",
+__all__ = ["COLUMNS", "HEADERS", "KOORDINATOR_COLUMNS", "VOLCANO_COLUMNS", "PREEMPTION_COLUMNS", "SUMMARY_SECTIONS",
+           "columns", "duration", "gpu_hours", "sections",
            "has_preemptions", "headers", "node_label", "percent",
            "table_rows", "example_queries", "write_index", "Section", "SECTIONS", "render_section", "sort_key",
            "utc", "report_section", "worst_waits_section", "PLOT_CAPTIONS"]
@@ -68,6 +70,27 @@ KOORDINATOR_COLUMNS = {
 }
 """Columns of :func:`table_rows` under the ``koordinator`` quota model (docs/demo.md)."""
 
+VOLCANO_COLUMNS = {
+    "node": "Volcano queue, indented under its parent queue; a parent's numbers cover its whole subtree",
+    "kind": "ParentQueue (has child queues) or LeafQueue (holds PodGroups)",
+    "admitted": "Admitted decisions of the engine during the simulation (PodGroups)",
+    "at start": "PodGroups whose pod was already bound when the trace begins (observed), not counted as admitted",
+    "wait p50/p95/max": COLUMNS["wait p50/p95/max"],
+    "observed p50/p95/max": COLUMNS["observed p50/p95/max"],
+    "cpu util": "time-weighted cpu allocated / (the queue's deserved x span); above 100% = above deserved on average",
+    "GPU util": "the same for nvidia.com/gpu",
+    "borrowing": "share of the span the queue was allocated more than its deserved (some resource)",
+    "lent": "share of the span it had unused deserved (a reclaimable queue) while its siblings were above their "
+            "deserved plus the parent's deserved no child holds",
+    "deserved/capability": "the queue's deserved and capability of its headline resource: GPUs (gpu) when its "
+                           "deserved has GPUs, else cpu cores",
+    "realCapability end": "its realCapability of that resource when the history ends",
+    "allocated end": "what its bound pods hold of that resource when the history ends",
+    "pending peak": "most PodGroups pending at once",
+    "pending end": "PodGroups still pending when the simulation stops",
+}
+"""Columns of :func:`table_rows` under the ``volcano`` quota model (docs/demo.md)."""
+
 PREEMPTION_COLUMNS = {
     "preempted": "Preempted decisions of its workloads (counted at the victim's ClusterQueue)",
     "lost GPU-h": "GPU-hours of the runs those preemptions ended (run time before the preemption x GPUs held)",
@@ -83,7 +106,7 @@ def has_preemptions(report: Report) -> bool:
 def columns(report: Report) -> dict[str, str]:
     """Column → meaning of :func:`table_rows` for ``report``: :data:`COLUMNS` (the ``koordinator``
     model: :data:`KOORDINATOR_COLUMNS`), plus :data:`PREEMPTION_COLUMNS` when it has preemptions."""
-    base = KOORDINATOR_COLUMNS if report.model == KOORDINATOR else COLUMNS
+    base = {KOORDINATOR: KOORDINATOR_COLUMNS, VOLCANO: VOLCANO_COLUMNS}.get(report.model, COLUMNS)
     return {**base, **PREEMPTION_COLUMNS} if has_preemptions(report) else dict(base)
 
 
@@ -93,8 +116,9 @@ def headers(report: Report) -> tuple[str, ...]:
 
 
 def node_label(report: Report) -> str:
-    """What a row of the report is: ``Cohort and ClusterQueue``, or ``quota group`` (``koordinator``)."""
-    return "quota group" if report.model == KOORDINATOR else "Cohort and ClusterQueue"
+    """What a row of the report is: ``Cohort and ClusterQueue``, ``quota group`` (``koordinator``) or
+    ``Volcano queue`` (``volcano``)."""
+    return {KOORDINATOR: "quota group", VOLCANO: "Volcano queue"}.get(report.model, "Cohort and ClusterQueue")
 
 
 def gpu_hours(gpu_ms: int) -> str:
@@ -150,8 +174,11 @@ def amount(resource: str, value: int | None) -> str:
     return f"{value:,}"
 
 
-def _row_elastic(n: NodeStats) -> tuple[str, ...]:
-    res = GPU if n.maximum.get(GPU, 0) > 0 else "cpu"
+def _row_elastic(n: NodeStats, by_guarantee: bool = False) -> tuple[str, ...]:
+    """A ``koordinator`` row (headline resource: GPUs when its max has GPUs) or, ``by_guarantee``, a
+    ``volcano`` row (GPUs when its deserved has GPUs: a translated queue's capability may hold the
+    whole tree's GPUs although it deserves none)."""
+    res = GPU if (n.nominal if by_guarantee else n.maximum).get(GPU, 0) > 0 else "cpu"
     unit = "gpu" if res == GPU else "cpu"
     return (("  " * n.depth) + n.name, n.kind, f"{n.admitted:,}", f"{n.running_at_start:,}", _waits(n.waits_ms),
             _waits(n.observed_waits_ms), percent(n.utilization("cpu")), percent(n.utilization(GPU)),
@@ -161,13 +188,148 @@ def _row_elastic(n: NodeStats) -> tuple[str, ...]:
             f"{n.pending_peak:,}", f"{n.pending_at_end:,}")
 
 
+def _row_volcano(n: NodeStats) -> tuple[str, ...]:
+    return _row_elastic(n, by_guarantee=True)
+
+
 def table_rows(report: Report) -> list[tuple[str, ...]]:
-    """One row per Cohort and ClusterQueue (``koordinator``: per quota group), depth-first from the
+    """One row per Cohort and ClusterQueue (``koordinator``: per quota group, ``volcano``: per queue), depth-first from the
     root (names indented by depth), columns :func:`headers`."""
-    row = _row_elastic if report.model == KOORDINATOR else _row
+    row = {KOORDINATOR: _row_elastic, VOLCANO: _row_volcano}.get(report.model, _row)
     if has_preemptions(report):
         return [row(n) + (f"{n.preempted:,}", gpu_hours(n.lost_gpu_ms)) for n in report.nodes]
     return [row(n) for n in report.nodes]
+
+
+def _table(title: str, columns: dict[str, str], rows: list[tuple[str, ...]], note: str = "") -> "Section":
+    """A summary table as a :class:`Section` (``note``: its intro)."""
+    return Section(title, note, columns, rows)
+
+
+def _ratio(x: Fraction | None) -> str:
+    return "-" if x is None else f"{float(x):,.2f}"
+
+
+def _q(values: tuple[int | None, ...]) -> tuple[str, ...]:
+    return tuple(duration(v) for v in values)
+
+
+def waits_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Waits per node: simulated p50/p95/p99/max next to the trace's own (``summary.wait_summary``)."""
+    rows = []
+    for w in summary.wait_summary(report):
+        observed = _q(w.observed) if w.n_observed else ("no observed wait in the trace",) + ("",) * 3
+        rows.append((("  " * w.node.depth) + w.node.name, f"{w.n:,}", *_q(w.simulated), f"{w.n_observed:,}",
+                     *observed))
+    return _table(f"Waits per {node_label(report)}: simulated and observed", {
+        "node": "the row's node, indented under its parent (a parent covers its subtree)",
+        "admitted": "workloads admitted in the simulation (their waits)",
+        "p50": "simulated wait, nearest-rank 50th percentile", "p95": "95th percentile", "p99": "99th percentile",
+        "max": "longest simulated wait",
+        "observed n": "workloads of the row with a wait in the trace (scheduled - created)",
+        "obs p50": "the trace's own wait, 50th percentile", "obs p95": "95th percentile",
+        "obs p99": "99th percentile", "obs max": "longest wait in the trace"}, rows,
+        "Simulated: admission - submission in the engine under the generated quota. Observed: what the real "
+        "cluster did with the same workloads (not every trace has it).")
+
+
+def priority_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Job completion time and bounded slowdown per priority class (``summary.priority_classes``)."""
+    rows = []
+    for st in summary.priority_classes(report):
+        mean = st.mean_slowdown()
+        rows.append((st.priority_class, f"{st.submitted:,}", f"{st.admitted:,}", f"{st.finished:,}",
+                     *_q(tuple(percentile(st.waits_ms, p) for p in (50, 95, 99))),
+                     *_q(tuple(percentile(st.jct_ms, p) for p in (50, 95, 99))),
+                     _ratio(mean),
+                     _ratio(percentile(st.slowdown, 95))))
+    return _table("Per priority class: job completion time and bounded slowdown", {
+        "priority class": "priorityClassName, else 'priority N' (spec.priority), else (none)",
+        "submitted": "workloads submitted during the history", "admitted": "of those, admitted",
+        "finished": "of those, finished within the history (JCT and slowdown count these)",
+        "wait p50": "first submission to last admission, 50th percentile", "wait p95": "95th", "wait p99": "99th",
+        "JCT p50": "job completion time = finish - submission, 50th percentile", "JCT p95": "95th",
+        "JCT p99": "99th",
+        "BSLD mean": "mean bounded slowdown max(1, (wait + run) / max(run, 10 s)) (Feitelson et al., JSSPP 1997)",
+        "BSLD p95": "its 95th percentile"}, rows)
+
+
+def stuck_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Pending demand next to idle quota per node (``NodeStats.pending_*``)."""
+    rows = [(("  " * n.depth) + n.name, duration(n.pending_ms), percent(n.share(n.pending_ms)),
+             duration(n.pending_room_ms), duration(n.pending_idle_ms)) for n in report.nodes]
+    return _table("Pending demand next to idle quota (stuck queues)", {
+        "node": "the row's node, indented under its parent",
+        "pending time": "time it had at least one pending workload", "share": "that time as a share of the span",
+        "pending, under nominal": "of that, time its usage was below its nominal quota in every flavor and resource "
+                                  "it has nominal quota of: its guarantee had room while work waited",
+        "pending, cohort idle": "of that, time its parent's subtree used less than its subtree nominal in every "
+                                "such flavor and resource ('-' for a root)"}, rows,
+        "A queue that waits while its own guarantee or its cohort has room is stuck on something other than quota "
+        "size: a request larger than the room, a borrowing or lending limit, or quota lent out and not reclaimed.")
+
+
+def fairness_section(report: Report, longest: list[summary.LongWait]) -> Section:
+    """Jain's fairness index across ClusterQueues (``summary.fairness``)."""
+    rows = [(scope, f"{n:,}", "-" if j is None else f"{float(j):.3f}") for scope, n, j in summary.fairness(report)]
+    return _table("Jain's fairness index across ClusterQueues", {
+        "scope": "all ClusterQueues, or those under one top node",
+        "ClusterQueues": "counted (those with nominal quota of their headline resource)",
+        "Jain's index": "(sum x)^2 / (n sum x^2) of x = time-weighted usage / nominal of the headline resource (GPUs "
+                        "when it has nominal GPUs, else cpu); 1 = equal shares of their guarantees, 1/n = one alone"},
+        rows)
+
+
+def preemption_section(report: Report, longest: list[summary.LongWait]) -> Section | None:
+    """Preemptions by reason and preemptor ClusterQueue (``summary.preemptions_by``); ``None`` without any."""
+    rows = [(reason, queue, f"{count:,}", gpu_hours(gpu)) for reason, queue, count, gpu in summary.preemptions_by(report)]
+    if not rows:
+        return None
+    return _table("Preemptions by reason and preemptor", {
+        "reason": "the Preempted decision's reason (docs/preemption.md)",
+        "preemptor ClusterQueue": "the ClusterQueue of the workload it was preempted for",
+        "preemptions": "Preempted decisions", "lost GPU-h": PREEMPTION_COLUMNS["lost GPU-h"]}, rows)
+
+
+def longest_section(report: Report, longest: list[summary.LongWait]) -> Section | None:
+    """The longest waits with their binding level and the explain command (``summary.longest_waits``)."""
+    if not longest:
+        return None
+    rows = []
+    shown = 3
+    for w in longest:
+        bound = "; ".join(
+            f"{b['kind']} {b['name']}{' (root)' if b.get('root') else ''}: {b['resource']}"
+            f"{' in ' + b['flavor'] if b['flavor'] else ''}, "
+            f"{amount(b['resource'], b['available'])} available of {amount(b['resource'], b['needed'])} needed"
+            for b in w.binding[:shown]) or (w.reason or "-")
+        if len(w.binding) > shown:
+            bound += f"; and {len(w.binding) - shown} more flavor-resources (the explain command lists them)"
+        rows.append((w.workload, w.cluster_queue, duration(w.wait_ms), bound, w.command))
+    return _table("The longest waits and what bound them", {
+        "workload": "namespace/name", "queue": "the ClusterQueue (quota group, Volcano queue) it waited in", "wait": "admission - submission",
+        "binding level when submitted": "per flavor and resource it was short of, the level closest to the root "
+                                        "whose available quota was below its need (statemodel.explain.binding)",
+        "explain it": "the command that shows the whole explanation as of its submission"}, rows)
+
+
+SUMMARY_SECTIONS = (waits_section, priority_section, stuck_section, fairness_section, preemption_section,
+                    longest_section)
+"""The summary tables of the report (``replay.reports.summary``), in order: each takes the report and
+its longest waits and returns a :class:`Section` (``None``: nothing to show)."""
+
+
+def sections(report: Report, longest: list[summary.LongWait]) -> list[Section]:
+    """The :data:`SUMMARY_SECTIONS` that have something to show (the terminal shows them too)."""
+    return [sec for sec in (f(report, longest) for f in SUMMARY_SECTIONS) if sec is not None]
+
+
+def _of_result(make: Callable[[Report, list[summary.LongWait]], "Section | None"]
+               ) -> Callable[["DemoResult"], "Section | None"]:
+    """A :data:`SUMMARY_SECTIONS` function as a :data:`SECTIONS` one (it reads the demo's result)."""
+    def section(result: DemoResult) -> Section | None:
+        return make(result.report, result.longest)
+    return section
 
 
 def example_queries(cluster: str, model: str = "kueue") -> list[tuple[str, str]]:
@@ -314,7 +476,8 @@ def worst_waits_section(result: DemoResult) -> Section | None:
          "workloads": "admitted workloads that became pending in the bucket"}, rows)
 
 
-SECTIONS: list[Callable[["DemoResult"], "Section | None"]] = [report_section, worst_waits_section]
+SECTIONS: list[Callable[["DemoResult"], "Section | None"]] = [
+    report_section, *(_of_result(make) for make in SUMMARY_SECTIONS), worst_waits_section]
 """The page's tables, in order: each function returns a :class:`Section` (or ``None``: nothing to
 show).  A new table is a function appended here."""
 
@@ -344,7 +507,7 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-spac
 th { background: #f0f0f0; cursor: pointer; user-select: none; }
 th[data-dir=asc]::after { content: " \\25B2"; } th[data-dir=desc]::after { content: " \\25BC"; }
 td:first-child, td:nth-child(2), th:first-child { text-align: left; }
-tr.Cohort, tr.ParentQuota { background: #eef4ff; font-weight: 600; }
+tr.Cohort, tr.ParentQuota, tr.ParentQueue { background: #eef4ff; font-weight: 600; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 0.3em; }
 figure { margin: 0 0 1.5em; } figcaption { font-size: 13px; color: #444; max-width: 1100px; }
 code, pre { background: #f6f6f6; padding: 2px 4px; }

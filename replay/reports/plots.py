@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from replay.reports.page import duration
-from replay.reports.tables import GPU, KOORDINATOR, Report, percentile
+from replay.reports.tables import GPU, KOORDINATOR, VOLCANO, Report, percentile
 from replay.reports.timeline import (AfsSeries, ShareSeries, WaitGrid, afs_series, bucket_edges, leaves,
                                      share_series, wait_grid)
 
@@ -48,7 +48,7 @@ _LABELS = {
     "kueue": ("nominal quota of the subtree", "nominal + borrowingLimit", "cohort", "workloads", "nominal quota",
               "ClusterQueue"),
     KOORDINATOR: ("min of the group", "max of the group", "group", "pods", "min", "quota group"),
-    "volcano": ("guarantee of the queue", "capability of the queue", "queue", "pod groups", "guarantee", "queue"),
+    VOLCANO: ("deserved of the queue", "capability of the queue", "queue", "PodGroups", "deserved", "queue"),
 }
 
 

@@ -46,6 +46,15 @@ Per node (ClusterQueue, or Cohort = everything in its subtree), over the span
   counted up to the decision (docs/preemption.md).
 - ``pending_peak``: the most workloads pending at once (counted after all events of an instant,
   so a workload admitted by the event that submitted it never counts); ``pending_at_end``.
+- ``pending_ms``: time with at least one pending workload; of that, ``pending_room_ms`` while the
+  node's usage was below its nominal quota in every flavor and resource it has nominal quota of,
+  and ``pending_idle_ms`` while its parent's subtree used less than the parent's subtree nominal
+  (the children's nominal plus the parent's own) in every such flavor and resource (``None`` for
+  a root) — the "stuck queue" signal: work waits although quota is idle.
+- ``Report.jobs``: per submitted workload its ClusterQueue, priority class, first submission, last
+  admission and finish (``replay.reports.summary`` derives JCT and bounded slowdown);
+  ``Report.preemptions``: per ``Preempted`` decision its reason, the preemptor's and the victim's
+  ClusterQueue and the GPU × ms lost.
 
 Under the ``koordinator`` quota model (the cluster has ``elastic_quotas`` rows) the nodes are the
 ElasticQuota groups (kind ``ParentQuota`` for ``is-parent`` groups, ``LeafQuota`` otherwise; the
@@ -59,13 +68,25 @@ parent's ``min`` already covers its children's: it is not added to them), so uti
 (``allow-lent-resource``), 0 otherwise; a parent's own share is its min minus its children's Σ
 min.  Each group also reports its ``max``, ``runtime`` and ``used`` at the end of the history
 (the projection).
+
+Under the ``volcano`` quota model (the cluster has ``volcano_queues`` rows) the nodes are the
+Volcano queues (kind ``ParentQueue`` for a queue with children, ``LeafQueue`` otherwise; Volcano's
+own ``root`` and ``default`` queues are not shown) and the units are PodGroups: a simulator
+``Batch`` applying a ``PodGroup`` and its ``Pod`` enters the group's ``spec.queue`` as pending, or,
+with the pod bound to a node, holds the pod's requests from then on (running at start); deleting
+the PodGroup withdraws it.  ``deserved`` plays the nominal quota as ``min`` does under
+``koordinator`` (a parent's covers its children's), ``capability`` the most it may use,
+``lendable`` is the deserved of a ``reclaimable`` queue; ``maximum`` / ``runtime`` / ``used`` are
+its ``capability``, ``realCapability`` and ``allocated`` at the end.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TypeVar
 
 import sqlalchemy as sa
 
@@ -73,7 +94,8 @@ from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel import sql_schema as s
 from statemodel.quantity import parse_quantity
 
-__all__ = ["NodeStats", "Report", "build_report", "percentile", "GPU", "KOORDINATOR"]
+__all__ = ["NodeStats", "Report", "JobRecord", "PreemptionRecord", "build_report", "percentile", "GPU", "KOORDINATOR",
+           "VOLCANO"]
 
 GPU = "nvidia.com/gpu"
 PENDING = ("", "")
@@ -83,13 +105,21 @@ Key = tuple[str, str]  # (flavor, resource)
 
 KOORDINATOR = "koordinator"
 """``Report.model`` of a cluster that runs the ``koordinator`` quota model."""
+VOLCANO = "volcano"
+"""``Report.model`` of a cluster that runs the ``volcano`` quota model."""
+VOLCANO_HIDDEN = ("root", "default")
+"""Volcano's own queues, created by the model as upstream does; not report rows."""
 POD_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
 SPECIAL_QUOTAS = ("koordinator-root-quota", "koordinator-system-quota", "koordinator-default-quota")
 DEFAULT_QUOTA = "koordinator-default-quota"
 
 
-def percentile(values: list[int], p: int) -> int | None:
-    """Nearest-rank percentile of sorted ``values``: the ⌈p·n/100⌉-th smallest (``None`` when empty)."""
+Ranked = TypeVar("Ranked", int, Fraction)
+
+
+def percentile(values: list[Ranked], p: int) -> Ranked | None:
+    """Nearest-rank percentile of sorted ``values`` (integers or exact fractions): the ⌈p·n/100⌉-th
+    smallest (``None`` when empty)."""
     if not values:
         return None
     rank = max(1, (p * len(values) + 99) // 100)
@@ -110,8 +140,14 @@ class NodeStats:
         borrowing_ms / lent_ms / span_ms: ms.
         pending_peak: workloads pending at once, at most.
         preempted: ``Preempted`` decisions of its workloads; lost_gpu_ms: GPU × ms of the runs they ended.
-        maximum / runtime / used: ``koordinator`` only: the group's ``max``, and its ``runtime`` and
-            ``used`` at the end of the history (resource → base units); empty otherwise.
+        maximum / runtime / used: ``koordinator``: the group's ``max``, and its ``runtime`` and
+            ``used`` at the end of the history; ``volcano``: the queue's ``capability``,
+            ``realCapability`` and ``allocated`` at the end (resource → base units); empty otherwise.
+        pending_ms: time with at least one pending workload; pending_room_ms: of that, time during
+            which its usage was below its nominal quota in every flavor and resource it has nominal
+            quota of (unused guarantee while work waits); pending_idle_ms: of ``pending_ms``, time
+            during which its parent's subtree used less than the parent's subtree nominal in every
+            such flavor and resource (idle quota in the cohort), ``None`` for a root.
     """
 
     kind: str
@@ -134,6 +170,9 @@ class NodeStats:
     maximum: dict[str, int] = field(default_factory=dict)
     runtime: dict[str, int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
+    pending_ms: int = 0
+    pending_room_ms: int = 0
+    pending_idle_ms: int | None = None
 
     def utilization(self, resource: str) -> Fraction | None:
         """Time-weighted usage / (nominal × span) of ``resource``; ``None`` without nominal quota."""
@@ -145,6 +184,38 @@ class NodeStats:
     def share(self, ms: int) -> Fraction | None:
         """``ms`` as a fraction of the span."""
         return Fraction(ms, self.span_ms) if self.span_ms > 0 else None
+
+
+@dataclass
+class JobRecord:
+    """One submitted workload (Workload, Pod or PodGroup) of the history.
+
+    Attributes:
+        key: ``ns/name``; cluster_queue: its ClusterQueue (quota group, Volcano queue).
+        priority_class: ``spec.priorityClassName``, else ``priority <spec.priority>``, else ``(none)``.
+        submitted_ms: when it entered its queue first; admitted_ms: its last admission (``None``:
+            never admitted); finished_ms: when it finished while holding quota (``None``: it did not
+            finish within the history).  Epoch ms.
+    """
+
+    key: str
+    cluster_queue: str
+    priority_class: str
+    submitted_ms: int
+    admitted_ms: int | None = None
+    finished_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class PreemptionRecord:
+    """One ``Preempted`` decision: its ``reason`` (Kueue's, e.g. ``InCohortReclamation``), the
+    preemptor's ClusterQueue (``None`` when the decision does not name it), the victim's
+    ClusterQueue, and the GPU × ms of the run it ended (``lost_gpu_ms``, as ``NodeStats``)."""
+
+    reason: str
+    preemptor_cluster_queue: str | None
+    victim_cluster_queue: str
+    lost_gpu_ms: int
 
 
 @dataclass
@@ -163,12 +234,15 @@ class Report:
         pending_series: top node → ``[(time ms, pending workloads)]``, the same way.
         limits: top node → ``(subtree nominal, nominal + borrowingLimit or None)`` of its headline
             resource (``koordinator``: ``(min, max)``).
-        model: the quota model of the cluster: ``kueue`` or :data:`KOORDINATOR`.
+        model: the quota model of the cluster: ``kueue``, :data:`KOORDINATOR` or :data:`VOLCANO`.
         changes: ClusterQueue (quota group) → ``[(time ms, (flavor, resource), delta)]`` in history
             order: its usage changes, and its pending count under the key ``("", "")``; what the time
             series of ``replay.reports.timeline`` are computed from.
         waited: ClusterQueue → ``[(pending since ms, wait ms)]`` of each admission, in history order
             (the waits of ``waits_ms`` with the time the workload last became pending).
+        jobs: one record per workload submitted during the history (not those running at its
+            start), in submission order.
+        preemptions: one record per ``Preempted`` decision, in decision order.
     """
 
     cluster: str
@@ -183,6 +257,8 @@ class Report:
     limits: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     changes: dict[str, list[tuple[int, Key, int]]] = field(default_factory=dict)
     waited: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    jobs: list[JobRecord] = field(default_factory=list)
+    preemptions: list[PreemptionRecord] = field(default_factory=list)
 
     def node(self, name: str, kind: str | None = None) -> NodeStats:
         """The node called ``name`` (of ``kind`` when given: a Cohort and a ClusterQueue may share a name).
@@ -225,6 +301,8 @@ class _History:
     lost_gpu_ms: dict[str, int]
     first_ms: int | None
     last_ms: int | None
+    jobs: dict[str, JobRecord] = field(default_factory=dict)
+    preemptions: list[PreemptionRecord] = field(default_factory=list)
 
 
 def _read_tree(conn: sa.Connection, cluster: str) -> _Tree:
@@ -233,6 +311,12 @@ def _read_tree(conn: sa.Connection, cluster: str) -> _Tree:
                                          eq.runtime, eq.used).where(eq.cluster == cluster).order_by(eq.name)))
     if groups:
         return _elastic_tree(groups)
+    vq = s.volcano_queues.c
+    queues = list(conn.execute(sa.select(vq.name, vq.parent, vq.reclaimable, vq.deserved, vq.capability,
+                                         vq.real_capability, vq.allocated).where(vq.cluster == cluster)
+                               .order_by(vq.name)))
+    if queues:
+        return _volcano_tree(queues)
     cohort_parent = {r.name: r.parent for r in conn.execute(
         sa.select(s.cohorts.c.name, s.cohorts.c.parent).where(s.cohorts.c.cluster == cluster))}
     cq_cohort = {r.name: r.cohort for r in conn.execute(
@@ -277,6 +361,65 @@ def _elastic_tree(groups: list) -> _Tree:
     return tree
 
 
+def _volcano_tree(queues: list) -> _Tree:
+    """The ``volcano`` tree from ``volcano_queues`` rows (module docstring): ``deserved`` plays the
+    nominal quota, ``capability`` the most it may use; a parent's deserved covers its children's."""
+    tree = _Tree({}, {}, {}, {}, VOLCANO, "ParentQueue", "LeafQueue")
+    shown = {q.name for q in queues if q.name not in VOLCANO_HIDDEN}
+    tree.quota_names = {q.name for q in queues}
+    parents = {q.parent for q in queues if q.name in shown}
+    child_deserved: dict[str, dict[Key, int]] = {}
+    for q in queues:
+        if q.name not in shown:
+            continue
+        parent = q.parent if q.parent in shown else None
+        inner = q.name in parents
+        (tree.cohort_parent if inner else tree.cq_cohort)[q.name] = parent
+        deserved, capability = q.deserved or {}, q.capability or {}
+        tree.own[(tree.inner if inner else tree.leaf, q.name)] = {
+            ("", r): (deserved.get(r, 0), capability[r] - deserved.get(r, 0) if r in capability else None,
+                      deserved.get(r, 0) if q.reclaimable else 0)
+            for r in sorted(set(deserved) | set(capability))}
+        tree.end[q.name] = (dict(capability), dict(q.real_capability or {}), dict(q.allocated or {}))
+        if parent is not None:
+            acc = child_deserved.setdefault(parent, {})
+            for r, v in deserved.items():
+                acc[("", r)] = acc.get(("", r), 0) + v
+    for q in queues:
+        if q.name in shown and q.name in parents:
+            below = child_deserved.get(q.name, {})
+            tree.parent_own[q.name] = {("", r): max(0, v - below.get(("", r), 0))
+                                       for r, v in (q.deserved or {}).items()}
+    return tree
+
+
+def _volcano_batch(events: list, t: int, hold: Callable[[str, str, int, dict[Key, int]], None],
+                   enqueue: Callable[[str, str, int, dict], None], release: Callable[[str, int], None]) -> None:
+    """A simulator ``Batch`` under the ``volcano`` model: a ``PodGroup`` and its ``Pod`` applied
+    (submitted: pending in the group's ``spec.queue``; the pod bound to a node: running at start) or
+    deleted (withdrawn).  The unit is the PodGroup (decisions name it); its usage is its pod's requests."""
+    groups = {}
+    pods = {}
+    for sub in events:
+        obj = (sub or {}).get("object") or {}
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace', 'default')}/{meta.get('name')}"
+        if sub.get("type") == "Deleted" and obj.get("kind") == "PodGroup":
+            release(key, t)
+        elif sub.get("type") == "Applied" and obj.get("kind") == "PodGroup":
+            groups[key] = obj
+        elif sub.get("type") == "Applied" and obj.get("kind") == "Pod":
+            pods[key] = obj
+    for key, group in groups.items():
+        spec = group.get("spec") or {}
+        pod = pods.get(key) or {}
+        queue = spec.get("queue") or "default"
+        if (pod.get("spec") or {}).get("nodeName"):
+            hold(key, queue, t, _pod_usage(pod))
+        else:
+            enqueue(key, queue, t, pod.get("spec") or {})
+
+
 def _pod_quota(obj: dict, tree: _Tree) -> str:
     """The quota of an archived Pod (upstream ``GetQuotaName``, without the ``namespaces`` annotation)."""
     meta = obj.get("metadata") or {}
@@ -295,6 +438,15 @@ def _pod_usage(obj: dict) -> dict[Key, int]:
             out[("", res)] = out.get(("", res), 0) + parse_quantity(
                 res, value, f"spec.containers[{i}].resources.requests.{res}")
     return out
+
+
+def _priority_class(spec: dict) -> str:
+    """The priority class of a Workload's, Pod's or PodGroup's ``spec`` (``JobRecord.priority_class``)."""
+    name = spec.get("priorityClassName")
+    if isinstance(name, str) and name:
+        return name
+    value = spec.get("priority")
+    return f"priority {value}" if isinstance(value, int) and not isinstance(value, bool) else "(none)"
 
 
 def _usage(assignments: object) -> dict[Key, int]:
@@ -322,14 +474,32 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
     def change(cq: str, t: int, key: Key, delta: int) -> None:
         h.changes.setdefault(cq, []).append((t, key, delta))
 
-    def release(key: str, t: int) -> None:
+    def release(key: str, t: int, finished: bool = False) -> None:
         if key in holding:
             cq, usage = holding.pop(key)
             for k, v in usage.items():
                 change(cq, t, k, -v)
+            if finished and key in h.jobs:
+                h.jobs[key].finished_ms = t
         elif key in queued:
             cq, _ = queued.pop(key)
             change(cq, t, PENDING, -1)
+
+    def hold(key: str, cq: str, t: int, usage: dict[Key, int]) -> None:
+        """A unit already running when the history starts (an observed admission)."""
+        holding[key] = (cq, usage)
+        held_since[key] = t
+        for k, v in usage.items():
+            change(cq, t, k, v)
+        h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
+
+    def enqueue(key: str, cq: str, t: int, spec: dict) -> None:
+        """A submitted unit enters its queue as pending."""
+        queued[key] = (cq, t)
+        change(cq, t, PENDING, 1)
+        if key in observed:
+            h.observed.setdefault(cq, []).append(observed[key])
+        h.jobs[key] = JobRecord(key, cq, _priority_class(spec), t)
 
     q = (sa.select(e.position, e.event_time_ms, e.type, e.payload)
          .where(e.cluster == cluster, e.status == "applied").order_by(e.position))
@@ -346,20 +516,11 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
             admission = (obj.get("status") or {}).get("admission")
             release(key, t)  # a re-applied workload replaces the old one
             if admission:
-                cq = admission.get("clusterQueue", "")
-                usage = _usage(admission.get("podSetAssignments"))
-                holding[key] = (cq, usage)
-                held_since[key] = t
-                for k, v in usage.items():
-                    change(cq, t, k, v)
-                h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
+                hold(key, admission.get("clusterQueue", ""), t, _usage(admission.get("podSetAssignments")))
             else:
                 cq = tree.lq_cq.get(f"{ns}/{spec.get('queueName')}")
                 if cq is not None:
-                    queued[key] = (cq, t)
-                    change(cq, t, PENDING, 1)
-                    if key in observed:
-                        h.observed.setdefault(cq, []).append(observed[key])
+                    enqueue(key, cq, t, spec)
         elif r.type == "Applied" and obj.get("kind") == "Pod" and tree.model == KOORDINATOR:
             meta = obj.get("metadata") or {}
             key = f"{meta.get('namespace', 'default')}/{meta.get('name')}"
@@ -370,19 +531,13 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
             elif phase not in ("Succeeded", "Failed"):
                 cq = _pod_quota(obj, tree)
                 if (obj.get("spec") or {}).get("nodeName"):
-                    usage = _pod_usage(obj)
-                    holding[key] = (cq, usage)
-                    held_since[key] = t
-                    for k, v in usage.items():
-                        change(cq, t, k, v)
-                    h.running_at_start[cq] = h.running_at_start.get(cq, 0) + 1
+                    hold(key, cq, t, _pod_usage(obj))
                 else:
-                    queued[key] = (cq, t)
-                    change(cq, t, PENDING, 1)
-                    if key in observed:
-                        h.observed.setdefault(cq, []).append(observed[key])
+                    enqueue(key, cq, t, obj.get("spec") or {})
+        elif r.type == "Batch" and tree.model == VOLCANO:
+            _volcano_batch(payload.get("events") or [], t, hold, enqueue, release)
         elif r.type == "WorkloadFinished":
-            release(payload.get("workload", ""), t)
+            release(payload.get("workload", ""), t, finished=True)
         elif r.type == "WorkloadEvicted" and payload.get("workload") in holding:  # observed: back to its queue
             key = payload["workload"]
             cq, usage = holding.pop(key)
@@ -408,12 +563,17 @@ def _read_history(conn: sa.Connection, cluster: str, tree: _Tree, observed: dict
                 for k, v in usage.items():
                     change(cq, dt, k, v)
                 h.admitted[cq] = h.admitted.get(cq, 0) + 1
+                if wl in h.jobs:
+                    h.jobs[wl].admitted_ms = dt
             elif wl in holding:  # Evicted / Preempted: back to its queue
                 cq, usage = holding.pop(wl)
                 if dec.type == "Preempted":
                     h.preempted[cq] = h.preempted.get(cq, 0) + 1
                     gpus = sum(v for (_, res), v in usage.items() if res == GPU)
-                    h.lost_gpu_ms[cq] = h.lost_gpu_ms.get(cq, 0) + gpus * (dt - held_since.get(wl, dt))
+                    lost = gpus * (dt - held_since.get(wl, dt))
+                    h.lost_gpu_ms[cq] = h.lost_gpu_ms.get(cq, 0) + lost
+                    h.preemptions.append(PreemptionRecord(str(dec.payload.get("reason") or "(none)"),
+                                                          dec.payload.get("preemptorClusterQueue"), cq, lost))
                 for k, v in usage.items():
                     change(cq, dt, k, -v)
                 queued[wl] = (cq, dt)
@@ -446,6 +606,18 @@ def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], pa
     with ``series`` (child index → headline resource) also the plot series into ``report``."""
     merged = heapq.merge(*[[(t, i, k, v) for t, k, v in st] for i, st in enumerate(streams)], key=lambda c: c[0])
     borrowed: dict[Key, int] = {}  # Σ over children of max(0, level − nominal)
+    pool: dict[Key, int] = {}  # the parent's subtree nominal: Σ children's nominal + its own
+    for c in children:
+        for k, v in c.nominal.items():
+            pool[k] = pool.get(k, 0) + v
+    for k, v in (parent_own or {}).items():
+        pool[k] = pool.get(k, 0) + v
+    pool_level: dict[Key, int] = {}  # Σ over children of level
+    guaranteed = [sorted(k for k, v in c.nominal.items() if v > 0) for c in children]
+    if parent_own is not None:
+        for c in children:
+            assert c.stats is not None
+            c.stats.pending_idle_ms = 0
     t_prev = start
 
     def close_interval(t: int) -> None:
@@ -453,13 +625,21 @@ def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], pa
         if dt <= 0:
             return
         short = () if parent_own is None else [k for k, b in borrowed.items() if b > parent_own.get(k, 0)]
-        for c in children:
+        for i, c in enumerate(children):
             st = c.stats
             assert st is not None
             if c.over:
                 st.borrowing_ms += dt
             elif short and any(min(c.nominal.get(k, 0) - c.level.get(k, 0), c.lendable.get(k, 0)) > 0 for k in short):
                 st.lent_ms += dt
+            if c.pending > 0:
+                st.pending_ms += dt
+                keys = guaranteed[i]
+                if keys and all(c.level.get(k, 0) < c.nominal[k] for k in keys):
+                    st.pending_room_ms += dt
+                if st.pending_idle_ms is not None and keys and \
+                        all(pool_level.get(k, 0) < pool.get(k, 0) for k in keys):
+                    st.pending_idle_ms += dt
 
     def record(t: int) -> None:
         for c in children:
@@ -495,6 +675,7 @@ def _sweep(children: list[_Child], streams: list[list[tuple[int, Key, int]]], pa
         nominal = c.nominal.get(key, 0)
         c.over += (new > nominal) - (old > nominal)
         borrowed[key] = borrowed.get(key, 0) + max(0, new - nominal) - max(0, old - nominal)
+        pool_level[key] = pool_level.get(key, 0) + delta
     if current is not None:
         record(current)
     close_interval(end)
@@ -560,7 +741,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
         cqs = [name] if kind == leaf else []
         for ck, cn in (children.get(name, []) if kind == inner else []):
             cqs += subtree_cqs[(ck, cn)]
-            if tree.model == KOORDINATOR:  # a parent's min already covers its children's
+            if tree.model in (KOORDINATOR, VOLCANO):  # a parent's min / deserved covers its children's
                 continue
             for k, v in nominal[(ck, cn)].items():
                 total[k] = total.get(k, 0) + v
@@ -599,7 +780,8 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
     for kind, name in roots:
         walk(kind, name)
     by_id = {(n.kind, n.name): n for n in nodes}
-    report = Report(cluster, start, end, nodes, tree.model, changes=hist.changes, waited=hist.waited)
+    report = Report(cluster, start, end, nodes, tree.model, changes=hist.changes, waited=hist.waited,
+                    jobs=list(hist.jobs.values()), preemptions=list(hist.preemptions))
 
     def child(kind: str, name: str) -> _Child:
         own = tree.own.get((kind, name), {})
@@ -641,7 +823,7 @@ def _compute(cluster: str, tree: _Tree, hist: _History, start: int, end: int) ->
                 report.limits[n] = (nom, nom + sum(b or 0 for b in limits) if capped else None)
         if parent is None:
             own = None
-        elif tree.model == KOORDINATOR:
+        elif tree.model in (KOORDINATOR, VOLCANO):
             own = tree.parent_own.get(parent, {})
         else:
             own = {k: q[0] for k, q in tree.own.get((inner, parent), {}).items()}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from replay.sim.importers.jobs import ImportResult, Job
 from replay.sim.manifests import QuotaConfigError, load_manifests, queue_names, write_manifests
-from replay.sim.quota_tree import QuotaRule, generate_quota, time_weighted
+from replay.sim.quota_tree import QuotaRule, generate_quota, parse_scale, time_weighted
 
 S = 1000  # ms per second
 
@@ -147,3 +148,70 @@ metadata: {name: t1}
         load_manifests(d, "org")
     with pytest.raises(QuotaConfigError, match="not a directory"):
         load_manifests(tmp_path / "nope", "org")
+
+
+def test_the_tree_total_is_a_percentile_of_the_whole_demand_not_its_peak() -> None:
+    # whole demand: 3 on [0,25), 7 on [25,50), 5 on [50,75), 1 on [75,100) (grp + grp2; j4 never ran)
+    def cpu(config, kind, name):
+        spec = _objects(config, kind)[name]["spec"]
+        return {r["name"]: r for g in spec.get("resourceGroups", []) for f in g["flavors"] for r in f["resources"]}["cpu"]
+
+    # p50 of the whole demand is 3 (levels 1, 3, 5, 7 a quarter each): the ClusterQueues' medians
+    # 2 + 1 fill it, the pool gets no top-up (it wanted p95 7 - 3 = 4), nothing to borrow from the root
+    tight = generate_quota(_trace(), QuotaRule(total_percentile=50))
+    assert cpu(tight, "ClusterQueue", "pool-grp")["nominalQuota"] == "2"
+    assert cpu(tight, "Cohort", "root-pool") == {"name": "cpu", "nominalQuota": "0", "borrowingLimit": "0",
+                                                 "lendingLimit": "0"}
+    assert cpu(tight, "Cohort", "root") == {"name": "cpu", "nominalQuota": "0"}
+    # p25 = 1 < the medians' sum 3: each median x 1/3, rounded down to a millicore (2000m -> 666m,
+    # 1000m -> 333m); borrowing still reaches each peak; the pool's top-up (p95 7000m - 999m) gets the 1m
+    # left of the total, so the root holds nothing
+    tiny = generate_quota(_trace(), QuotaRule(total_percentile=25))
+    assert cpu(tiny, "ClusterQueue", "pool-grp") == {"name": "cpu", "nominalQuota": "666m", "borrowingLimit": "5334m",
+                                                     "lendingLimit": "333m"}
+    assert cpu(tiny, "ClusterQueue", "pool-grp2")["nominalQuota"] == "333m"
+    assert cpu(tiny, "Cohort", "root-pool")["nominalQuota"] == "1m"
+    assert cpu(tiny, "Cohort", "root")["nominalQuota"] == "0"
+    # a node inventory caps the total: 5 cpu of capacity < p99 7 -> the pool's top-up 4 shrinks to
+    # the 5 - 3 = 2 left, it may borrow min(peak 7, 5) - 5 = 0
+    capped = _trace()
+    capped.capacity = {"f": {"cpu": 5000}}
+    assert cpu(generate_quota(capped), "Cohort", "root-pool") == {"name": "cpu", "nominalQuota": "2",
+                                                                   "borrowingLimit": "0", "lendingLimit": "2"}
+
+
+def test_quota_scale_multiplies_every_generated_quota() -> None:
+    def quotas(config):
+        return {(o["kind"], o["metadata"]["name"]): r for o in config.objects if o["kind"] in ("Cohort", "ClusterQueue")
+                for g in o["spec"].get("resourceGroups", []) for f in g["flavors"] for r in f["resources"]}
+
+    half = quotas(generate_quota(_trace(), QuotaRule(scale=parse_scale("0.5"))))
+    # the rule's numbers (default: total p99 = 7): grp 2 / 4 / 1, grp2 1 / 0 / 500m, pool 4 / 0 / 4, root 0
+    assert half[("ClusterQueue", "pool-grp")] == {"name": "cpu", "nominalQuota": "1", "borrowingLimit": "2",
+                                                   "lendingLimit": "500m"}
+    assert half[("ClusterQueue", "pool-grp2")] == {"name": "cpu", "nominalQuota": "500m", "borrowingLimit": "0",
+                                                    "lendingLimit": "250m"}
+    assert half[("Cohort", "root-pool")] == {"name": "cpu", "nominalQuota": "2", "borrowingLimit": "0",
+                                             "lendingLimit": "2"}
+    # 1.5 x 500m = 750m; 1.5 x 1 cpu = 1500m
+    loose = quotas(generate_quota(_trace(), QuotaRule(scale=parse_scale("1.5"))))
+    assert loose[("ClusterQueue", "pool-grp2")]["lendingLimit"] == "750m"
+    assert loose[("ClusterQueue", "pool-grp2")]["nominalQuota"] == "1500m"
+    assert "every quota x 1.5" in generate_quota(_trace(), QuotaRule(scale=parse_scale("1.5"))).notes[1]
+    for bad in ("0", "-1", "x", "1/0"):
+        with pytest.raises(ValueError, match="--quota-scale"):
+            parse_scale(bad)
+
+
+def test_a_tighter_scale_keeps_jobs_waiting_in_the_simulation(tmp_path: Path) -> None:
+    from replay.sim.simulator import simulate
+
+    # scale 1: grp may use 2 + 4 = 6 cpu, grp2 1 cpu, the tree 7: j1, j2 and j3 run when they arrive.
+    # scale 0.5: grp may use 1 + 2 = 3 cpu < j2's 4 cpu, grp2 500m < j3's 1 cpu: only j1 is admitted.
+    loose = simulate(_trace(), generate_quota(_trace()), tmp_path / "a.ndjson", tick_ms=0)
+    assert (loose.admitted, loose.pending_at_end) == (3, 0)
+    assert all(loose.admitted_at[k] == job.submit_ms for k, job in loose.job_of.items() if k in loose.admitted_at)
+    tight = simulate(_trace(), generate_quota(_trace(), QuotaRule(scale=Fraction(1, 2))), tmp_path / "b.ndjson",
+                     tick_ms=0)
+    assert (tight.admitted, tight.pending_at_end) == (1, 2)
+    assert sorted(k.split("/")[1] for k in tight.admitted_at) == ["j1"]

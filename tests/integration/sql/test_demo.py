@@ -236,3 +236,94 @@ def test_bad_rows_and_bad_options_are_reported_by_line_and_name(tmp_path: Path) 
     bad = _runner().invoke(app, ["demo", "--out", str(tmp_path / "o2"), "--trace", str(LAB / "jobs.csv"),
                                  "--mapping", str(LAB / "mapping.yaml"), "--until", "next week"])
     assert bad.exit_code == 1 and "error: --until:" in bad.stderr
+
+
+def test_summary_numbers_of_a_hand_worked_history(tmp_path: Path) -> None:
+    from replay.reports import summary
+    from replay.reports.page import sections
+
+    # the lab story of test_hand_made_trace_report, with priorities that keep its order:
+    #   a1 (100) submit 0 admitted 0 ends 100; a2 (100) submit 10 admitted 10 ends 60;
+    #   b1 (5) submit 20 admitted 60 ends 110; b2 (0) submit 30 admitted 100 ends 110
+    jobs = [Job("a1", T0, 100_000, ("team-a", "ann"), 1, (("cpu", 4000),), priority=100),
+            Job("a2", T0 + 10_000, 50_000, ("team-a", "ann"), 1, (("cpu", 4000),), priority=100),
+            Job("b1", T0 + 20_000, 50_000, ("team-b", "bob"), 1, (("cpu", 4000),), priority=5),
+            Job("b2", T0 + 30_000, 10_000, ("team-b", "bob"), 1, (("cpu", 2000),), priority=0)]
+    events = tmp_path / "e.ndjson"
+    simulate(ImportResult("lab", jobs, [], T0, T0 + 200_000), load_manifests(LAB / "quota", "lab"), events,
+             until_ms=T0 + 200_000, tick_ms=0)
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    replay_to_db(str(events), url)
+    report = build_report(url, "lab", start_ms=T0, end_ms=T0 + 200_000)
+    a, b, lab = report.node("team-a"), report.node("team-b"), report.node("lab")
+
+    # JCT = finish - submit; bounded slowdown = max(1, JCT / max(run, 10 s))
+    classes = {st.priority_class: st for st in summary.priority_classes(report)}
+    assert sorted(classes) == ["priority 0", "priority 100", "priority 5"]
+    assert (classes["priority 100"].jct_ms, classes["priority 100"].slowdown) == ([50_000, 100_000], [1, 1])
+    assert (classes["priority 5"].waits_ms, classes["priority 5"].jct_ms) == ([40_000], [90_000])
+    assert classes["priority 5"].slowdown == [Fraction(90, 50)]        # run 50 s
+    assert classes["priority 0"].slowdown == [Fraction(80, 10)]        # run 10 s
+    assert classes["priority 0"].mean_slowdown() == 8
+    assert summary.bounded_slowdown(5_000, 1_000) == 1          # (5 + 1) / 10 < 1: bounded below by 1
+    assert summary.bounded_slowdown(25_000, 5_000) == 3        # (25 + 5) / max(5, 10)
+    assert summary.bounded_slowdown(0, 1_000) == 1             # never below 1
+
+    # pending: team-b 20-100 s; its 4 cpu are unused while b1 waits (20-60), full with b1 after;
+    # the cohort's 8 cpu are in use all that time (a1 + a2, then a1 + b1)
+    assert (b.pending_ms, b.pending_room_ms, b.pending_idle_ms) == (80_000, 40_000, 0)
+    assert (a.pending_ms, a.pending_room_ms, a.pending_idle_ms) == (0, 0, 0)
+    assert (lab.pending_ms, lab.pending_room_ms, lab.pending_idle_ms) == (80_000, 0, None)
+
+    # Jain over usage / nominal: team-a 600/800, team-b 220/800 -> (41/40)^2 / (2 x 1021/1600) = 1681/2042
+    assert summary.fairness(report) == [("all", 2, Fraction(1681, 2042))]
+    assert summary.jain_index([Fraction(1), Fraction(0)]) == Fraction(1, 2)
+    assert summary.jain_index([Fraction(0)]) is None
+
+    waits = summary.wait_summary(report)
+    assert [(w.node.name, w.simulated) for w in waits] == [
+        ("lab", (0, 70_000, 70_000, 70_000)), ("team-a", (0, 0, 0, 0)), ("team-b", (40_000, 70_000, 70_000, 70_000))]
+    assert waits[0].n_observed == 0  # no observed waits passed: the page says so
+
+    # the longest waits, explained as of their submission: b2 at 30 s is short of 2 cpu and the root
+    # cohort lab binds (its 8 cpu held by a1 and a2)
+    longest = summary.longest_waits(url, report)
+    assert [(w.workload, w.wait_ms) for w in longest] == [("bob/b2", 70_000), ("bob/b1", 40_000)]
+    first = longest[0]
+    assert first.reason == "WaitingForQuota"
+    assert [(x["kind"], x["name"], x["root"], x["resource"], x["needed"], x["available"]) for x in first.binding] == [
+        ("Cohort", "lab", True, "cpu", 2000, 0)]
+    assert first.command == f"quotaledger explain bob/b2 --db {url} --at 2026-01-01T00:00:30Z"
+    explained = _runner().invoke(app, first.command.split()[1:] + ["--json"])
+    assert explained.exit_code == 0 and json.loads(explained.stdout)["binding"] == list(first.binding)
+    titles = [sec.title for sec in sections(report, longest)]
+    assert titles[0].startswith("Waits per") and titles[-1] == "The longest waits and what bound them"
+    assert not any(t.startswith("Preemptions") for t in titles)  # none happened
+    assert sections(report, longest)[0].rows[0][7] == "no observed wait in the trace"
+
+
+def test_quota_scale_through_the_command_line(tmp_path: Path) -> None:
+    lab = ["--trace", str(LAB / "jobs.csv"), "--mapping", str(LAB / "mapping.yaml")]
+
+    def simulate_with(*args: str):
+        return _runner().invoke(app, ["simulate", "--out", str(tmp_path / "e.ndjson"), "--tick", "0", *lab, *args])
+
+    # the generated lab tree over the observed span 0-100 s: team-a median 4 (a1 alone half the time),
+    # peak 8 -> nominal 4 + borrowing 4; team-b median 0, peak 6 -> 0 + 6; the root holds the p99 of
+    # the whole demand (14) - 4 = 10.  It admits all four jobs.  At 0.25: team-a may reach 1 + 1 cpu,
+    # team-b 0 + 1.5 cpu, and every job asks for 2 or 4: none is admitted
+    full = simulate_with("--quota-out", str(tmp_path / "q1"))
+    assert full.exit_code == 0, full.stderr
+    assert "4 admitted" in full.stdout and ", 0 pending" in full.stdout
+    quarter = simulate_with("--quota-scale", "0.25", "--quota-out", str(tmp_path / "q2"))
+    assert quarter.exit_code == 0, quarter.stderr
+    assert "every quota x 0.25 (--quota-scale)" in quarter.stderr
+    assert "0 admitted" in quarter.stdout and ", 4 pending" in quarter.stdout
+    cqs1 = (tmp_path / "q1" / "30-cluster-queues.yaml").read_text()
+    cqs2 = (tmp_path / "q2" / "30-cluster-queues.yaml").read_text()
+    assert cqs1 != cqs2
+    for bad, message in (("0", "must be greater than 0"), ("lots", "is not a number")):
+        result = simulate_with("--quota-scale", bad)
+        assert result.exit_code == 1 and f"--quota-scale: '{bad}' {message}" in result.stderr
+    with_folder = simulate_with("--quota", str(LAB / "quota"), "--quota-scale", "0.5")
+    assert with_folder.exit_code == 1 and "edit the manifests instead" in with_folder.stderr

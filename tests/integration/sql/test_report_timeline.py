@@ -155,7 +155,8 @@ def test_lab_page_and_plots(tmp_path: Path, db: str) -> None:
     assert not (out / "afs_usage.png").exists()  # the lab quota has no admission fair sharing
     page = _Page()
     page.feed((out / "index.html").read_text())
-    assert len(page.tables) == 2 and all(t.get("class") == "sortable" for t in page.tables)
+    # the report table, five summary tables (no preemption happened) and the hottest heatmap cells
+    assert len(page.tables) == 7 and all(t.get("class") == "sortable" for t in page.tables)
     assert page.scripts == [{}]  # one inline script, nothing loaded from elsewhere
     assert all("data-sort" in c for c in page.cells)
     assert "white-space: pre-wrap" in page.style and "overflow-x" not in page.style
@@ -170,4 +171,5 @@ def test_lab_page_and_plots(tmp_path: Path, db: str) -> None:
     assert ('<tr><td data-sort="team-b">team-b</td><td data-sort="lab">lab</td>'
             f'<td data-sort="{T0}">2026-01-01 00:00 UTC</td><td data-sort="70000">1m10s</td>'
             '<td data-sort="2.0">2</td></tr>') in text
-    assert text.count('<td data-sort="team-a">') == 0
+    hottest = text.split("<h2>Where and when workloads waited longest</h2>", 1)[1].split("</table>", 1)[0]
+    assert hottest.count('<td data-sort="team-b">') == 1 and hottest.count('<td data-sort="team-a">') == 0
