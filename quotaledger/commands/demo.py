@@ -8,8 +8,17 @@ from typing import Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, writing
-from quotaledger.commands.options import MAPPING_OPTION, MODEL_OPTION, QUOTA_OPTION, TRACE_OPTION, UNTIL_OPTION
+from quotaledger.commands.options import (
+    MAPPING_OPTION, MODEL_OPTION, NODE_MAPPING_OPTION, NODES_OPTION, PLACEMENT_OPTION, QUOTA_OPTION, TRACE_OPTION,
+    UNTIL_OPTION,
+)
 from quotaledger.views.output import console, err_console
+
+
+def check_nodes(nodes: str | None, node_mapping: str | None) -> None:
+    """``CommandError`` (exit 2) for ``--node-mapping`` without ``--nodes`` (the CSV it describes)."""
+    if node_mapping is not None and nodes is None:
+        raise CommandError("--node-mapping needs --nodes: give the node list CSV it describes (docs/traces.md)", 2)
 
 
 def trace_of(trace: str | None, mapping: str | None) -> str:
@@ -31,21 +40,27 @@ def demo(
     out: Optional[str] = typer.Option(None, "--out", help="Output folder (default: out/demo-<trace>)."),
     until: Optional[str] = UNTIL_OPTION,
     model: str = MODEL_OPTION,
+    nodes: Optional[str] = NODES_OPTION,
+    node_mapping: Optional[str] = NODE_MAPPING_OPTION,
+    placement: bool = PLACEMENT_OPTION,
 ) -> None:
     """The main job on a real trace: import it, build the quota tree (written as editable manifests),
     simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort (per
     quota group under --model koordinator) (tables, PNG plots, index.html) — all in one output
-    folder, named at the end."""
+    folder, named at the end.  With --placement, also node utilization, GPU fragmentation and the
+    waits of the same run without placement."""
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 
     if model not in ("kueue", "koordinator", "volcano"):
         raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
+    check_nodes(nodes, node_mapping)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
-                          on_note=lambda text: err.print(text, markup=False, highlight=False), model=model)
+                          on_note=lambda text: err.print(text, markup=False, highlight=False), model=model,
+                          nodes=nodes, node_mapping=node_mapping, placement=placement)
     print_demo(console(), result)
 
 
@@ -61,6 +76,9 @@ def simulate(
     finish_at_horizon: bool = typer.Option(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
     model: str = MODEL_OPTION,
+    nodes: Optional[str] = NODES_OPTION,
+    node_mapping: Optional[str] = NODE_MAPPING_OPTION,
+    placement: bool = PLACEMENT_OPTION,
 ) -> None:
     """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
 
@@ -77,7 +95,9 @@ def simulate(
         raise CommandError(f"--model: {model!r} is not a quota model the simulator runs "
                            "(kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model)
+    check_nodes(nodes, node_mapping)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, nodes=nodes,
+                                             node_mapping=node_mapping, placement=placement)
     tick_ms = parse_span(tick, "--tick")
     for line in input_notes(imported, config):
         err.print(line, markup=False, highlight=False)

@@ -222,6 +222,7 @@ def write_index(result: DemoResult) -> Path:
                       for what, sql in example_queries(r.cluster, r.model))
     notes = "".join(f"<li>{e(n)}</li>" for n in result.config.notes)
     guarantee = "the group's min" if r.model == KOORDINATOR else "nominal quota of the subtree"
+    extra = "".join(result.html_sections)  # hook: sections of other reports (replay.reports.placement)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>quotaledger demo: {e(r.cluster)}</title>
 <style>{_CSS}</style></head><body>
@@ -241,6 +242,7 @@ borrowing and lent are shares of the span. The section "The demo report" of docs
 <table><thead><tr>{head}</tr></thead><tbody>
 {body}</tbody></table>
 <dl>{legend}</dl>
+{extra}
 <h2>Plots</h2>
 {plots}
 <h2>Query the store</h2>

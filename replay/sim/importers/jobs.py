@@ -145,9 +145,9 @@ class ImportResult:
         bad_rows: rows that were skipped, with line numbers.
         trace_start_ms / trace_end_ms: the time span the trace covers (ms since the epoch).
         nodes: ``v1`` ``Node`` objects (Kubernetes-shaped dicts) when the trace has a node list.
-        topologies: ``Topology`` objects (``kueue.x-k8s.io/v1alpha1``) over those nodes' labels.
         flavors: ResourceFlavor objects implied by the trace (for example one per GPU model).
         capacity: per flavor, the summed node allocatable in base units (empty without nodes).
+        topologies: ``Topology`` objects (``kueue.x-k8s.io/v1alpha1``) over the nodes' labels.
     """
 
     name: str
@@ -156,9 +156,9 @@ class ImportResult:
     trace_start_ms: int
     trace_end_ms: int
     nodes: list[dict] = field(default_factory=list)
-    topologies: list[dict] = field(default_factory=list)
     flavors: list[dict] = field(default_factory=list)
     capacity: dict[str, dict[str, int]] = field(default_factory=dict)
+    topologies: list[dict] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- exact helpers
