@@ -23,9 +23,10 @@ The rule (:class:`GangRule`), for job ``i`` named ``gang-<i, 5 digits>``:
 
 With the defaults (2,000 jobs, one every 95 s, 53 hours) the offered load is about 90 % of
 Lingjun's 847 hosts: mean 5.375 hosts × 3.75 h per job ≈ 20.2 host-hours, at 37.9 jobs an hour ≈
-764 busy hosts.  Nothing observed: the jobs have no observed start (their waits are the
-simulation's only), and the quota generator gives each team an equal share of the capacity
-(``replay.sim.quota_tree`` rule 7).
+764 busy hosts.  Nothing is observed: the jobs have no observed start, so they have no observed
+wait, and the quota generator counts their demand from their submission on, as for any trace without
+start times (``replay.sim.quota_tree`` rule 1).  The generated quota thus covers the offered load
+at its peak, and the nodes, not the quota, make a gang wait.
 """
 
 from __future__ import annotations

@@ -39,11 +39,6 @@ Shape (tenant paths and names: ``replay.sim.manifests.queue_names``)::
    ``resourceWeights`` that score cores and GPUs (cpu 1, ``nvidia.com/gpu`` 10,
    ``alibaba.com/gpu-milli`` 0.01, every other resource 0: bytes would swamp the score), and
    ``admissionScope.admissionMode: UsageBasedAdmissionFairSharing`` on every ClusterQueue.
-7. A trace with no observed demand at all (a generated one, ``replay.sim.gangs``: no job has an
-   observed start) but with nodes: each ClusterQueue's ``nominalQuota`` is an equal share of
-   each flavor's capacity (⌊capacity / ClusterQueues⌋, the remainder to the first by name), with
-   no borrowing or lending limit, so the ClusterQueues together hold exactly the nodes and may
-   borrow all of it from each other; the cohorts hold nothing of their own.
 
 The trace's ``Topology`` objects come first, then its ResourceFlavors (a flavor names its
 topology in ``spec.topologyName``).
@@ -235,16 +230,9 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
         owner_resources.setdefault(owner, set()).add(res)
 
     nominal_sum: dict[tuple[str, str, str], int] = {}
-    shares = not cq_changes and bool(trace.capacity)  # rule 7
-    order = sorted(cq_info)
     for cq, info in cq_info.items():
         for fk in sorted(info["flavors"]):
             for res in sorted(info["resources"]):
-                if shares:
-                    cap = trace.capacity.get(fk, {}).get(res, 0)
-                    nominal = cap // len(order) + (cap % len(order) if cq == order[0] else 0)
-                    put(cq, fk, res, nominal, None, None)
-                    continue
                 (p_nom,), peak = time_weighted(cq_changes.get((cq, fk, res), []), span, [rule.nominal_percentile])
                 nominal, peak = _ceil(p_nom), _ceil(peak)
                 borrow = max(0, peak - nominal)
