@@ -32,7 +32,7 @@ from replay.sim.volcano_quota import to_volcano_queues
 from replay.sim.quota_tree import generate_quota
 from replay.reports.tables import Report, build_report
 from replay.reports.placement import (
-    PlacementReport, build_placement_report, placement_html, wait_rows, write_fragmentation_plot,
+    PlacementReport, build_placement_report, placement_document, placement_html, wait_rows, write_fragmentation_plot,
 )
 from replay.reports.page import write_index
 from replay.runner import ReplayResult
@@ -261,7 +261,9 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     result.report_json.write_text(json.dumps(
         {"cluster": report.cluster, "model": report.model, "startMs": report.start_ms, "endMs": report.end_ms,
          "hash": engine.hash,
-         "nodes": [asdict(n) for n in report.nodes]}, indent=1) + "\n", encoding="utf-8")
+         "nodes": [asdict(n) for n in report.nodes],
+         **({"placement": placement_document(result.placement)} if result.placement is not None else {})},
+        indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock
     return result

@@ -49,6 +49,8 @@ def print_demo(console: Console, result: DemoResult) -> None:
     for node, row in zip(report.nodes, table_rows(report)):
         table.add_row(*row, style="bold" if node.kind in ("Cohort", "ParentQuota") else None)
     console.print(table)
+    if result.placement is not None:
+        print_placement(console, result)
     sim, rep = result.simulation, result.replay
     console.print(f"simulation: {sim.summary()}", markup=False, highlight=False)
     total = sum(result.seconds.values())
@@ -64,3 +66,30 @@ def print_demo(console: Console, result: DemoResult) -> None:
     console.print("example queries (e.g. sqlite3 on the file, or psql):", markup=False)
     for what, sql in example_queries(report.cluster, report.model):
         console.print(f"  -- {what}\n  {sql}", markup=False, highlight=False)
+
+
+def print_placement(console: Console, result: DemoResult) -> None:
+    """The placement report (``replay.reports.placement``): waits per ClusterQueue observed, with
+    and without placement; node utilization per group; the fragmentation summary."""
+    from replay.reports.page import duration, percent
+    from replay.reports.tables import percentile
+
+    rep = result.placement
+    assert rep is not None
+
+    def waits(values: list[int]) -> str:
+        return "/".join(duration(percentile(values, p)) for p in (50, 95)) if values else "-"
+
+    table = Table(title=f"{rep.cluster}: waits p50/p95 with and without placement (docs/demo.md: Placement)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for i, header in enumerate(("ClusterQueue", "jobs", "observed", "with placement", "never", "without", "never")):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for w in rep.waits:
+        table.add_row(w.queue, f"{w.jobs:,}", waits(w.observed_waits), waits(w.placed_waits), f"{w.placed_never:,}",
+                      waits(w.unplaced_waits), f"{w.unplaced_never:,}")
+    console.print(table)
+    util = ", ".join(f"{u.group} {u.resource} {percent(u.utilization)}" for u in rep.utilization
+                     if u.resource == rep.gpu_resource)
+    console.print(f"node utilization ({rep.gpu_resource}, time-weighted): {util}", markup=False, highlight=False)
+    console.print(f"GPU fragmentation: {percent(rep.fragmented_share())} of the free GPUs no pending pod set could use "
+                  "(while one was pending); plot fragmentation.png", markup=False, highlight=False)

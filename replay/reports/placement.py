@@ -52,7 +52,7 @@ from statemodel.quantity import parse_quantity
 
 __all__ = ["GroupUtilization", "FragmentationSample", "WaitRow", "PlacementReport", "build_placement_report",
            "placement_from_history", "HistoryItem",
-           "fragmentation_at", "wait_rows", "write_fragmentation_plot", "placement_html"]
+           "fragmentation_at", "wait_rows", "write_fragmentation_plot", "placement_html", "placement_document"]
 
 GPU = "nvidia.com/gpu"
 REPORTED = ("nvidia.com/gpu", GPU_MILLI, "cpu", "memory")
@@ -409,6 +409,19 @@ def wait_rows(root: str, placed: SimulationResult, unplaced: SimulationResult | 
         row.placed_waits.sort()
         row.unplaced_waits.sort()
     return [rows[k] for k in sorted(rows)]
+
+
+def placement_document(report: PlacementReport) -> dict:
+    """The report's exact numbers as JSON-ready data (``report.json`` key ``placement``): integers
+    only (ms, base units, base units × ms); ratios are left to the reader."""
+    return {"gpuResource": report.gpu_resource, "gpuUnit": report.gpu_unit,
+            "utilization": [{"group": u.group, "nodes": u.nodes, "resource": u.resource, "allocatable": u.allocatable,
+                             "allocatedMs": u.allocated_ms, "allocatableMs": u.allocatable_ms} for u in report.utilization],
+            "fragmentation": [[p.time_ms, p.free, p.fragmented, p.pending] for p in report.fragmentation],
+            "waits": [{"clusterQueue": w.queue, "jobs": w.jobs, "observedMs": w.observed_waits,
+                       "withPlacementMs": w.placed_waits, "withPlacementNever": w.placed_never,
+                       "withoutPlacementMs": w.unplaced_waits, "withoutPlacementNever": w.unplaced_never}
+                      for w in report.waits]}
 
 
 def write_fragmentation_plot(report: PlacementReport, out: str | Path) -> Path | None:

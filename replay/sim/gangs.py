@@ -21,9 +21,9 @@ The rule (:class:`GangRule`), for job ``i`` named ``gang-<i, 5 digits>``:
   KAI's (the ``kai.scheduler/topology`` and ``kai.scheduler/topology-required-placement``
   annotations), so both event shapes are exercised.
 
-With the defaults (2,000 jobs, one every 95 s, 53 hours) the offered load is about 90 % of
-Lingjun's 847 hosts: mean 5.375 hosts × 3.75 h per job ≈ 20.2 host-hours, at 37.9 jobs an hour ≈
-764 busy hosts.  Nothing is observed: the jobs have no observed start, so they have no observed
+With the defaults (2,000 jobs, one every 95 s, 53 hours) the tables' expectation is 5.375 hosts
+× 3.75 h ≈ 20.2 host-hours a job, at 37.9 jobs an hour ≈ 764 busy hosts, 90 % of Lingjun's 847;
+the 2,000 names drawn give 728 hosts on average, an offered load of about 86 %.  Nothing is observed: the jobs have no observed start, so they have no observed
 wait, and the quota generator counts their demand from their submission on, as for any trace without
 start times (``replay.sim.quota_tree`` rule 1).  The generated quota thus covers the offered load
 at its peak, and the nodes, not the quota, make a gang wait.
