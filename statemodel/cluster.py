@@ -40,9 +40,11 @@ from statemodel.admission.flavorassigner import Assignment
 from statemodel.hierarchy import ClusterQueueEntry, Hierarchy
 from statemodel.objects import (
     Admission, AdmissionMode, ClusterQueue, Cohort, EngineConfig, FairSharingPreemptionStrategy, LocalQueue, Node,
-    PreemptionReleaseOn, ResourceFlavor, StopPolicy, Workload,
+    PreemptionReleaseOn, ResourceFlavor, StopPolicy, Topology, Workload,
 )
 from statemodel.placement.nodes import NodeLedger
+from statemodel.placement.nodesets import BINPACK, PlacementFailure
+from statemodel.placement.stage import PlacementStage
 from statemodel.preemption import fair_sharing
 from statemodel.preemption.candidate_index import CandidateIndex
 from statemodel.preemption.classical import Target, find_targets
@@ -50,7 +52,8 @@ from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import preemption_message
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.reasons import (
-    CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, PENDING, PENDING_EVALUATION, SUSPENDED,
+    CLUSTER_QUEUE_STOPPED, LOCAL_QUEUE_STOPPED, MISCONFIGURED, NODE_FAILURES, NODE_FAILURES_MESSAGE, PENDING,
+    PENDING_EVALUATION, SUSPENDED, TOPOLOGY_PLACEMENT_FAILED,
 )
 from statemodel.quota import registry
 from statemodel.quota.protocol import QuotaModel, UnitModel
@@ -78,7 +81,9 @@ class ClusterState:
             of quota numbers; the admission cycle reaches it only through ``QuotaModel``.
         hierarchy: Cohorts and ClusterQueues (edges, implicit cohorts, cycles).
         flavors / local_queues: applied objects by name (LocalQueues by ``ns/name``).
-        nodes: the ``v1`` Nodes and the cluster's capacity over the schedulable ones.
+        nodes: the ``v1`` Nodes, the cluster's capacity over the schedulable ones, what placed pods hold
+            on each node and the ``Topology`` domains.
+        placement: the placement stage's waiters (docs/placement.md).
         config: the last ``EngineConfig``.
         workloads: every workload by ``ns/name`` (finished ones stay for audit until deleted).
         queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
@@ -97,6 +102,7 @@ class ClusterState:
         self.flavors: dict[str, ResourceFlavor] = {}
         self.local_queues: dict[str, LocalQueue] = {}
         self.nodes = NodeLedger()
+        self.placement = PlacementStage()
         self.config = EngineConfig()
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
@@ -291,9 +297,14 @@ class ClusterState:
         elif isinstance(obj, ResourceFlavor):
             self.flavors[obj.name] = obj
         elif isinstance(obj, Node):
+            old = self.nodes.get(obj.name)
             self.nodes.apply(obj)
+            if obj.unschedulable and old is not None and not old.unschedulable:
+                self._evict_from_node(obj.name)
             if self.units is not None:
                 self.units.set_capacity(self.nodes.totals())
+        elif isinstance(obj, Topology):
+            self.nodes.apply_topology(obj)
         elif isinstance(obj, EngineConfig):
             self._set_engine_config(obj)
         self._configuration_changed()
@@ -327,10 +338,15 @@ class ClusterState:
             if self.flavors.pop(name, None) is None:
                 return
         elif kind == "Node":
-            if self.nodes.delete(name) is None:
+            if name not in self.nodes:
                 return
+            self._evict_from_node(name)
+            self.nodes.delete(name)
             if self.units is not None:
                 self.units.set_capacity(self.nodes.totals())
+        elif kind == "Topology":
+            if not self.nodes.delete_topology(name):
+                return
         elif kind == "EngineConfig":
             if self.config == EngineConfig():
                 return
@@ -365,6 +381,7 @@ class ClusterState:
         self.candidate_index.tree_changed()
         self.scope_gate.clear(self.ready)
         self.wake_index.clear()
+        self.placement.waiting.clear()
         for name in self.waiting:
             self.queues[name].wake_all()
         self.ready.update(self.waiting)
@@ -508,8 +525,10 @@ class ClusterState:
             self.model.charge(cq_name, charge)
 
     def _release(self, info: WorkloadInfo) -> None:
-        """Give back the quota an admitted workload holds; wake whoever that may help (a victim's
-        preemptor first)."""
+        """Give back the quota (and nodes) an admitted workload holds; wake whoever that may help (a
+        victim's preemptor first, then who waits for nodes)."""
+        if info.nodes:
+            self.wake(self.placement.release(self.nodes, info))
         cq_name = info.cluster_queue
         charge = info.charge
         info.charge = {}
@@ -550,20 +569,54 @@ class ClusterState:
             if woke:
                 self.ready.add(queue.name)
 
+    def placing(self) -> bool:
+        """Whether admissions of this cluster go through the placement stage
+        (``EngineConfig.spec.placement.enable`` on the ``kueue`` model)."""
+        placement = self.config.placement
+        return placement is not None and placement.enable and self.units is None
+
+    def place(self, info: WorkloadInfo, assignment: Assignment) -> list[PodSetAssignment] | None:
+        """Place a head whose quota fits (``statemodel.placement.stage``): its podSet assignments with
+        nodes, or ``None`` with ``info`` pending ``TopologyPlacementFailed`` and the
+        ``PlacementFailure`` as its message."""
+        placement = self.config.placement
+        order = placement.node_order if placement is not None else BINPACK
+        result = self.placement.place(self.nodes, order, info, assignment.pod_sets, self.flavors)
+        if isinstance(result, PlacementFailure):
+            info.reason, info.message = TOPOLOGY_PLACEMENT_FAILED, result
+            return None
+        return result
+
     def admit(self, info: WorkloadInfo, entry: ClusterQueueEntry, queue: ClusterQueueQueue,
-              assignment: Assignment) -> None:
-        """Admit a head with its flavor assignment: charge quota and emit ``Admitted``."""
+              assignment: Assignment, pod_sets: list[PodSetAssignment] | None = None) -> None:
+        """Admit a head with its flavor assignment (``pod_sets``: the same with nodes, when placed):
+        charge quota and emit ``Admitted``."""
         self._leave_queue(queue, info)
-        info.assignment = assignment.pod_sets
+        placed = assignment.pod_sets if pod_sets is None else pod_sets
+        info.assignment = placed
         info.borrowing = assignment.borrowing
         info.observed = None
         self._charge(info, entry.name, assignment.usage)
-        self._decide(DECISION_ADMITTED, info.key, entry.name, pod_sets=assignment.pod_sets,
-                     borrowing=assignment.borrowing)
+        self._decide(DECISION_ADMITTED, info.key, entry.name, pod_sets=placed, borrowing=assignment.borrowing)
+
+    def _evict_from_node(self, name: str) -> None:
+        """Node ``name`` is gone or cordoned: every admitted workload with pods there is evicted
+        (``Evicted``, Kueue's ``NodeFailures`` reason and message) and goes back to its queue."""
+        message = NODE_FAILURES_MESSAGE.format(nodes=name)
+        for key in self.nodes.holders(name):
+            info = self.workloads.get(key)
+            if info is None or info.status != ADMITTED:
+                continue
+            cq_name = info.cluster_queue
+            self._release(info)
+            self._decide(EVICTED, key, cq_name, reason=NODE_FAILURES, message=message)
+            self._requeue_after_eviction(info, f"Evicted: {message}")
 
     def _observe_admission(self, info: WorkloadInfo, admission: Admission) -> None:
         """Charge an admission observed in a real cluster exactly as given; record whether we agree."""
-        pod_sets = [PodSetAssignment(p.name, p.count, dict(p.flavors), dict(p.resource_usage))
+        placing = self.placing()
+        pod_sets = [PodSetAssignment(p.name, p.count, dict(p.flavors), dict(p.resource_usage), None,
+                                     list(p.nodes) if placing and p.nodes else None)
                     for p in admission.pod_set_assignments]
         charge: dict = {}
         for ps in pod_sets:
@@ -585,6 +638,9 @@ class ClusterState:
         info.borrowing = 0
         self._charge(info, admission.cluster_queue, charge)
         info.observed = agrees
+        if placing:
+            self.placement.charge(self.nodes, info, [(p.name, p.nodes) for p in admission.pod_set_assignments
+                                                     if p.nodes])
 
     def _requeue_after_eviction(self, info: WorkloadInfo, message: str) -> None:
         """Back to its queue after an eviction: ``PendingEvaluation`` with ``message``; its queue order

@@ -28,17 +28,30 @@ PREEMPTED: Final = DecisionType.PREEMPTED
 EVICTED: Final = DecisionType.EVICTED
 
 
-def assignments_json(pod_sets: list[PodSetAssignment]) -> list[dict]:
-    """Kueue ``podSetAssignments`` JSON: flavors per resource and podSet-total usage as quantity strings."""
-    return [
-        {
+def assignments_json(pod_sets: list[PodSetAssignment], with_nodes: bool = False) -> list[dict]:
+    """Kueue ``podSetAssignments`` JSON: flavors per resource and podSet-total usage as quantity strings,
+    plus ``topologyAssignment`` when the podSet was placed on a topology, and with ``with_nodes`` its
+    ``nodes`` (node -> pods) when it was placed (docs/placement.md)."""
+    out = []
+    for ps in pod_sets:
+        entry = {
             "name": ps.name,
             "count": ps.count,
             "flavors": dict(sorted(ps.flavors.items())),
             "resourceUsage": {res: format_quantity(res, amount) for res, amount in sorted(ps.usage.items())},
         }
-        for ps in pod_sets
-    ]
+        if ps.topology is not None:
+            entry["topologyAssignment"] = ps.topology
+        if with_nodes and ps.nodes is not None:
+            entry["nodes"] = dict(ps.nodes)
+        out.append(entry)
+    return out
+
+
+def nodes_json(pod_sets: list[PodSetAssignment]) -> dict | None:
+    """An ``Admitted`` decision's ``nodes``: pod set → node → pods, or ``None`` when nothing was placed."""
+    placed = {ps.name: dict(ps.nodes) for ps in pod_sets if ps.nodes is not None}
+    return placed or None
 
 
 @final
@@ -47,7 +60,7 @@ class Decision:
 
     ``time_ms`` is the engine clock (ms since the Unix epoch) when it was made, ``cluster`` the cluster
     that made it.  ``kind`` is a :class:`DecisionType`; the other fields are filled per kind as in
-    EVENTS.md (``pod_sets`` and ``borrowing`` for ``Admitted``; ``reason``/``message`` otherwise,
+    EVENTS.md (``pod_sets`` and ``borrowing`` for ``Admitted``, with ``nodes`` when they were placed; ``reason``/``message`` otherwise,
     ``preemptor`` and ``preemptor_cluster_queue`` — the ClusterQueue the preemptor is queued in —
     for ``Preempted``).
     """
@@ -78,6 +91,9 @@ class Decision:
         if kind == ADMITTED:
             out["podSetAssignments"] = assignments_json(pod_sets or [])
             out["borrowing"] = borrowing
+            nodes = nodes_json(pod_sets or [])
+            if nodes is not None:
+                out["nodes"] = nodes
         else:
             if kind == PREEMPTED:
                 out["preemptor"] = preemptor

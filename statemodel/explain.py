@@ -24,6 +24,12 @@ tree is in use, a ClusterQueue at its borrowingLimit, a Cohort whose parent's le
 out.  ``holders`` lists the admitted workloads charged to that level's subtree for that
 flavor-resource — who holds the quota the workload waits for.
 
+``placement`` (only for a workload waiting ``TopologyPlacementFailed``) says why its gang fits no
+node set: KAI's summary and every NodeSet tried — its stage (``topology``: the topology plugin,
+``nodes``: the flavor/affinity plugin, ``gang``: pod allocation), pod set, domain and the problem
+with numbers (docs/placement.md).  An admitted placed workload's ``podSetAssignments`` carry its
+``nodes``.
+
 A unit of a model that admits its own units (a Koordinator pod) is explained by that model
 (``UnitModel.explain``: its quota's runtime level by level, how each level's share was computed,
 and the PreFilter shortfall).
@@ -37,6 +43,7 @@ from typing import TYPE_CHECKING
 from statemodel.admission.flavorassigner import pending_shortfalls
 from statemodel.decisions import PREEMPTED, assignments_json
 from statemodel.objects import BorrowWithinCohortPolicy, PreemptionPolicy
+from statemodel.placement.nodesets import PlacementFailure
 from statemodel.quota.protocol import CLUSTER_QUEUE, QuotaModel
 from statemodel.timefmt import format_time
 from statemodel.reasons import WAITING_FOR_PREEMPTED_WORKLOADS
@@ -118,10 +125,12 @@ def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -
         out["admission"] = {
             "admittedAt": format_time(info.admitted_ms) if info.admitted_ms is not None else None,
             "borrowing": info.borrowing,
-            "podSetAssignments": assignments_json(info.assignment or []),
+            "podSetAssignments": assignments_json(info.assignment or [], with_nodes=True),
             "observed": info.observed is not None,
             "engineAgreed": info.observed,
         }
+    if info.status == PENDING and isinstance(info.message, PlacementFailure):
+        out["placement"] = placement_failure_json(info.message)
     entry = cluster.hierarchy.cluster_queues.get(info.cluster_queue) if info.cluster_queue else None
     if entry is None:
         return out
@@ -138,6 +147,14 @@ def explain(cluster: "ClusterState", key: str, decisions: Iterable[dict] = ()) -
     if out["shortfalls"]:
         out["binding"] = binding(out["shortfalls"], out["levels"])
     return out
+
+
+def placement_failure_json(failure: PlacementFailure) -> dict:
+    """A ``PlacementFailure`` as data: ``summary`` and ``nodeSets`` (``stage``, ``podSet``,
+    ``nodeSet``, ``problem``), in the order they were tried."""
+    return {"summary": failure.summary,
+            "nodeSets": [{"stage": a.stage, "podSet": a.pod_set, "nodeSet": a.node_set, "problem": a.problem}
+                         for a in failure.attempts]}
 
 
 def binding(shortfalls: list[dict], levels: list[dict]) -> list[dict]:

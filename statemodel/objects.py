@@ -129,10 +129,74 @@ class ResourceGroup:
 
 @dataclass(frozen=True, slots=True)
 class ResourceFlavor:
-    """Kueue ``ResourceFlavor``: ``node_labels`` as sorted ``(key, value)`` pairs."""
+    """Kueue ``ResourceFlavor``: ``node_labels`` as sorted ``(key, value)`` pairs; ``topology_name``
+    is ``spec.topologyName`` (the ``Topology`` whose domains placement uses for pod sets assigned
+    this flavor; ``None`` = none)."""
 
     name: str
     node_labels: tuple[tuple[str, str], ...] = ()
+    topology_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """A ``kai.scheduler/v1alpha1`` or ``kueue.x-k8s.io/v1alpha1`` ``Topology``: ``levels`` are the
+    node labels of ``spec.levels[].nodeLabel``, top level first (reference/kai.md §1)."""
+
+    name: str
+    levels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """One ``matchExpressions`` entry of a required node-affinity term: ``operator`` is ``In``,
+    ``NotIn``, ``Exists`` or ``DoesNotExist``; ``values`` sorted (empty for the last two)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod ``Toleration``: ``operator`` ``Equal`` (default) or ``Exists``; empty ``key`` with
+    ``Exists`` tolerates every taint; empty ``effect`` matches every effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetPlacement:
+    """What placement reads of one podSet (its name is ``pod_set``): the pod template's
+    ``nodeSelector`` (sorted pairs), its required node affinity (``nodeSelectorTerms``: a node
+    matches if it matches any term, a term if it matches all its requirements; ``()`` = no
+    affinity), ``tolerations``, and Kueue's ``topologyRequest`` (``required`` / ``preferred`` level
+    label, ``unconstrained``, ``pod_set_group_name``).  ``None`` fields are absent."""
+
+    pod_set: str
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[tuple[NodeSelectorRequirement, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    pod_set_group_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRequest:
+    """A Workload's placement constraints: KAI's ``kai.scheduler/topology``,
+    ``kai.scheduler/topology-required-placement`` and ``kai.scheduler/topology-preferred-placement``
+    annotations (the constraint of the whole gang, reference/kai.md §1), and one
+    ``PodSetPlacement`` per podSet that carries any constraint."""
+
+    topology: str | None = None
+    required: str | None = None
+    preferred: str | None = None
+    pod_sets: tuple[PodSetPlacement, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,12 +286,15 @@ class PodSet:
 
 @dataclass(frozen=True, slots=True)
 class PodSetAssignment:
-    """One entry of Kueue ``status.admission.podSetAssignments``; ``resource_usage`` is the podSet total."""
+    """One entry of Kueue ``status.admission.podSetAssignments``; ``resource_usage`` is the podSet total.
+    ``nodes``: the pods per node named by its ``topologyAssignment`` (sorted ``(node, count)``; only
+    when the assignment's last level is ``kubernetes.io/hostname``)."""
 
     name: str
     flavors: tuple[tuple[str, str], ...]
     resource_usage: tuple[tuple[str, int], ...]
     count: int
+    nodes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +317,7 @@ class Workload:
     priority: int
     pod_sets: tuple[PodSet, ...]
     admission: Admission | None = None
+    placement: PlacementRequest | None = None
 
     @property
     def key(self) -> str:
@@ -297,6 +365,17 @@ class EngineConfig:
     preemption_release_on: PreemptionReleaseOn = PreemptionReleaseOn.DECISION
     koordinator: "ElasticQuotaArgs | None" = None
     volcano: "VolcanoArgs | None" = None
+    placement: "PlacementConfig | None" = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementConfig:
+    """``EngineConfig.spec.placement``: ``enable`` turns the placement stage on for the ``kueue``
+    model (docs/placement.md); ``node_order`` is ``binpack`` (default, as KAI's default placement
+    strategy) or ``spread``."""
+
+    enable: bool = False
+    node_order: str = "binpack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +538,7 @@ class PodGroup:
 
 
 KubeObject = (ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload | Node | EngineConfig | ElasticQuota
-              | Pod | Queue | PodGroup)
+              | Pod | Queue | PodGroup | Topology)
 
 
 @dataclass(frozen=True, slots=True)

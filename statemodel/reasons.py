@@ -21,6 +21,7 @@ class PendingReason(StrEnum):
     MISCONFIGURED = "Misconfigured"
     SUSPENDED = "Suspended"
     WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+    TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
 
 
 class PreemptionReason(StrEnum):
@@ -51,6 +52,7 @@ class EvictionReason(StrEnum):
 
     CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    NODE_FAILURES = "NodeFailures"
 
 
 # The members under short names, as the engine modules import them.
@@ -62,6 +64,7 @@ NO_MATCHING_FLAVOR: Final = PendingReason.NO_MATCHING_FLAVOR
 MISCONFIGURED: Final = PendingReason.MISCONFIGURED
 SUSPENDED: Final = PendingReason.SUSPENDED
 WAITING_FOR_PREEMPTED_WORKLOADS: Final = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+TOPOLOGY_PLACEMENT_FAILED: Final = PendingReason.TOPOLOGY_PLACEMENT_FAILED
 
 IN_CLUSTER_QUEUE: Final = PreemptionReason.IN_CLUSTER_QUEUE
 IN_COHORT_RECLAMATION: Final = PreemptionReason.IN_COHORT_RECLAMATION
@@ -70,6 +73,10 @@ IN_COHORT_FAIR_SHARING: Final = PreemptionReason.IN_COHORT_FAIR_SHARING
 
 CLUSTER_QUEUE_STOPPED: Final = EvictionReason.CLUSTER_QUEUE_STOPPED
 LOCAL_QUEUE_STOPPED: Final = EvictionReason.LOCAL_QUEUE_STOPPED
+NODE_FAILURES: Final = EvictionReason.NODE_FAILURES
+
+NODE_FAILURES_MESSAGE = "Workload eviction triggered due to multiple TAS assigned node failures, including: {nodes}"
+"""Kueue's node-failure eviction message (``pkg/controller/tas``, ``nodeMultipleFailuresEvictionMessageFormat``)."""
 
 SEVERITY = {WAITING_FOR_QUOTA: 1, EXCEEDS_MAX_QUOTA: 2, NO_MATCHING_FLAVOR: 3}
 """``NoFitReason`` ranking: per podSet the least severe flavor wins, across podSets the most severe."""

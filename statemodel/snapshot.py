@@ -13,7 +13,8 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``hierarchy`` (Cohorts and ClusterQueues, which cohort edges are linked while a cycle exists),
 ``workloads`` (each with its pending message's failures as data and who preempted whom, version 3),
 ``queues`` (with each queue's sticky preemptor, version 2), ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
-(admission-scope gates).  Derived data (subtree quota, cohort usage, node heights, caches) is
+(admission-scope gates), ``placement`` (Topologies, what each workload holds on nodes, who waits
+for nodes; absent in older snapshots, meaning none).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
 Versions: a snapshot carries ``SNAPSHOT_FORMAT`` and the engine version.  Another engine version
@@ -41,6 +42,7 @@ from statemodel.admission.cycle import Waiter
 from statemodel.admission.flavorassigner import NoFitMessage, PodSetStatus
 from statemodel.hierarchy import ClusterQueueEntry, CohortEntry
 from statemodel.placement.nodes import NodeLedger, node_document
+from statemodel.placement.nodesets import Attempt, PlacementFailure
 from statemodel.queues.cluster_queue import ClusterQueueQueue
 from statemodel.quota import registry
 from statemodel.quota.protocol import Shortfall
@@ -66,15 +68,16 @@ def _enc_workload(w: objects_module.Workload) -> list:
     """Fast path for the bulk of a snapshot: a Workload as a flat list (``_dec_workload``)."""
     return [w.namespace, w.name, w.uid, w.creation_ms, w.queue_name, w.priority,
             [[p.name, p.count, [list(r) for r in p.requests], p.min_count] for p in w.pod_sets],
-            _enc(w.admission)]
+            _enc(w.admission)] + ([] if w.placement is None else [_enc(w.placement)])
 
 
 def _dec_workload(row: list) -> objects_module.Workload:
-    ns, name, uid, creation, queue, priority, pod_sets, admission = row
+    """A Workload of ``_enc_workload``; a row without placement constraints ends after the admission."""
+    ns, name, uid, creation, queue, priority, pod_sets, admission = row[:8]
     return objects_module.Workload(
         ns, name, uid, creation, queue, priority,
         tuple(objects_module.PodSet(p[0], p[1], tuple((r, a) for r, a in p[2]), p[3]) for p in pod_sets),
-        _dec(admission))
+        _dec(admission), _dec(row[8]) if len(row) > 8 else None)
 
 
 def _enc(value: Any) -> Any:
@@ -205,29 +208,45 @@ def _message(text: str | None, failures: list | None, omitted: int) -> object:
                          for ps, statuses in failures], omitted)
 
 
+def _placement_failure(failure: PlacementFailure) -> list:
+    """A pending workload's ``PlacementFailure`` as ``[summary, [[stage, podSet, nodeSet, problem], ...]]``
+    (its text is derived, but is stored as the message too)."""
+    return [failure.summary, [[a.stage, a.pod_set, a.node_set, a.problem] for a in failure.attempts]]
+
+
 def _dump_workloads(c: ClusterState) -> dict:
     rows = []
     for w in c.workloads.values():
         failures = _failures(w.message)
         rows.append({
             "obj": _enc_workload(w.obj), "status": w.status, "cq": w.cluster_queue,
-            "assignment": None if w.assignment is None else [[p.name, p.count, p.flavors, p.usage]
-                                                             for p in w.assignment],
+            "assignment": None if w.assignment is None else [
+                [p.name, p.count, p.flavors, p.usage] + ([] if p.nodes is None else [p.topology, p.nodes])
+                for p in w.assignment],
             "charge": _frs(w.charge), "borrowing": w.borrowing, "reason": w.reason,
             "message": None if failures is not None else str(w.message), "failures": failures,
             "omitted": w.message.omitted if isinstance(w.message, NoFitMessage) else 0,
             "park": w.park, "queued": w.queued_ms, "admitted": w.admitted_ms, "observed": w.observed,
             "preemptedBy": w.preempted_by, "preemptionReason": w.preemption_reason, "victims": w.victims,
             "preempting": w.preempting,
+            **({"placementFailure": _placement_failure(w.message)} if isinstance(w.message, PlacementFailure) else {}),
         })
     return {"workloads": rows}
+
+
+def _assignment(row: list) -> PodSetAssignment:
+    """A podSet assignment row: ``[name, count, flavors, usage]``, plus ``[topology, nodes]`` when placed."""
+    if len(row) == 4:
+        return PodSetAssignment(*row)
+    name, count, flavors, usage, topology, nodes = row
+    return PodSetAssignment(name, count, flavors, usage, topology, [(n, pods) for n, pods in nodes])
 
 
 def _load_workloads(c: ClusterState, d: dict) -> None:
     for row in d["workloads"]:
         w = WorkloadInfo(_dec_workload(row["obj"]), row["queued"])
         w.status, w.cluster_queue, w.borrowing = _STATUSES[row["status"]], row["cq"], row["borrowing"]
-        w.assignment = None if row["assignment"] is None else [PodSetAssignment(*p) for p in row["assignment"]]
+        w.assignment = None if row["assignment"] is None else [_assignment(p) for p in row["assignment"]]
         w.charge = _unfrs(row["charge"])
         w.reason, w.message, w.park = row["reason"], _message(row["message"], row["failures"], row.get("omitted", 0)), row["park"]
         w.admitted_ms, w.observed = row["admitted"], row["observed"]
@@ -235,6 +254,9 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         reason = row["preemptionReason"]
         w.preemption_reason = None if reason is None else _PREEMPTION_REASONS[reason]
         w.victims, w.preempting = list(row["victims"]), row["preempting"]
+        failure = row.get("placementFailure")
+        if failure is not None:
+            w.message = PlacementFailure(failure[0], [Attempt(*a) for a in failure[1]])
         c.workloads[w.key] = w
 
 
@@ -362,6 +384,30 @@ def _load_scopes(c: ClusterState, d: dict) -> None:
     c.scope_gate.deferred = {s: set(n) for s, n in d["deferred"].items()}
 
 
+def _dump_placement(c: ClusterState) -> dict:
+    return {"topologies": [_enc(t) for t in c.nodes.topology_objects()],
+            "held": [[w.key, [[node, pods, amounts] for node, pods, amounts in w.nodes]]
+                     for w in c.workloads.values() if w.nodes],
+            "waiting": [[key, total] for key, (_, total) in c.placement.waiting.items()]}
+
+
+def _load_placement(c: ClusterState, d: dict) -> None:
+    """Topologies, then what each workload holds on nodes (re-charged on the ledger, which the
+    ``nodes`` component restored empty), then who waits for nodes."""
+    for t in d["topologies"]:
+        c.nodes.apply_topology(_dec(t))
+    for key, held in d["held"]:
+        w = c.workloads[key]
+        w.nodes = [(node, pods, dict(amounts)) for node, pods, amounts in held]
+        for node, pods, amounts in w.nodes:
+            c.nodes.allocate(key, node, pods, amounts)
+    c.placement.waiting = {key: (c.workloads[key], dict(total)) for key, total in d["waiting"]}
+
+
+OPTIONAL_COMPONENTS: dict[str, dict] = {"placement": {"version": 1, "topologies": [], "held": [], "waiting": []}}
+"""Components a snapshot written before they existed lacks, with the document that means "empty"."""
+
+
 COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "objects": (1, _dump_objects, _load_objects),
     "nodes": (1, _dump_nodes, _load_nodes),
@@ -372,6 +418,7 @@ COMPONENTS: dict[str, tuple[int, Any, Any]] = {
     "wakeIndex": (1, _dump_wake_index, _load_wake_index),
     "fairSharing": (1, _dump_fair_sharing, _load_fair_sharing),
     "scopes": (1, _dump_scopes, _load_scopes),
+    "placement": (1, _dump_placement, _load_placement),
 }
 """Component name → (current version, dump, load), in load order."""
 
@@ -449,7 +496,7 @@ def _load_cluster(d: dict) -> ClusterState:
     c = ClusterState(d["name"])
     components = d["components"]
     for component, (version, _, loader) in COMPONENTS.items():
-        part = components.get(component)
+        part = components.get(component) or OPTIONAL_COMPONENTS.get(component)
         if part is None:
             raise SnapshotError(f"cluster {d['name']!r}: component {component!r} missing")
         while part["version"] != version:

@@ -4,8 +4,10 @@ With admission fair sharing configured, LocalQueues, ClusterQueues and Cohorts c
 ``admissionFairSharing`` (consumed, penalty, score, lastUpdate; a ClusterQueue sums its
 LocalQueues, a Cohort the ClusterQueues below it), each cluster carries ``config`` and the top
 level carries ``config`` when every cluster has the same one.  Each cluster carries ``nodes``
-(its ``v1`` Nodes by name, ``statemodel.placement.nodes.NodeLedger.view``) and ``capacity`` (the
-allocatable summed over the schedulable ones, per resource).
+(its ``v1`` Nodes by name with what placed pods hold there, ``statemodel.placement.nodes.NodeLedger.view``),
+``capacity`` (the allocatable summed over the schedulable ones, per resource) and, when ``Topology``
+objects exist, ``topologies`` (levels and each domain's node count and free capacity,
+``NodeLedger.topology_view``); a placed workload's ``podSetAssignments`` carry ``nodes``.
 
 All quantities are integers in base units.  ``available`` is clamped at 0 as Kueue reports it;
 ``potentialAvailable`` ignores usage.  With fair sharing enabled (``EngineConfig.spec.fairSharing``),
@@ -207,7 +209,7 @@ def workload_records(cluster: "ClusterState", positions: dict[str, tuple[int, in
             info.reason if pending else None, str(info.message) if pending else "",
             pending_shortfalls(info.message) if pending else [],
             position[0] if position else None, position[1] if position else None,
-            assignments_json(info.assignment) if info.assignment is not None else None,
+            assignments_json(info.assignment, with_nodes=True) if info.assignment is not None else None,
             info.borrowing if admitted else None,
             info.admitted_ms if admitted else None,
             info.observed if admitted else None,
@@ -297,6 +299,7 @@ def cluster_view(cluster: "ClusterState") -> dict:
         "workloads": workloads,
         "nodes": cluster.nodes.view(),
         "capacity": cluster.nodes.totals(),
+        **({"topologies": cluster.nodes.topology_view()} if cluster.nodes.topologies else {}),
         **(cluster.units.view() if cluster.units is not None else {}),
     }
 

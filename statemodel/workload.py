@@ -38,15 +38,20 @@ class PendingCondition:
 
 
 class PodSetAssignment:
-    """Engine-side assignment of one podSet: ``flavors`` resource → flavor, ``usage`` resource → total."""
+    """Engine-side assignment of one podSet: ``flavors`` resource → flavor, ``usage`` resource → total;
+    with placement, ``topology`` is Kueue's ``topologyAssignment`` JSON (``None`` without one) and
+    ``nodes`` the pods per node as sorted ``(node, pods)`` (``None`` when not placed)."""
 
-    __slots__ = ("name", "count", "flavors", "usage")
+    __slots__ = ("name", "count", "flavors", "usage", "topology", "nodes")
 
-    def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[str, int]) -> None:
+    def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[str, int],
+                 topology: dict | None = None, nodes: list[tuple[str, int]] | None = None) -> None:
         self.name = name
         self.count = count
         self.flavors = flavors
         self.usage = usage
+        self.topology = topology
+        self.nodes = nodes
 
 
 class WorkloadInfo:
@@ -78,12 +83,14 @@ class WorkloadInfo:
             (cleared when it goes back to a queue after an eviction).
         preempting: it has just had its victims' quota released (``releaseOn: Decision``) and is tried
             first in the next cycle (Kueue's preemptor that waits for its own preemptions).
+        nodes: what it holds on nodes while admitted with placement: ``(node, pods, amounts)`` with
+            ``amounts`` resource → base units on that node (``[]`` when it holds none).
     """
 
     __slots__ = (
         "obj", "key", "order", "totals", "status", "local_queue", "cluster_queue", "assignment",
         "charge", "borrowing", "reason", "message", "token", "park", "queued_ms", "admitted_ms", "observed",
-        "preempted_by", "preemption_reason", "victims", "preempting",
+        "preempted_by", "preemption_reason", "victims", "preempting", "nodes",
     )
 
     def __init__(self, obj: Workload, now_ms: int) -> None:
@@ -104,6 +111,7 @@ class WorkloadInfo:
         self.preemption_reason: str | None = None
         self.victims: list[str] = []
         self.preempting = False
+        self.nodes: list[tuple[str, int, dict[str, int]]] = []
         self.set_object(obj)
 
     @property

@@ -12,7 +12,10 @@ One cycle (reference/kueue.md §3.2):
 4. process in that order, mutating the state: a head that does not fit is set aside (parked in
    BestEffortFIFO, blocking in StrictFIFO); a head that fitted at nomination but no longer fits after
    an earlier admission of this cycle stays at the head ("Workload no longer fits after processing
-   another workload") and is tried again next cycle; otherwise it is admitted.
+   another workload") and is tried again next cycle; otherwise, when the cluster places
+   (``EngineConfig.spec.placement``), its gang is placed on nodes (``statemodel.placement``) — a
+   gang that fits no node set is set aside like a head that does not fit its quota
+   (``TopologyPlacementFailed``) — and it is admitted.
 
 Cycles repeat until no ClusterQueue has a ready head, so decisions are a pure function of the
 event prefix.  A set-aside workload is tried again only when something could make it fit: the
@@ -446,6 +449,7 @@ def run_cycles(cluster: "ClusterState") -> None:
     gate = cluster.scope_gate
     scorer = cluster.local_queue_score
     scoped = cluster.has_admission_scopes()
+    placing = cluster.placing()
     while True:
         if wake_index.dirty:
             cluster.wake(wake_index.affordable(model))
@@ -512,7 +516,15 @@ def run_cycles(cluster: "ClusterState") -> None:
                 info.message = NO_LONGER_FITS
                 ready.add(name)
                 continue
-            cluster.admit(info, cand.entry, queue, assignment)
+            placed = None
+            if placing:
+                placed = cluster.place(info, assignment)
+                if placed is None:
+                    _park_for_nodes(cluster, cand)
+                    if name in scopes:
+                        gate.outcome(cluster, scopes[name], info, False)
+                    continue
+            cluster.admit(info, cand.entry, queue, assignment, placed)
             admitted_any = True
             ready.add(name)
             if name in scopes:
@@ -537,6 +549,22 @@ def _park(cluster: "ClusterState", cand: Candidate) -> None:
     wake_index.set_aside(info)
     if cand.assignment.wake:
         wake_index.register(cluster.model, name, info, cand.assignment.wake)
+    if queue.strategy == BEST_EFFORT_FIFO:
+        cluster.ready.add(name)
+
+
+def _park_for_nodes(cluster: "ClusterState", cand: Candidate) -> None:
+    """A head that fits its quota but not the nodes (``TopologyPlacementFailed``) waits until node
+    capacity is freed or the configuration changes (``statemodel.placement.stage``)."""
+    name, info, queue = cand.name, cand.info, cand.queue
+    queue.set_aside(info)
+    cluster.waiting.add(name)
+    cluster.wake_index.set_aside(info)
+    total: dict[str, int] = {}
+    for ps in cand.assignment.pod_sets:
+        for res, amount in ps.usage.items():
+            total[res] = total.get(res, 0) + amount
+    cluster.placement.wait(info, total)
     if queue.strategy == BEST_EFFORT_FIFO:
         cluster.ready.add(name)
 

@@ -3,7 +3,8 @@
 ``EngineConfig`` carries the engine-wide settings of one cluster: the Kueue Configuration fields
 the engine implements (``admissionFairSharing``, ``fairSharing``; durations in ms, weights in exact
 thousandths), ``spec.quotaModel``, the quota model the cluster runs,
-``spec.preemption.releaseOn``, when a victim's quota is freed, ``spec.koordinator``, the
+``spec.preemption.releaseOn``, when a victim's quota is freed, ``spec.placement``, the placement
+stage (``enable``, ``nodeOrder``), ``spec.koordinator``, the
 Koordinator ``ElasticQuotaArgs`` that change semantics, and ``spec.volcano``, the Volcano quota
 plugin and its arguments (docs/events.md "Additions").  Pure.
 """
@@ -22,6 +23,7 @@ from statemodel.objects import (
     EngineConfig,
     FairSharingPreemptionStrategy,
     KubeObject,
+    PlacementConfig,
     PreemptionReleaseOn,
     VolcanoArgs,
 )
@@ -133,6 +135,23 @@ def _volcano_args(spec: dict, p: str) -> VolcanoArgs | None:
     return VolcanoArgs(plugin, hierarchy, level)
 
 
+NODE_ORDERS = {"binpack": "binpack", "spread": "spread"}
+"""``spec.placement.nodeOrder`` values (docs/placement.md)."""
+
+
+def _placement(spec: dict, p: str) -> PlacementConfig | None:
+    """``spec.placement``: ``enable`` (default false) and ``nodeOrder`` (``binpack`` default, or
+    ``spread``); ``None`` when absent."""
+    pl = opt_obj(spec, "placement", p)
+    if pl is None:
+        return None
+    pp = f"{p}.placement"
+    for key in pl:
+        if key not in ("enable", "nodeOrder"):
+            fail(f"{pp}.{key}", "unknown field: must be one of enable, nodeOrder")
+    return PlacementConfig(opt_bool(pl, "enable", pp, False), choice(pl, "nodeOrder", pp, NODE_ORDERS, "binpack"))
+
+
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
     """Kueue Configuration fields (admission fair sharing, fair sharing), the cluster's quota model and
     when a preempted workload's quota is freed (``spec.preemption.releaseOn``)."""
@@ -188,7 +207,7 @@ def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:
     if pr is not None:
         release_on = choice(pr, "releaseOn", f"{p}.preemption", _RELEASE_ON, PreemptionReleaseOn.DECISION)
     return EngineConfig(afs, enable, strategies, _quota_model(spec, p), release_on, _koordinator_args(spec, p),
-                        _volcano_args(spec, p))
+                        _volcano_args(spec, p), _placement(spec, p))
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

@@ -4,7 +4,8 @@
 module reads the envelope (``id``, ``time``, ``cluster``, ``type``, ``v``), the payload of each event
 type and the inner events of a ``Batch``, and dispatches each object by ``apiVersion``/``kind`` to
 the parser of its API group: ``statemodel.events.kueue`` (``kueue.x-k8s.io``), ``core`` (``v1``),
-``config`` (``quotaledger.io``), ``koordinator`` (``scheduling.sigs.k8s.io``).  An object of an older apiVersion is first upgraded by
+``config`` (``quotaledger.io``), ``koordinator`` (``scheduling.sigs.k8s.io``), ``placement``
+(``Topology`` of ``kai.scheduler`` and ``kueue.x-k8s.io/v1alpha1``).  An object of an older apiVersion is first upgraded by
 ``statemodel.events.upcasters``, so the parsers only see the current shape.
 
 Every rejection is an :class:`EventError` whose ``path`` names the offending field (dotted, with list
@@ -23,7 +24,7 @@ from typing import Any, Callable
 import orjson
 
 from statemodel.errors import EventError
-from statemodel.events import config, core, koordinator, kueue, volcano
+from statemodel.events import config, core, koordinator, kueue, placement, volcano
 from statemodel.events.envelope import EVENT_TYPES, Event
 from statemodel.events.fields import fail, positional_constructor, req_str, shown, type_problem
 from statemodel.events.kueue import parse_admission, req_namespace
@@ -43,7 +44,7 @@ _new_event = positional_constructor(Event)
 _Parser = Callable[[dict, str, int], KubeObject]
 
 _KINDS: dict[str, dict[str, tuple[_Parser, bool]]] = {**kueue.KINDS, **core.KINDS, **config.KINDS,
-                                                      **koordinator.KINDS, **volcano.KINDS}
+                                                      **koordinator.KINDS, **volcano.KINDS, **placement.KINDS}
 """apiVersion -> kind -> ``(parser, namespaced)``, current versions only."""
 
 

@@ -38,6 +38,7 @@ from statemodel.events.fields import (
     smap,
     type_problem,
 )
+from statemodel.events.placement import pod_set_placement, topology_assignment_nodes, workload_placement
 from statemodel.events.names import label_problem, qualified_name_problem, subdomain_problem, text_problem
 from statemodel.limits import (
     MAX_COVERED_RESOURCES,
@@ -65,6 +66,7 @@ from statemodel.objects import (
     LocalQueue,
     PodSet,
     PodSetAssignment,
+    PodSetPlacement,
     Preemption,
     PreemptionPolicy,
     QueueingStrategy,
@@ -226,7 +228,8 @@ def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> 
 
 def _parse_resource_flavor(o: dict, name: str, time_ms: int) -> ResourceFlavor:
     spec = opt_obj(o, "spec", "object") or {}
-    return ResourceFlavor(name, smap(spec.get("nodeLabels"), "object.spec.nodeLabels"))
+    return ResourceFlavor(name, smap(spec.get("nodeLabels"), "object.spec.nodeLabels"),
+                          opt_name(spec, "topologyName", "object.spec"))
 
 
 def _admission_mode(spec: dict, p: str) -> AdmissionMode | None:
@@ -486,8 +489,9 @@ def _pod_set(ps: Any) -> PodSet:
     return _new_pod_set(name, count, tuple(sorted([kv for kv in reqs.items() if kv[1]])), min_count)
 
 
-def _pod_sets(raw: Any) -> tuple[PodSet, ...]:
-    """``spec.podSets``: 1 to ``MAX_POD_SETS`` (Kueue CRD), unique names; relative error paths."""
+def _pod_sets(raw: Any) -> tuple[tuple[PodSet, ...], list[PodSetPlacement]]:
+    """``spec.podSets``: 1 to ``MAX_POD_SETS`` (Kueue CRD), unique names, and the placement
+    constraints of those that have any (``statemodel.events.placement``); relative error paths."""
     if not isinstance(raw, list):
         raise EventError("", type_problem(raw, "a list"))
     if not raw:
@@ -495,17 +499,21 @@ def _pod_sets(raw: Any) -> tuple[PodSet, ...]:
     if len(raw) > MAX_POD_SETS:
         raise EventError("", f"must have at most {MAX_POD_SETS} items, got {len(raw)}")
     out: list[PodSet] = []
+    placements: list[PodSetPlacement] = []
     names: set[str] = set()
     for i, ps in enumerate(raw):
         try:
             pod_set = _pod_set(ps)
+            placement = pod_set_placement(ps, pod_set.name)
         except EventError as e:
             raise rebase(f"[{i}]", e) from None
         if pod_set.name in names:
             raise EventError(f"[{i}].name", f"duplicate podSet name {pod_set.name!r}")
         names.add(pod_set.name)
         out.append(pod_set)
-    return tuple(out)
+        if placement is not None:
+            placements.append(placement)
+    return tuple(out), placements
 
 
 def _admission_rel(a: Any) -> Admission:
@@ -543,7 +551,8 @@ def _admission_rel(a: Any) -> Admission:
             if amount and res not in flavored:
                 raise EventError(f"{ip}.resourceUsage[{res}]", f"resource {res!r} has no flavor in flavors")
         count = int_in(psa.get("count"), f"{ip}.count", 0, INT32_MAX)
-        out.append(PodSetAssignment(name, flavors, tuple(sorted(usage.items())), count))
+        nodes = topology_assignment_nodes(psa.get("topologyAssignment"), f"{ip}.topologyAssignment", count)
+        out.append(PodSetAssignment(name, flavors, tuple(sorted(usage.items())), count, nodes))
     return Admission(cq, tuple(out))
 
 
@@ -581,9 +590,10 @@ def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
     priority = spec.get("priority")
     priority = 0 if priority is None else int_in(priority, "object.spec.priority", INT32_MIN, INT32_MAX)
     try:
-        pod_sets = _pod_sets(spec.get("podSets"))
+        pod_sets, placements = _pod_sets(spec.get("podSets"))
     except EventError as e:
         raise rebase("object.spec.podSets", e) from None
+    placement = workload_placement(meta, placements)
     admission = None
     status = o.get("status")
     if status is not None:
@@ -596,7 +606,7 @@ def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
             for i, psa in enumerate(admission.pod_set_assignments):
                 if psa.name not in ps_names:
                     fail(f"object.status.admission.podSetAssignments[{i}].name", f"no podSet named {psa.name!r}")
-    return _new_workload(namespace, name, uid, created, queue, priority, pod_sets, admission)
+    return _new_workload(namespace, name, uid, created, queue, priority, pod_sets, admission, placement)
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

@@ -8,12 +8,20 @@ The totals are kept incrementally: applying, replacing or deleting a node costs 
 never O(nodes).  Taints do not take a node out of the totals (a taint keeps pods away only if
 they do not tolerate it; that is placement's business), only ``unschedulable`` does.
 
+Placement state (docs/placement.md): per node what placed pods hold (``allocated``, integer base
+units) and which workloads hold it; per ``Topology`` a ``TopologyTree`` whose domains keep their
+free capacity; and the cluster-wide free capacity over schedulable nodes.  ``allocate`` /
+``release`` cost O(resources × (1 + levels of each topology)), never O(nodes).  A node replaced by
+a new version keeps its allocations; a node's free capacity is ``allocatable - allocated`` while
+it is schedulable and nothing while it is not.
+
 Determinism: every listing is sorted by node name or resource name; insertion order never shows.
 """
 
 from __future__ import annotations
 
-from statemodel.objects import Node, Taint
+from statemodel.objects import Node, Taint, Topology
+from statemodel.placement.topology import TopologyTree
 
 
 def node_document(node: Node) -> dict:
@@ -44,16 +52,24 @@ class NodeLedger:
     ``document()`` / ``from_document()`` (the snapshot section).
     """
 
-    __slots__ = ("_nodes", "_totals")
+    __slots__ = ("_nodes", "_totals", "_allocated", "_holders", "_free", "topologies", "_topology_objects")
 
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
         self._totals: dict[str, int] = {}
         """resource -> sum of allocatable over schedulable nodes; resources whose sum is 0 absent"""
+        self._allocated: dict[str, dict[str, int]] = {}
+        """node -> resource -> what placed pods hold there (nodes holding nothing absent)"""
+        self._holders: dict[str, dict[str, int]] = {}
+        """node -> workload key -> pods it has there"""
+        self._free: dict[str, int] = {}
+        """resource -> free capacity summed over schedulable nodes"""
+        self.topologies: dict[str, TopologyTree] = {}
+        self._topology_objects: dict[str, Topology] = {}
 
     def apply(self, node: Node) -> None:
         """Add ``node``, or replace the node of the same name (its old allocatable leaves the totals
-        first).  O(resources of the old and the new object)."""
+        first; its allocations stay).  O(resources × topology levels)."""
         old = self._nodes.get(node.name)
         if old is not None:
             self._count(old, -1)
@@ -61,13 +77,27 @@ class NodeLedger:
         self._count(node, 1)
 
     def delete(self, name: str) -> Node | None:
-        """Remove the node ``name``; returns it, or ``None`` when there was none (a no-op)."""
-        old = self._nodes.pop(name, None)
+        """Remove the node ``name``; returns it, or ``None`` when there was none (a no-op).  What
+        was allocated on it is forgotten (the caller evicts its holders first)."""
+        old = self._nodes.get(name)
         if old is not None:
             self._count(old, -1)
+            del self._nodes[name]
+            self._allocated.pop(name, None)
+            self._holders.pop(name, None)
         return old
 
     def _count(self, node: Node, sign: int) -> None:
+        """Add (``sign`` 1) or take out (-1) ``node`` from the totals, the free sums and the topologies."""
+        free = self.free(node.name, node)
+        if sign < 0:
+            for tree in self.topologies.values():
+                tree.remove(node.name, free)
+        else:
+            labels = dict(node.labels)
+            for tree in self.topologies.values():
+                tree.add(node.name, labels, free)
+        _add(self._free, free, sign)
         if node.unschedulable:
             return
         totals = self._totals
@@ -77,6 +107,76 @@ class NodeLedger:
                 totals[resource] = total
             else:
                 totals.pop(resource, None)
+
+    # -- placement ---------------------------------------------------------------------------
+
+    def free(self, name: str, node: Node | None = None) -> dict[str, int]:
+        """What node ``name`` has free per resource (``allocatable - allocated``; ``{}`` when it is
+        unschedulable or unknown).  Base units."""
+        node = node if node is not None else self._nodes.get(name)
+        if node is None or node.unschedulable:
+            return {}
+        allocated = self._allocated.get(name)
+        if allocated is None:
+            return dict(node.allocatable)
+        out = dict(node.allocatable)
+        for res, amount in allocated.items():
+            out[res] = out.get(res, 0) - amount
+        return out
+
+    def free_totals(self) -> dict[str, int]:
+        """Free capacity per resource summed over the schedulable nodes (base units)."""
+        return self._free
+
+    def allocated(self, name: str) -> dict[str, int]:
+        """What placed pods hold on node ``name`` per resource (``{}`` when nothing)."""
+        return self._allocated.get(name, {})
+
+    def holders(self, name: str) -> list[str]:
+        """Keys of the workloads with pods on node ``name``, sorted."""
+        return sorted(self._holders.get(name, {}))
+
+    def allocate(self, key: str, name: str, pods: int, amounts: dict[str, int], sign: int = 1) -> None:
+        """Charge (``sign`` 1) or give back (-1) ``amounts`` (the total of ``pods`` pods of workload
+        ``key``) on node ``name``; the domains and the free sums follow.  Unknown nodes are
+        ignored (an observed admission may name a node the engine has not seen)."""
+        node = self._nodes.get(name)
+        if node is None:
+            return
+        allocated = self._allocated.setdefault(name, {})
+        _add(allocated, amounts, sign)
+        if not allocated:
+            del self._allocated[name]
+        holders = self._holders.setdefault(name, {})
+        left = holders.get(key, 0) + sign * pods
+        if left > 0:
+            holders[key] = left
+        else:
+            holders.pop(key, None)
+            if not holders:
+                del self._holders[name]
+        if node.unschedulable:
+            return
+        _add(self._free, amounts, -sign)
+        for tree in self.topologies.values():
+            tree.change(name, amounts, -sign)
+
+    def apply_topology(self, topology: Topology) -> None:
+        """Add or replace a ``Topology``: its tree is built over the current nodes (O(nodes × levels))."""
+        tree = TopologyTree(topology)
+        for node in self._nodes.values():
+            tree.add(node.name, dict(node.labels), self.free(node.name, node))
+        self.topologies[topology.name] = tree
+        self._topology_objects[topology.name] = topology
+
+    def delete_topology(self, name: str) -> bool:
+        """Remove the ``Topology`` ``name``; whether there was one."""
+        self._topology_objects.pop(name, None)
+        return self.topologies.pop(name, None) is not None
+
+    def topology_objects(self) -> list[Topology]:
+        """The applied ``Topology`` objects, sorted by name."""
+        return [self._topology_objects[n] for n in sorted(self._topology_objects)]
 
     def get(self, name: str) -> Node | None:
         """The node ``name``, or ``None``."""
@@ -106,12 +206,29 @@ class NodeLedger:
         return dict(sorted(self._totals.items()))
 
     def view(self) -> dict:
-        """The state JSON's ``nodes`` section: by node name (sorted), ``allocatable`` (base units),
-        ``labels``, ``taints`` (``{key, value, effect}`` objects) and ``unschedulable``."""
-        return {node.name: {"allocatable": dict(node.allocatable), "labels": dict(node.labels),
+        """The state JSON's ``nodes`` section: by node name (sorted), ``allocatable`` and
+        ``allocated`` (base units, resources sorted), ``labels``, ``taints`` (``{key, value,
+        effect}`` objects), ``unschedulable`` and ``workloads`` (keys of the workloads with pods
+        there, sorted)."""
+        return {node.name: {"allocatable": dict(node.allocatable),
+                            "allocated": dict(sorted(self.allocated(node.name).items())),
+                            "labels": dict(node.labels),
                             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.taints],
-                            "unschedulable": node.unschedulable}
+                            "unschedulable": node.unschedulable, "workloads": self.holders(node.name)}
                 for node in self.nodes()}
+
+    def topology_view(self) -> dict:
+        """The state JSON's ``topologies`` section: by Topology name (sorted), ``levels`` and
+        ``domains`` — per level label, domain ID (sorted) -> ``{nodes, free}`` (node count, free
+        base units per resource, sorted)."""
+        out = {}
+        for name in sorted(self.topologies):
+            tree = self.topologies[name]
+            out[name] = {"levels": list(tree.levels), "domains": {
+                label: {d_id: {"nodes": len(d.nodes), "free": dict(sorted(d.free.items()))}
+                        for d_id, d in sorted(tree.by_level[i].items())}
+                for i, label in enumerate(tree.levels)}}
+        return out
 
     def document(self) -> list[dict]:
         """The ledger's snapshot document: ``node_document`` of every node, sorted by name (the
@@ -129,3 +246,13 @@ class NodeLedger:
         for entry in doc:
             ledger.apply(node_from_document(entry))
         return ledger
+
+
+def _add(into: dict[str, int], amounts: dict[str, int], sign: int) -> None:
+    """``into += sign × amounts`` per resource, dropping resources that reach 0."""
+    for res, amount in amounts.items():
+        left = into.get(res, 0) + sign * amount
+        if left:
+            into[res] = left
+        else:
+            into.pop(res, None)

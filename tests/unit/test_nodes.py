@@ -116,10 +116,10 @@ def test_state_json_lists_the_nodes_and_the_capacity():
     state = nodes_scenario().state()
     assert list(state["nodes"]) == ["cpu-1", "cpu-2", "gpu-1", "gpu-2"]
     assert state["nodes"]["gpu-2"] == {
-        "allocatable": {"cpu": 64000, "memory": 512 * GI, GPU: 8}, "labels": {"pool": "gpu"},
+        "allocatable": {"cpu": 64000, "memory": 512 * GI, GPU: 8}, "allocated": {}, "labels": {"pool": "gpu"},
         "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                    {"key": "maintenance", "value": "", "effect": "PreferNoSchedule"}],
-        "unschedulable": False}
+        "unschedulable": False, "workloads": []}
     assert state["nodes"]["cpu-2"]["labels"] == {"pool": "cpu", "zone": "c"}
     assert state["nodes"]["gpu-1"]["unschedulable"] is True
     # schedulable: cpu-1, cpu-2 and gpu-2 (gpu-1 cordoned, tmp deleted)

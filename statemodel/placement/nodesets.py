@@ -1,0 +1,564 @@
+"""Gang placement over NodeSets (seed 004 "NodeSets", reference/kai.md §2-4).
+
+A gang — pod sets, each ``count`` pods with one per-pod request — is placed on nodes or not at
+all.  Node sets come from layered subsetting plugins, composed as the seed's ``SubsetNodes``:
+every plugin replaces each current set by its subsets of it (``AllNodes → P1, P2 → P1R1, P1R2,
+P2R1``), and the first set in which the (sub)group fits wins:
+
+1. the whole gang (KAI's root sub-group set) gets node sets from the **topology plugin** with the
+   Workload's KAI constraint (``kai.scheduler/topology*`` annotations); without one it is
+   ``[AllNodes]``;
+2. inside the chosen set, each pod set in spec order (KAI's pod-set order) gets node sets from
+   the **topology plugin** with its own constraint (Kueue ``topologyRequest`` on the topology of
+   its flavor, ``spec.topologyName``, or the Workload's topology), then from the
+   **flavor/affinity plugin** (the nodes of the set that match the flavor's ``nodeLabels``, the
+   pod template's ``nodeSelector`` and required node affinity, and tolerate the node's
+   ``NoSchedule`` / ``NoExecute`` taints); the pods are allocated on the first set where all fit.
+   A pod set that fits nowhere rolls the gang back and the next root set is tried.
+
+Topology plugin (KAI ``subSetNodesFn``): the search is scoped to the deepest domain that holds the
+incoming set (the parent's chosen domain, or ``root``); the scope must hold the (sub)group's total
+request or nothing is tried.  Candidate domains lie at the levels from the preferred level (or the
+required one) up to the required level (or ``root`` without one); a domain is a candidate when its
+free capacity covers the total request (KAI's ``getJobRatioToFreeResources`` ≤ 1; subtrees that
+do not are skipped without visiting their nodes).  Order (KAI ``sortTree`` + ``reverseLevelOrder``):
+deepest level first; within a level, left to right in the tree sorted at every domain by
+``request / free`` descending (the most packed first, the largest resource ratio deciding; a
+resource a domain lacks counts as 1000), ties by domain ID.
+
+Within a set, pods go to nodes in this order (a ``spread`` or ``binpack`` node order of the cluster,
+``EngineConfig.spec.placement.nodeOrder``): with a preferred level, first by KAI's topology node
+score (``calculateNodeScores``: the i-th of n preferred-level domains in packing order scores
+``floor((i+1)·10/n)``, higher first); then ``binpack`` (default, KAI's default placement
+strategy): the node with the least free capacity of the requested resources first — the sum over
+requested resources of ``free · 10000 // allocatable`` ascending — and a node is filled before the
+next; ``spread``: the same key descending, re-evaluated after every pod; ties by node name.
+
+Failure is data (``PlacementFailure``): every node set tried and why it failed, with numbers, and a
+summary in KAI's words — ``unschedulable on cluster`` with the resource the cluster lacks when its
+total free capacity is short, else the fragmented domains (``node-group D can allocate only N of M
+required pods``) and gang failures (``Resources were found for N pods while M are required for gang
+scheduling``).  Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+from fractions import Fraction
+from typing import Final
+
+from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
+from statemodel.placement.nodes import NodeLedger
+from statemodel.placement.topology import ROOT, Domain, TopologyTree
+from statemodel.quantity import format_quantity
+
+BINPACK: Final = "binpack"
+SPREAD: Final = "spread"
+NODE_ORDERS: Final = (BINPACK, SPREAD)
+"""``EngineConfig.spec.placement.nodeOrder`` values."""
+MISSING_RATIO: Final = Fraction(1000)
+"""KAI's ratio for a resource a domain does not have."""
+SCORE_BUCKETS: Final = 10
+"""KAI's topology node-score resolution (``floor((i+1)/n*10)``)."""
+MAX_ATTEMPTS_SHOWN: Final = 8
+"""Node sets listed in a failure message (the rest are counted)."""
+
+
+class PodSetRequest:
+    """One pod set to place: ``count`` pods of ``requests`` (per pod, base units), the flavor's
+    ``node_labels``, the podSet's ``PodSetPlacement`` (or ``None``) and the ``topology`` name its
+    own constraint refers to (``None`` = none)."""
+
+    __slots__ = ("name", "count", "requests", "node_labels", "constraint", "topology")
+
+    def __init__(self, name: str, count: int, requests: dict[str, int], node_labels: tuple[tuple[str, str], ...],
+                 constraint: PodSetPlacement | None, topology: str | None) -> None:
+        self.name = name
+        self.count = count
+        self.requests = requests
+        self.node_labels = node_labels
+        self.constraint = constraint
+        self.topology = topology
+
+
+class GangRequest:
+    """A gang: ``key`` (``ns/name``), its pod sets in allocation order, and the constraint of the
+    whole gang (``topology`` name, ``required`` / ``preferred`` level labels; ``None`` = none)."""
+
+    __slots__ = ("key", "pod_sets", "topology", "required", "preferred")
+
+    def __init__(self, key: str, pod_sets: list[PodSetRequest], topology: str | None = None,
+                 required: str | None = None, preferred: str | None = None) -> None:
+        self.key = key
+        self.pod_sets = pod_sets
+        self.topology = topology
+        self.required = required
+        self.preferred = preferred
+
+
+class PodSetPlaced:
+    """Where one pod set went: ``nodes`` sorted ``(node, pods)``, ``levels`` / ``domains`` Kueue's
+    ``topologyAssignment`` (the topology's levels, and per domain the label values top first and the
+    pod count) when the pod set had a topology, else ``levels == ()``."""
+
+    __slots__ = ("name", "nodes", "levels", "domains")
+
+    def __init__(self, name: str, nodes: list[tuple[str, int]], levels: tuple[str, ...],
+                 domains: list[tuple[tuple[str, ...], int]]) -> None:
+        self.name = name
+        self.nodes = nodes
+        self.levels = levels
+        self.domains = domains
+
+    def topology_assignment(self) -> dict | None:
+        """Kueue's ``topologyAssignment`` JSON (``levels``, ``domains[{values, count}]``), or ``None``."""
+        if not self.levels:
+            return None
+        # keys in sorted order, as a snapshot (sorted-key JSON) gives them back
+        return {"domains": [{"count": count, "values": list(values)} for values, count in self.domains],
+                "levels": list(self.levels)}
+
+
+class Attempt:
+    """One node set tried (or refused before trying): ``stage`` (``topology``, ``nodes`` or
+    ``gang``), ``pod_set`` (``None`` for the whole gang), ``node_set`` (a domain ID, ``root``, or
+    ``all nodes``) and ``problem`` (text with numbers)."""
+
+    __slots__ = ("stage", "pod_set", "node_set", "problem")
+
+    def __init__(self, stage: str, pod_set: str | None, node_set: str, problem: str) -> None:
+        self.stage = stage
+        self.pod_set = pod_set
+        self.node_set = node_set
+        self.problem = problem
+
+    def __str__(self) -> str:
+        who = "" if self.pod_set is None else f"pod set {self.pod_set}, "
+        return f"<{who}{self.node_set}>: {self.problem}"
+
+
+class PlacementFailure:
+    """Why a gang could not be placed: ``summary`` (KAI's wording, with numbers) and ``attempts``
+    (every node set tried, in order).  ``str()`` is the pending message."""
+
+    __slots__ = ("summary", "attempts")
+
+    def __init__(self, summary: str, attempts: list[Attempt]) -> None:
+        self.summary = summary
+        self.attempts = attempts
+
+    def __str__(self) -> str:
+        shown = [str(a) for a in self.attempts[:MAX_ATTEMPTS_SHOWN]]
+        more = len(self.attempts) - MAX_ATTEMPTS_SHOWN
+        if more > 0:
+            shown.append(f"({more} more node sets)")
+        return self.summary if not shown else f"{self.summary}; tried: " + "; ".join(shown)
+
+
+# -- node predicates ----------------------------------------------------------------------------
+
+def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+    value = labels.get(req.key)
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        return False
+    if number is None:
+        return False
+    return number > int(req.values[0]) if op == "Gt" else number < int(req.values[0])
+
+
+def _tolerates(tolerations: tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:
+    for t in tolerations:
+        if t.effect and t.effect != effect:
+            continue
+        if t.operator == "Exists":
+            if not t.key or t.key == key:
+                return True
+        elif t.key == key and t.value == value:
+            return True
+    return False
+
+
+def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str | None:
+    """Why ``node`` cannot take pods of ``ps`` whatever its free capacity (``None`` = it can):
+    unschedulable; a flavor ``nodeLabels`` / ``nodeSelector`` label missing or different; no
+    required node-affinity term matches; a ``NoSchedule`` / ``NoExecute`` taint not tolerated
+    (Kubernetes' ``NodeUnschedulable``, ``NodeAffinity`` and ``TaintToleration`` filters)."""
+    if node.unschedulable:
+        return "node(s) were unschedulable"
+    for key, value in ps.node_labels:
+        if labels.get(key) != value:
+            return "node(s) didn't match the flavor's node labels"
+    c = ps.constraint
+    if c is None:
+        tolerations: tuple[Toleration, ...] = ()
+    else:
+        for key, value in c.node_selector:
+            if labels.get(key) != value:
+                return "node(s) didn't match Pod's node affinity/selector"
+        if c.affinity and not any(all(_requirement_matches(r, labels) for r in term) for term in c.affinity):
+            return "node(s) didn't match Pod's node affinity/selector"
+        tolerations = c.tolerations
+    for taint in node.taints:
+        if taint.effect != "PreferNoSchedule" and not _tolerates(tolerations, taint.key, taint.value, taint.effect):
+            return "node(s) had untolerated taint"
+    return None
+
+
+# -- arithmetic ------------------------------------------------------------------------------------
+
+def _pods_fitting(free: dict[str, int], requests: dict[str, int], limit: int) -> int:
+    """How many pods of ``requests`` fit in ``free`` (at most ``limit``)."""
+    n = limit
+    for res, amount in requests.items():
+        if amount > 0:
+            have = free.get(res, 0)
+            if have < amount:
+                return 0
+            n = min(n, have // amount)
+    return n
+
+
+def _covers(free: dict[str, int], total: dict[str, int]) -> bool:
+    for res, amount in total.items():
+        if amount > 0 and free.get(res, 0) < amount:
+            return False
+    return True
+
+
+def _ratio(total: dict[str, int], free: dict[str, int]) -> Fraction:
+    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested resources."""
+    worst = Fraction(0)
+    for res, amount in total.items():
+        if amount <= 0:
+            continue
+        have = free.get(res, 0)
+        r = MISSING_RATIO if have <= 0 else Fraction(amount, have)
+        if r > worst:
+            worst = r
+    return worst
+
+
+def _shortage(total: dict[str, int], free: dict[str, int]) -> str:
+    """``res requested X, available Y`` for every resource ``free`` cannot cover."""
+    parts = [f"{res} requested {format_quantity(res, amount)}, available {format_quantity(res, max(free.get(res, 0), 0))}"
+             for res, amount in sorted(total.items()) if amount > free.get(res, 0)]
+    return ", ".join(parts)
+
+
+class NodeSet:
+    """A set of nodes to try: ``label`` (domain ID, ``root`` or ``all nodes``), the ``domain`` it
+    is (``None`` for all nodes) in ``tree``, and ``nodes`` (sorted names)."""
+
+    __slots__ = ("label", "domain", "tree", "nodes")
+
+    def __init__(self, label: str, domain: Domain | None, tree: TopologyTree | None, nodes: list[str]) -> None:
+        self.label = label
+        self.domain = domain
+        self.tree = tree
+        self.nodes = nodes
+
+
+class Placer:
+    """Places one gang on a ``NodeLedger`` (module docstring).  ``place`` returns the pod sets
+    placed (and has charged the ledger) or a ``PlacementFailure`` (and changed nothing).  Like KAI's
+    statement, every pod is charged on the ledger as it is placed, so the domains a later pod set
+    sorts see the earlier ones, and a failed set is rolled back."""
+
+    def __init__(self, ledger: NodeLedger, node_order: str = BINPACK) -> None:
+        self.ledger = ledger
+        self.node_order = node_order
+        self.attempts: list[Attempt] = []
+        self.charged: list[tuple[str, int, dict[str, int]]] = []
+        """what this attempt has charged so far (KAI's statement): rolled back when a set fails"""
+        self.placed: list[PodSetPlaced] = []
+        self.key = ""
+
+    # -- the gang --------------------------------------------------------------------------
+
+    def place(self, gang: GangRequest) -> list[PodSetPlaced] | PlacementFailure:
+        """Place ``gang``; on success the ledger is charged for every pod (``NodeLedger.allocate``)."""
+        self.attempts = []
+        self.key = gang.key
+        total = _gang_total(gang.pod_sets)
+        count = sum(ps.count for ps in gang.pod_sets)
+        cluster_free = self.ledger.free_totals()
+        if not _covers(cluster_free, total):
+            return PlacementFailure(
+                f"unschedulable on cluster: not enough resources in the cluster to allocate the job: "
+                f"{_shortage(total, cluster_free)}", [])
+        everything = NodeSet("all nodes", None, None, self.ledger.names())
+        if gang.topology is None:
+            root_sets = [everything]
+        else:
+            root_sets = self._topology_sets(None, gang.topology, gang.required, gang.preferred, everything,
+                                            total, count)
+        for node_set in root_sets:
+            self.charged = []
+            self.placed = []
+            if all(self._place_pod_set(ps, node_set) for ps in gang.pod_sets):
+                return self.placed
+            self._rollback(0)
+        return self._failure(count)
+
+    def _rollback(self, mark: int) -> None:
+        """Give back every charge made after the first ``mark`` ones (KAI ``stmt.Rollback``)."""
+        allocate = self.ledger.allocate
+        for node, pods, amounts in reversed(self.charged[mark:]):
+            allocate(self.key, node, pods, amounts, -1)
+        del self.charged[mark:]
+
+    def _failure(self, count: int) -> PlacementFailure:
+        fragments = [a for a in self.attempts if a.stage == "topology" and "can allocate only" in a.problem]
+        gang = [a for a in self.attempts if a.stage == "gang"]
+        if fragments:
+            detail = f"free capacity is fragmented across node groups: {fragments[0].problem}"
+        elif gang:
+            detail = gang[0].problem
+        elif self.attempts:
+            detail = self.attempts[0].problem
+        else:
+            detail = f"no node set can hold the {count} pods"
+        return PlacementFailure(f"unschedulable on cluster: {detail}", self.attempts)
+
+    # -- one pod set -----------------------------------------------------------------------
+
+    def _place_pod_set(self, ps: PodSetRequest, parent: NodeSet) -> bool:
+        c = ps.constraint
+        total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
+        sets = [parent]
+        if c is not None and ps.topology is not None and (c.required or c.preferred):
+            sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
+        mark = len(self.charged)
+        for node_set in sets:
+            eligible = self._eligible(ps, node_set, total)
+            if eligible is None:
+                continue
+            nodes = self._allocate(ps, eligible, node_set)
+            if nodes is None:
+                self._rollback(mark)
+            else:
+                tree = self.ledger.topologies.get(ps.topology or "") if ps.topology else None
+                self.placed.append(_placed(ps.name, nodes, tree))
+                return True
+        return False
+
+    def _eligible(self, ps: PodSetRequest, node_set: NodeSet, total: dict[str, int]) -> list[str] | None:
+        """The flavor/affinity plugin: the nodes of ``node_set`` that may take pods of ``ps``, or
+        ``None`` (with an attempt recorded) when none may or together they cannot hold ``total``."""
+        ledger = self.ledger
+        eligible = []
+        reasons: dict[str, int] = {}
+        free_sum: dict[str, int] = {}
+        for name in node_set.nodes:
+            node = ledger.get(name)
+            if node is None:
+                continue
+            why = node_matches(node, dict(node.labels), ps)
+            if why is not None:
+                reasons[why] = reasons.get(why, 0) + 1
+                continue
+            eligible.append(name)
+            for res, amount in ledger.free(name).items():
+                free_sum[res] = free_sum.get(res, 0) + amount
+        if not eligible:
+            detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "no nodes"
+            self.attempts.append(Attempt("nodes", ps.name, node_set.label,
+                                         f"0/{len(node_set.nodes)} nodes are available: {detail}"))
+            return None
+        if not _covers(free_sum, total):
+            self.attempts.append(Attempt("nodes", ps.name, node_set.label,
+                                         f"{len(eligible)}/{len(node_set.nodes)} nodes match, not enough free: "
+                                         f"{_shortage(total, free_sum)}"))
+            return None
+        return eligible
+
+    def _allocate(self, ps: PodSetRequest, eligible: list[str], node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """Put every pod of ``ps`` on ``eligible`` nodes in the node order; ``None`` (attempt
+        recorded, nothing kept) when some pod finds no node."""
+        requests = ps.requests
+        scores = self._preferred_scores(ps, node_set)
+        keyed = []
+        for name in eligible:
+            free = self.ledger.free(name)
+            fit = _pods_fitting(free, requests, ps.count)
+            if fit:
+                keyed.append((scores.get(name, 0), self._fullness(name, free, requests), name, fit))
+        spread = self.node_order == SPREAD
+        keyed.sort(key=lambda k: (-k[0], -k[1] if spread else k[1], k[2]))
+        left = ps.count
+        chosen: dict[str, int] = {}
+        if spread:
+            # one pod at a time on the node with the most free share; a node's key falls as it fills
+            heap = [(-score, -fullness, name, fit) for score, fullness, name, fit in keyed]
+            heapq.heapify(heap)
+            while left and heap:
+                neg_score, _, name, fit = heapq.heappop(heap)
+                chosen[name] = chosen.get(name, 0) + 1
+                left -= 1
+                if fit > 1:
+                    free = self.ledger.free(name)
+                    for res, amount in requests.items():
+                        free[res] = free.get(res, 0) - amount * chosen[name]
+                    heapq.heappush(heap, (neg_score, -self._fullness(name, free, requests), name, fit - 1))
+        else:
+            for _, _, name, fit in keyed:
+                if not left:
+                    break
+                take = min(fit, left)
+                chosen[name] = take
+                left -= take
+        if left:
+            placed = ps.count - left
+            self.attempts.append(Attempt("gang", ps.name, node_set.label,
+                                         f"Resources were found for {placed} pods while {ps.count} are required "
+                                         f"for gang scheduling"))
+            return None
+        for name, pods in sorted(chosen.items()):
+            amounts = {res: amount * pods for res, amount in requests.items() if amount}
+            self.ledger.allocate(self.key, name, pods, amounts)
+            self.charged.append((name, pods, amounts))
+        return sorted(chosen.items())
+
+    def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> int:
+        """The node-order key: Σ over requested resources of ``free · 10000 // allocatable``."""
+        node = self.ledger.get(name)
+        allocatable = dict(node.allocatable) if node is not None else {}
+        key = 0
+        for res, amount in requests.items():
+            if amount:
+                cap = allocatable.get(res, 0)
+                key += free.get(res, 0) * 10000 // cap if cap > 0 else 0
+        return key
+
+    def _preferred_scores(self, ps: PodSetRequest, node_set: NodeSet) -> dict[str, int]:
+        """KAI's topology node scores for the preferred level of ``ps`` (module docstring); ``{}``
+        without a preferred level."""
+        c = ps.constraint
+        tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+        if c is None or c.preferred is None or tree is None:
+            return {}
+        level = tree.level_index(c.preferred)
+        scope = node_set.domain if node_set.tree is tree and node_set.domain is not None else tree.root
+        if level is None or scope.level >= level:
+            return {}
+        total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
+        domains = _level_order(scope, level, total, prune=False)[level]
+        n = len(domains)
+        scores = {}
+        for i, d in enumerate(domains):
+            score = (i + 1) * SCORE_BUCKETS // n
+            for name in d.nodes:
+                scores[name] = score
+        return scores
+
+    # -- the topology plugin ---------------------------------------------------------------
+
+    def _topology_sets(self, pod_set: str | None, topology: str, required: str | None, preferred: str | None,
+                       incoming: NodeSet, total: dict[str, int], count: int) -> list[NodeSet]:
+        """KAI ``subSetNodesFn`` for one (sub)group (module docstring); ``[]`` with attempts recorded
+        when no domain can hold it."""
+        tree = self.ledger.topologies.get(topology)
+        if tree is None:
+            self.attempts.append(Attempt("topology", pod_set, "all nodes", f"Requested topology {topology} does not exist"))
+            return []
+        lowest = preferred if preferred is not None else required
+        lo = tree.level_index(lowest) if lowest is not None else None
+        hi = tree.level_index(required) if required is not None else -1
+        if lo is None or hi is None:
+            missing = lowest if lo is None else required
+            self.attempts.append(Attempt("topology", pod_set, "all nodes",
+                                         f"topology {topology} has no level {missing}"))
+            return []
+        if hi > lo:  # a required level below the preferred one bounds the search at itself
+            lo = hi
+        scope = incoming.domain if incoming.tree is tree and incoming.domain is not None else tree.root
+        requirement = required if required is not None else preferred
+        if not _covers(scope.free, total):
+            where = "the cluster" if scope.id == ROOT else scope.id
+            self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                         f"topology {topology}, requirement {requirement} couldn't be satisfied: "
+                                         f"not enough resources in {where} to allocate the job: "
+                                         f"{_shortage(total, scope.free)}"))
+            return []
+        inside = None if incoming.domain is None and incoming.tree is None else set(incoming.nodes)
+        if scope.level >= lo:
+            levels = {scope.level: [scope]}
+            top = scope.level
+        else:
+            levels = _level_order(scope, lo, total, prune=True)
+            levels[scope.level] = [scope]
+            top = max(hi, scope.level)
+        sets: list[NodeSet] = []
+        for level in range(lo, top - 1, -1):
+            for d in levels.get(level, ()):
+                nodes = sorted(d.nodes) if inside is None else sorted(n for n in d.nodes if n in inside)
+                if nodes:
+                    sets.append(NodeSet(d.id, d, tree, nodes))
+        if not sets:
+            self._fragmented(pod_set, tree, scope, top, total, count, requirement or ROOT)
+        return sets
+
+    def _fragmented(self, pod_set: str | None, tree: TopologyTree, scope: Domain, top: int, total: dict[str, int],
+                    count: int, requirement: str) -> None:
+        """No domain at a relevant level holds the request: KAI's per-domain errors of the top
+        relevant level (how many pods each domain could take), then the requirement error."""
+        per_pod = {res: amount // count for res, amount in total.items()} if count else total
+        domains = [d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)]
+        for d in sorted(domains, key=lambda d: d.id):
+            fit = sum(_pods_fitting(self.ledger.free(n), per_pod, count) for n in sorted(d.nodes))
+            self.attempts.append(Attempt("topology", pod_set, d.id,
+                                         f"node-group {d.id} can allocate only {fit} of {count} required pods"))
+        self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                     f"topology {tree.name}, requirement {requirement} couldn't be satisfied"))
+
+
+def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool) -> dict[int, list[Domain]]:
+    """The domains under ``scope`` down to level ``deepest`` per level, left to right in the tree
+    sorted for packing (children by ``request / free`` descending, then ID); with ``prune`` only
+    the domains whose free capacity covers ``total`` (a subtree that does not is not entered)."""
+    out: dict[int, list[Domain]] = {}
+    frontier = [scope]
+    while frontier:
+        nxt: list[Domain] = []
+        for d in frontier:
+            if d.level >= deepest:
+                continue
+            children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
+            children.sort(key=lambda c: c.id)
+            children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
+            nxt.extend(children)
+        for d in nxt:
+            out.setdefault(d.level, []).append(d)
+        frontier = nxt
+    return out
+
+
+def _gang_total(pod_sets: list[PodSetRequest]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for ps in pod_sets:
+        for res, amount in ps.requests.items():
+            if amount:
+                total[res] = total.get(res, 0) + amount * ps.count
+    return total
+
+
+def _placed(name: str, nodes: list[tuple[str, int]], tree: TopologyTree | None) -> PodSetPlaced:
+    if tree is None:
+        return PodSetPlaced(name, nodes, (), [])
+    domains: dict[tuple[str, ...], int] = {}
+    for node, pods in nodes:
+        values = tuple(tree.values(node))
+        if values:
+            domains[values] = domains.get(values, 0) + pods
+    return PodSetPlaced(name, nodes, tree.levels, sorted(domains.items()))
