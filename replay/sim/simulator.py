@@ -5,8 +5,9 @@ The loop (as Armada's simulator, ``internal/scheduler/simulator``: one heap orde
 ``(time, sequence)``, so events at equal times keep the order they were created in, and the
 trace's own row order for submissions):
 
-1. At the trace start: the configuration (``QuotaConfig.objects``: EngineConfig, flavors,
-   cohorts, ClusterQueues, LocalQueues), then the trace's ``Node`` objects, then every
+1. At the trace start: the configuration (``QuotaConfig.objects``: EngineConfig, Topologies,
+   flavors, cohorts, ClusterQueues, LocalQueues), then the trace's ``Topology`` objects the
+   configuration lacks (a loaded quota folder), then its ``Node`` objects, then every
    *preexisting* job (running before the trace began) as a Workload carrying
    ``status.admission`` — an observed admission that holds quota as given.
 2. Each job is submitted at its trace time (a Workload ``Applied`` event, one podSet ``main``
@@ -331,6 +332,12 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 name = f"{meta['namespace']}/{meta['name']}" if obj.get("kind") == "LocalQueue" else meta.get("name")
                 emit({"id": f"config/{obj.get('kind')}/{name}", "time": t0, "cluster": cluster, "type": "Applied", "object": obj})
                 res.config_events += 1
+            configured = {o["metadata"]["name"] for o in quota.objects if o.get("kind") == "Topology"}
+            for topo in trace.topologies:  # a loaded quota folder may lack the inventory's Topology
+                if topo["metadata"]["name"] not in configured:
+                    emit({"id": f"config/Topology/{topo['metadata']['name']}", "time": t0, "cluster": cluster,
+                          "type": "Applied", "object": topo})
+                    res.config_events += 1
             for node in trace.nodes:
                 emit({"id": f"node/{node['metadata']['name']}", "time": t0, "cluster": cluster, "type": "Applied", "object": node})
                 res.nodes += 1
