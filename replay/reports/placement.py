@@ -11,20 +11,25 @@ caused them):
   it finishes (``WorkloadFinished``), is deleted, evicted (``WorkloadEvicted``) or its decision is
   ``Evicted`` / ``Preempted`` (then it is pending again);
 * a workload is pending from its ``Applied`` Workload event to its ``Admitted`` decision (and
-  again after an eviction); each of its pod sets is then a *pending pod set* of one pod shape.
+  again after an eviction); each of its pod sets is then a *pending pod set*: a per-pod shape, a
+  pod count and a required topology level (``Topology`` events give the levels).
 
 **Node utilization** (:class:`GroupUtilization`): per node group (the value of
 :data:`MODEL_LABEL`, the GPU model, else of :data:`POOL_LABEL`, else ``-``) and resource,
 ``∫ allocated dt / ∫ allocatable dt`` over the span — time-weighted, exact integers.
 
 **GPU fragmentation** (:class:`FragmentationSample`), sampled at ``samples`` evenly spaced
-instants: *free* = the GPUs not allocated on schedulable nodes; *fragmented* = the free GPUs on
-nodes where not one pod of any pending pod set that asks for GPUs fits (every resource of its
-per-pod request ≤ the node's free amount; labels, taints and topology are not considered, so this
-is a lower bound of what the placement stage could not use).  While no pending pod set asks for
-GPUs nothing is withheld from anyone, and the figure is 0.  The GPU measure is
-``alibaba.com/gpu-milli`` (thousandths of a GPU, so GPU-sharing pods count) when the nodes have
-it, else ``nvidia.com/gpu``.
+instants: *free* = the GPUs not allocated on schedulable nodes; *fragmented* = the free GPUs that
+no pending pod set could use.  A pending pod set (a gang: all its pods or none) can use a node's
+free GPUs when one of its pods fits there (every resource of its per-pod request ≤ the node's
+free amount) **and** its whole gang fits in the node's domain at its required topology level
+(``podSets[].topologyRequest.required`` or ``kai.scheduler/topology-required-placement``; the
+domain is the nodes sharing the label values from the top level down to that level, as KAI
+builds domain ids; without a required level the domain is the whole cluster).  Node selectors,
+taints and the flavor's ``nodeLabels`` are not considered, so the figure is a lower bound of what
+the placement stage could not use.  While no pending pod set asks for GPUs nothing is withheld
+from anyone, and the figure is 0.  The GPU measure is ``alibaba.com/gpu-milli`` (thousandths of a
+GPU, so GPU-sharing pods count) when the nodes have it, else ``nvidia.com/gpu``.
 
 **Waits** (:class:`WaitRow`, ``wait_rows``): per ClusterQueue (openb: its QoS class), the
 simulated admission − submission of the run with placement and of the same inputs without it,
@@ -50,7 +55,7 @@ from replay.store.db import SinkError, create_db_engine, redacted
 from statemodel import sql_schema as s
 from statemodel.quantity import parse_quantity
 
-__all__ = ["GroupUtilization", "FragmentationSample", "WaitRow", "PlacementReport", "build_placement_report",
+__all__ = ["GroupUtilization", "FragmentationSample", "PendingPodSet", "WaitRow", "PlacementReport", "build_placement_report",
            "placement_from_history", "HistoryItem",
            "fragmentation_at", "wait_rows", "write_fragmentation_plot", "placement_html", "placement_document"]
 
@@ -58,6 +63,8 @@ GPU = "nvidia.com/gpu"
 REPORTED = ("nvidia.com/gpu", GPU_MILLI, "cpu", "memory")
 """Resources reported in the utilization table, in this order (those the nodes have)."""
 DEFAULT_SAMPLES = 300
+KAI_TOPOLOGY = "kai.scheduler/topology"
+KAI_REQUIRED = "kai.scheduler/topology-required-placement"
 
 Shape = tuple[tuple[str, int], ...]
 """A per-pod request: sorted ``(resource, base units)`` pairs."""
@@ -161,47 +168,83 @@ def _pod_request(ps: dict, path: str) -> dict[str, int]:
     return total
 
 
-def fragmentation_at(time_ms: int, nodes: dict[str, tuple[dict[str, int], bool]],
-                     allocated: dict[str, dict[str, int]], pending: list[Shape], gpu: str) -> FragmentationSample:
-    """One sample (module docstring): ``nodes`` name → (allocatable, schedulable), ``allocated``
-    name → resource → base units, ``pending`` the per-pod shapes of the pending pod sets (all of
-    them; those without ``gpu`` are left out here), ``gpu`` the GPU measure."""
-    shapes = sorted({sh for sh in pending if dict(sh).get(gpu, 0) > 0})
-    # a shape that needs at least as much as another, in every resource, fits nowhere the other does not
-    minimal = [sh for sh in shapes if not any(o != sh and all(dict(sh).get(r, 0) >= a for r, a in o) for o in shapes)]
-    free_total = fragmented = 0
-    verdict: dict[tuple[tuple[str, int], ...], bool] = {}
+@dataclass(frozen=True, order=True)
+class PendingPodSet:
+    """A pending pod set as the fragmentation figure sees it.
+
+    Attributes:
+        shape: the per-pod request (sorted ``(resource, base units)``); count: its pods (a gang:
+        all or none); domain: the node labels naming its required topology domain, top level
+        down to the required level (``()``: no required level, the whole cluster is one domain).
+    """
+
+    shape: Shape
+    count: int
+    domain: tuple[str, ...] = ()
+
+
+def _pods_fitting(free: dict[str, int], shape: Shape) -> int:
+    """How many pods of ``shape`` fit in ``free`` (0 when any resource is short)."""
+    return min((free.get(r, 0) // a for r, a in shape), default=0)
+
+
+def fragmentation_at(time_ms: int, nodes: dict[str, tuple[dict[str, int], bool, dict[str, str]]],
+                     allocated: dict[str, dict[str, int]], pending: list[PendingPodSet],
+                     gpu: str) -> FragmentationSample:
+    """One sample (module docstring).
+
+    Args:
+        nodes: name → (allocatable, schedulable, labels); allocated: name → resource → base units;
+        pending: every pending pod set (those that ask for no ``gpu`` are left out here);
+        gpu: the GPU measure.
+
+    A pod set can use a node's free GPUs when one of its pods fits there and its whole gang fits
+    in the node's domain (the nodes with the same values of the pod set's ``domain`` labels; a
+    node lacking one is outside every domain of that level).
+    """
+    sets = sorted({p for p in pending if dict(p.shape).get(gpu, 0) > 0})
+    free: dict[str, dict[str, int]] = {}
     for name in sorted(nodes):
-        cap, schedulable = nodes[name]
-        if not schedulable:
-            continue
-        used = allocated.get(name, {})
-        free = {r: a - used.get(r, 0) for r, a in cap.items()}
-        gfree = free.get(gpu, 0)
-        if gfree <= 0:
-            continue
-        free_total += gfree
-        if not minimal:
-            continue
-        key = tuple(sorted(free.items()))
-        usable = verdict.get(key)
-        if usable is None:
-            usable = verdict[key] = any(all(free.get(r, 0) >= a for r, a in sh) for sh in minimal)
-        if not usable:
-            fragmented += gfree
-    return FragmentationSample(time_ms, free_total, fragmented, len([sh for sh in pending if dict(sh).get(gpu, 0) > 0]))
+        cap, schedulable, _ = nodes[name]
+        if schedulable:
+            used = allocated.get(name, {})
+            free[name] = {r: a - used.get(r, 0) for r, a in cap.items()}
+    usable: set[str] = set()
+    for ps in sets:
+        by_domain: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+        for name, f in free.items():
+            labels = nodes[name][2]
+            if any(label not in labels for label in ps.domain):
+                continue
+            pods = _pods_fitting(f, ps.shape)
+            if pods:
+                by_domain.setdefault(tuple(labels[label] for label in ps.domain), []).append((name, pods))
+        for members in by_domain.values():
+            if sum(pods for _, pods in members) >= ps.count:
+                usable.update(name for name, _ in members)
+    free_total = fragmented = 0
+    for name, f in free.items():
+        g = f.get(gpu, 0)
+        if g > 0:
+            free_total += g
+            if sets and name not in usable:
+                fragmented += g
+    return FragmentationSample(time_ms, free_total, fragmented,
+                               sum(1 for p in pending if dict(p.shape).get(gpu, 0) > 0))
 
 
 class _Sweep:
     """The replay of the module docstring: nodes, allocations, pending pod sets, integrals, samples."""
 
     def __init__(self, start: int, end: int, samples: int) -> None:
-        self.nodes: dict[str, tuple[dict[str, int], bool]] = {}
+        self.nodes: dict[str, tuple[dict[str, int], bool, dict[str, str]]] = {}
+        self.topologies: dict[str, tuple[str, ...]] = {}    # Topology name → levels, top first
         self.group_of: dict[str, str] = {}
         self.allocated: dict[str, dict[str, int]] = {}
-        self.requests: dict[str, dict[str, dict[str, int]]] = {}   # workload → pod set → per-pod request
+        self.requests: dict[str, dict[str, tuple[dict[str, int], int, str | None, str | None]]] = {}
+        # workload → pod set → (per-pod request, count, required level label, topology name)
         self.holding: dict[str, list[tuple[str, dict[str, int], int]]] = {}
-        self.pending: dict[str, list[Shape]] = {}       # workload → its pod sets' per-pod shapes
+        self.pending: dict[str, list[PendingPodSet]] = {}
         self.alloc_sum: dict[tuple[str, str], int] = {}
         self.cap_sum: dict[tuple[str, str], int] = {}
         self.alloc_ms: dict[tuple[str, str], int] = {}
@@ -218,8 +261,8 @@ class _Sweep:
         """Take the samples due before ``t`` and integrate up to ``t`` (within the span)."""
         while self.next < len(self.grid) and self.grid[self.next] < t:
             self._integrate(self.grid[self.next])
-            shapes = [sh for sets in self.pending.values() for sh in sets]
-            self.samples.append(fragmentation_at(self.grid[self.next], self.nodes, self.allocated, shapes, self.gpu))
+            pending = [p for sets in self.pending.values() for p in sets]
+            self.samples.append(fragmentation_at(self.grid[self.next], self.nodes, self.allocated, pending, self.gpu))
             self.next += 1
         self._integrate(t)
 
@@ -245,7 +288,7 @@ class _Sweep:
         if labels is None:  # deleted
             return
         self.group_of[name] = _group(labels)
-        self.nodes[name] = (alloc, schedulable)
+        self.nodes[name] = (alloc, schedulable, labels)
         if schedulable:
             self._add(self.cap_sum, self.group_of[name], alloc, 1)
         if GPU_MILLI in alloc:
@@ -262,14 +305,28 @@ class _Sweep:
     def queue(self, key: str) -> None:
         sets = self.requests.get(key)
         if sets is not None:
-            self.pending[key] = [tuple(sorted((r, a) for r, a in req.items() if a)) for req in sets.values()]
+            self.pending[key] = [PendingPodSet(tuple(sorted((r, a) for r, a in req.items() if a)), count,
+                                               self.domain(level, topology))
+                                 for req, count, level, topology in sets.values()]
+
+    def domain(self, level: str | None, topology: str | None) -> tuple[str, ...]:
+        """The labels from the top level down to ``level`` in ``topology`` (else the first Topology,
+        by name, that has the level); ``()`` without a level or when no Topology has it."""
+        if level is None:
+            return ()
+        names = [topology] if topology in self.topologies else sorted(self.topologies)
+        for name in names:
+            levels = self.topologies[name]  # type: ignore[index]
+            if level in levels:
+                return levels[: levels.index(level) + 1]
+        return ()
 
     def admit(self, key: str, placed: dict) -> None:
         self.pending.pop(key, None)
         sets = self.requests.get(key, {})
         held = []
         for ps, by_node in sorted(placed.items()):
-            per_pod = sets.get(ps, {})
+            per_pod = sets[ps][0] if ps in sets else {}
             for node, pods in sorted(by_node.items()):
                 used = self.allocated.setdefault(node, {})
                 for r, a in per_pod.items():
@@ -352,7 +409,13 @@ def _apply_event(sweep: _Sweep, kind: str, payload: dict) -> None:
     obj = payload.get("object") or {}
     okind = obj.get("kind")
     meta = obj.get("metadata") or {}
-    if okind == "Node":
+    if okind == "Topology":
+        levels = tuple(lv.get("nodeLabel", "") for lv in (obj.get("spec") or {}).get("levels") or ())
+        if kind == "Deleted":
+            sweep.topologies.pop(meta.get("name", ""), None)
+        else:
+            sweep.topologies[meta.get("name", "")] = levels
+    elif okind == "Node":
         if kind == "Deleted":
             sweep.node(meta.get("name", ""), None, {}, False)
         else:
@@ -367,8 +430,12 @@ def _apply_event(sweep: _Sweep, kind: str, payload: dict) -> None:
             sweep.requests.pop(key, None)
             return
         pod_sets = (obj.get("spec") or {}).get("podSets") or []
-        sweep.requests[key] = {ps.get("name", "main"): _pod_request(ps, f"object.spec.podSets[{i}]")
-                               for i, ps in enumerate(pod_sets)}
+        notes = meta.get("annotations") or {}
+        kai_level, kai_topology = notes.get(KAI_REQUIRED), notes.get(KAI_TOPOLOGY)
+        sweep.requests[key] = {
+            ps.get("name", "main"): (_pod_request(ps, f"object.spec.podSets[{i}]"), int(ps.get("count", 1)),
+                                     (ps.get("topologyRequest") or {}).get("required") or kai_level, kai_topology)
+            for i, ps in enumerate(pod_sets)}
         if not (obj.get("status") or {}).get("admission"):
             sweep.queue(key)
     elif kind == "WorkloadFinished":

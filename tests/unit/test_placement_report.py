@@ -18,7 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from replay.reports.placement import (
-    FragmentationSample, HistoryItem, fragmentation_at, placement_from_history, wait_rows,
+    FragmentationSample, HistoryItem, PendingPodSet, fragmentation_at, placement_from_history, wait_rows,
 )
 from replay.sim.importers.jobs import Job
 from replay.sim.simulator import SimulationResult
@@ -80,12 +80,57 @@ def test_node_utilization_is_time_weighted_per_model() -> None:
 
 
 def test_a_node_without_free_gpus_or_an_unschedulable_one_counts_nothing() -> None:
-    nodes = {"a": ({"nvidia.com/gpu": 8}, True), "b": ({"nvidia.com/gpu": 8}, False), "c": ({"cpu": 1000}, True)}
-    sample = fragmentation_at(5, nodes, {"a": {"nvidia.com/gpu": 8}}, [(("nvidia.com/gpu", 1),)], "nvidia.com/gpu")
+    nodes = {"a": ({"nvidia.com/gpu": 8}, True, {}), "b": ({"nvidia.com/gpu": 8}, False, {}),
+             "c": ({"cpu": 1000}, True, {})}
+    one_gpu = PendingPodSet((("nvidia.com/gpu", 1),), 1)
+    sample = fragmentation_at(5, nodes, {"a": {"nvidia.com/gpu": 8}}, [one_gpu], "nvidia.com/gpu")
     assert sample == FragmentationSample(5, 0, 0, 1)
     # pending pods that ask for no GPU do not make free GPUs usable, nor count as pending GPU pod sets
-    sample = fragmentation_at(5, nodes, {}, [(("cpu", 1),)], "nvidia.com/gpu")
+    sample = fragmentation_at(5, nodes, {}, [PendingPodSet((("cpu", 1),), 1)], "nvidia.com/gpu")
     assert sample == FragmentationSample(5, 8, 0, 0)
+
+
+def test_a_gang_uses_only_free_gpus_of_a_domain_that_holds_it_whole() -> None:
+    # racks r1 (x1, x2) and r2 (y1) under spine s; x1 has 8 GPUs free, x2 4, y1 8; the unlabelled
+    # node z (8 free) is outside every rack and spine
+    def node(rack: str | None) -> tuple[dict[str, int], bool, dict[str, str]]:
+        labels = {"spine": "s", "rack": rack} if rack else {}
+        return {"nvidia.com/gpu": 8}, True, labels
+
+    nodes = {"x1": node("r1"), "x2": node("r1"), "y1": node("r2"), "z": node(None)}
+    used = {"x2": {"nvidia.com/gpu": 4}}
+    gpu = "nvidia.com/gpu"
+    eight = (("nvidia.com/gpu", 8),)
+    # 2 pods × 8 GPUs in one rack: r1 holds 1 (x1), r2 holds 1 (y1): nobody can use anything
+    rack_pair = PendingPodSet(eight, 2, ("spine", "rack"))
+    assert fragmentation_at(0, nodes, used, [rack_pair], gpu) == FragmentationSample(0, 28, 28, 1)
+    # the same gang within the spine: x1 + y1 hold it; x2 (4 free) fits no 8-GPU pod, z is outside
+    spine_pair = PendingPodSet(eight, 2, ("spine",))
+    assert fragmentation_at(0, nodes, used, [spine_pair], gpu) == FragmentationSample(0, 28, 12, 1)
+    # without a level the cluster is the domain: x1, y1 and z each fit one pod; x2 still cannot
+    anywhere = PendingPodSet(eight, 3)
+    assert fragmentation_at(0, nodes, used, [anywhere], gpu) == FragmentationSample(0, 28, 4, 1)
+    # a 4-GPU pod in a rack uses x2 (and x1, y1); z's GPUs stay unusable for it
+    four = PendingPodSet((("nvidia.com/gpu", 4),), 1, ("spine", "rack"))
+    assert fragmentation_at(0, nodes, used, [rack_pair, four], gpu) == FragmentationSample(0, 28, 8, 2)
+
+
+def test_the_required_level_comes_from_the_workload_and_the_topology_events() -> None:
+    topo = (0, "Applied", {"object": {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Topology",
+                                      "metadata": {"name": "t"},
+                                      "spec": {"levels": [{"nodeLabel": "spine"}, {"nodeLabel": "rack"}]}}}, [])
+    nodes = [(0, "Applied", {"object": {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": n, "labels": {"spine": "s", "rack": r}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}}, [])
+             for n, r in (("a", "r1"), ("b", "r2"))]
+    kueue = _wl(1, "k", 2, 8, 0)
+    kueue[2]["object"]["spec"]["podSets"][0]["topologyRequest"] = {"required": "rack"}
+    kai = _wl(2, "q", 2, 8, 0)
+    kai[2]["object"]["metadata"]["annotations"] = {"kai.scheduler/topology": "t",
+                                                   "kai.scheduler/topology-required-placement": "spine"}
+    # after k: a 2-host gang in one rack fits neither rack: all 16 free GPUs fragmented;
+    # after q: a 2-host gang in the spine fits (a + b): nothing fragmented
+    report = placement_from_history("lab", [topo, *nodes, kueue, kai], start_ms=0, end_ms=2, samples=2)
+    assert report.fragmentation == [FragmentationSample(1, 16, 16, 1), FragmentationSample(2, 16, 0, 2)]
 
 
 def test_gpu_milli_is_the_measure_when_the_nodes_have_it() -> None:
