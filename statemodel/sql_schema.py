@@ -338,9 +338,24 @@ nodes = Table(
     Column("allocatable", JSONType, nullable=False, comment=f"resource -> amount in {BASE_UNITS}"),
     Column("unschedulable", Boolean, nullable=False),
     Column("taints", JSONType, nullable=False, comment="list of {key, value, effect}"),
+    Column("allocated", JSONType, nullable=False, server_default="{}",
+           comment=f"resource -> amount in {BASE_UNITS} held by placed pods"),
     comment="Projection: v1 Nodes known to the engine.",
 )
-"""Projection of the current state: the core ``v1`` Nodes the engine knows (used for placement)."""
+"""Projection of the current state: the core ``v1`` Nodes the engine knows, with what placed pods hold."""
+
+placements = Table(
+    "placements",
+    metadata,
+    Column("cluster", String, primary_key=True),
+    Column("workload", String, primary_key=True, comment="namespace/name"),
+    Column("pod_set", String, primary_key=True),
+    Column("node", String, primary_key=True),
+    Column("pods", BigInteger, nullable=False),
+    Column("allocated", JSONType, nullable=False, comment=f"resource -> amount in {BASE_UNITS} on that node"),
+    comment="Projection: pods of admitted workloads per node (the placement stage).",
+)
+"""Projection of the current state: where each placed workload's pods are, per pod set and node."""
 
 elastic_quotas = Table(
     "elastic_quotas",
