@@ -71,14 +71,11 @@ def print_demo(console: Console, result: DemoResult) -> None:
 def print_placement(console: Console, result: DemoResult) -> None:
     """The placement report (``replay.reports.placement``): waits per ClusterQueue observed, with
     and without placement; node utilization per group; the fragmentation summary."""
-    from replay.reports.page import duration, percent
-    from replay.reports.tables import percentile
+    from replay.reports.page import percent
+    from replay.reports.placement import wait_percentiles as waits
 
     rep = result.placement
     assert rep is not None
-
-    def waits(values: list[int]) -> str:
-        return "/".join(duration(percentile(values, p)) for p in (50, 95)) if values else "-"
 
     table = Table(title=f"{rep.cluster}: waits p50/p95 with and without placement (docs/demo.md: Placement)",
                   title_justify="left", box=box.SIMPLE_HEAD)

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from replay.reports.page import duration, percent
 from replay.reports.tables import percentile
 from replay.sim.importers.lingjun import POOL_LABEL
 from replay.sim.importers.openb import GPU_MILLI, MODEL_LABEL
@@ -57,7 +58,8 @@ from statemodel.quantity import parse_quantity
 
 __all__ = ["GroupUtilization", "FragmentationSample", "PendingPodSet", "WaitRow", "PlacementReport", "build_placement_report",
            "placement_from_history", "HistoryItem",
-           "fragmentation_at", "wait_rows", "write_fragmentation_plot", "placement_html", "placement_document"]
+           "fragmentation_at", "wait_rows", "write_fragmentation_plot", "placement_html", "placement_document",
+           "wait_percentiles"]
 
 GPU = "nvidia.com/gpu"
 REPORTED = ("nvidia.com/gpu", GPU_MILLI, "cpu", "memory")
@@ -529,21 +531,9 @@ def write_fragmentation_plot(report: PlacementReport, out: str | Path) -> Path |
     return path
 
 
-def _ms(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    for name, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size:
-            return f"{ms / size:.1f}{name}"
-    return f"{ms}ms"
-
-
-def _pcts(waits: list[int]) -> str:
-    return "/".join(_ms(percentile(waits, p)) for p in (50, 95)) if waits else "-"
-
-
-def _pct(x: Fraction | None) -> str:
-    return "-" if x is None else f"{float(x * 100):.1f}%"
+def wait_percentiles(waits: list[int]) -> str:
+    """p50/p95 of sorted waits (ms) as durations (``0s/3h26m``); ``-`` when there is none."""
+    return "/".join(duration(percentile(waits, p)) for p in (50, 95)) if waits else "-"
 
 
 def placement_html(report: PlacementReport) -> str:
@@ -551,12 +541,12 @@ def placement_html(report: PlacementReport) -> str:
     demo page (``replay.reports.page``)."""
     e = html.escape
     util = "".join(f"<tr><td>{e(u.group)}</td><td>{u.nodes:,}</td><td>{e(u.resource)}</td><td>{u.allocatable:,}</td>"
-                   f"<td>{_pct(u.utilization)}</td></tr>\n" for u in report.utilization)
-    waits = "".join(f"<tr><td>{e(w.queue)}</td><td>{w.jobs:,}</td><td>{_pcts(w.observed_waits)}</td>"
-                    f"<td>{_pcts(w.placed_waits)}</td><td>{w.placed_never:,}</td><td>{_pcts(w.unplaced_waits)}</td>"
+                   f"<td>{percent(u.utilization)}</td></tr>\n" for u in report.utilization)
+    waits = "".join(f"<tr><td>{e(w.queue)}</td><td>{w.jobs:,}</td><td>{wait_percentiles(w.observed_waits)}</td>"
+                    f"<td>{wait_percentiles(w.placed_waits)}</td><td>{w.placed_never:,}</td><td>{wait_percentiles(w.unplaced_waits)}</td>"
                     f"<td>{w.unplaced_never:,}</td></tr>\n" for w in report.waits)
     peak = max(report.fragmentation, key=lambda p: (p.fragmented, -p.time_ms), default=None)
-    frag = (f"<p>GPU fragmentation ({e(report.gpu_resource)}): {_pct(report.fragmented_share())} of the free GPUs "
+    frag = (f"<p>GPU fragmentation ({e(report.gpu_resource)}): {percent(report.fragmented_share())} of the free GPUs "
             f"could not be used by any pending pod set, over the {len(report.fragmentation):,} samples where one was "
             f"pending; peak {peak.fragmented / report.gpu_unit:,.1f} GPUs at day "
             f"{(peak.time_ms - report.start_ms) / 86_400_000:.1f}.</p>") if peak is not None else ""
