@@ -209,9 +209,9 @@ def _message(text: str | None, failures: list | None, omitted: int) -> object:
 
 
 def _placement_failure(failure: PlacementFailure) -> list:
-    """A pending workload's ``PlacementFailure`` as ``[summary, [[stage, podSet, nodeSet, problem], ...]]``
+    """A pending workload's ``PlacementFailure`` as ``[summary, [[stage, podSet, nodeSet, problem], ...], short]``
     (its text is derived, but is stored as the message too)."""
-    return [failure.summary, [[a.stage, a.pod_set, a.node_set, a.problem] for a in failure.attempts]]
+    return [failure.summary, [[a.stage, a.pod_set, a.node_set, a.problem] for a in failure.attempts], failure.short]
 
 
 def _dump_workloads(c: ClusterState) -> dict:
@@ -256,7 +256,7 @@ def _load_workloads(c: ClusterState, d: dict) -> None:
         w.victims, w.preempting = list(row["victims"]), row["preempting"]
         failure = row.get("placementFailure")
         if failure is not None:
-            w.message = PlacementFailure(failure[0], [Attempt(*a) for a in failure[1]])
+            w.message = PlacementFailure(failure[0], [Attempt(*a) for a in failure[1]], failure[2])
         c.workloads[w.key] = w
 
 
@@ -388,7 +388,7 @@ def _dump_placement(c: ClusterState) -> dict:
     return {"topologies": [_enc(t) for t in c.nodes.topology_objects()],
             "held": [[w.key, [[node, pods, amounts] for node, pods, amounts in w.nodes]]
                      for w in c.workloads.values() if w.nodes],
-            "waiting": [[key, total] for key, (_, total) in c.placement.waiting.items()]}
+            "waiting": [[key, total, short, gained] for key, (_, total, short, gained) in c.placement.waiting.items()]}
 
 
 def _load_placement(c: ClusterState, d: dict) -> None:
@@ -401,7 +401,8 @@ def _load_placement(c: ClusterState, d: dict) -> None:
         w.nodes = [(node, pods, dict(amounts)) for node, pods, amounts in held]
         for node, pods, amounts in w.nodes:
             c.nodes.allocate(key, node, pods, amounts)
-    c.placement.waiting = {key: (c.workloads[key], dict(total)) for key, total in d["waiting"]}
+    c.placement.waiting = {key: [c.workloads[key], dict(total), short, gained]
+                           for key, total, short, gained in d["waiting"]}
 
 
 OPTIONAL_COMPONENTS: dict[str, dict] = {"placement": {"version": 1, "topologies": [], "held": [], "waiting": []}}

@@ -32,6 +32,8 @@ def print_explanation(console: Console, out: dict) -> None:
             console.print(f"  binding: {line}")
         if out["shortfalls"]:
             console.print(_shortfalls_table(out["shortfalls"]))
+        if out.get("placement"):
+            console.print(_node_sets_table(out["placement"]))
         for held in out.get("holders", []):
             console.print(_holders_table(held))
     for ps in out["request"]:
@@ -43,6 +45,10 @@ def print_explanation(console: Console, out: dict) -> None:
                             for ps in admission["podSetAssignments"])
         how = "observed" if admission["observed"] else "by the engine"
         console.print(f"  admitted {how} at {admission['admittedAt']}, borrowing height {admission['borrowing']}: {flavors}")
+        for ps in admission["podSetAssignments"]:
+            if "nodes" in ps:
+                placed = ", ".join(f"{node} ×{pods}" for node, pods in ps["nodes"].items())
+                console.print(f"  podSet {ps['name']} on nodes: {placed}")
     _print_preemption(console, out.get("preemption"))
     if out["levels"]:
         console.print(_levels_table("the numbers at every level (available = what this node could still take now)",
@@ -53,6 +59,16 @@ def print_explanation(console: Console, out: dict) -> None:
                       f"{decision['cause']}), borrowing height {decision['borrowing']}")
         console.print(_levels_table("right after that admission (its own charge included: it fitted under every "
                                     "limit below)", decision["levels"]))
+
+
+def _node_sets_table(placement: dict) -> Table:
+    """The node sets a gang was tried on and why each failed (``statemodel.explain.placement_failure_json``)."""
+    table = Table(title=f"placement: {placement['summary']}", box=box.SIMPLE, title_justify="left")
+    for column in ("stage", "pod set", "node set", "problem"):
+        table.add_column(column)
+    for row in placement["nodeSets"]:
+        table.add_row(row["stage"], row["podSet"] or "(gang)", row["nodeSet"], row["problem"])
+    return table
 
 
 def _print_wait(console: Console, out: dict) -> None:

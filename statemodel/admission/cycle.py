@@ -34,6 +34,7 @@ from statemodel.admission.fair_sharing_iterator import FairSharingIterator
 from statemodel.admission.flavorassigner import Assignment, assign_flavors
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.objects import FlavorResource
+from statemodel.placement.nodesets import PlacementFailure
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import PreemptionOracle, make_oracle, may_preempt, shortage
 from statemodel.queues.cluster_queue import BEST_EFFORT_FIFO, ClusterQueueQueue
@@ -564,7 +565,8 @@ def _park_for_nodes(cluster: "ClusterState", cand: Candidate) -> None:
     for ps in cand.assignment.pod_sets:
         for res, amount in ps.usage.items():
             total[res] = total.get(res, 0) + amount
-    cluster.placement.wait(info, total)
+    failure = info.message
+    cluster.placement.wait(info, total, failure.short if isinstance(failure, PlacementFailure) else 1)
     if queue.strategy == BEST_EFFORT_FIFO:
         cluster.ready.add(name)
 

@@ -21,6 +21,7 @@ Determinism: every listing is sorted by node name or resource name; insertion or
 from __future__ import annotations
 
 from statemodel.objects import Node, Taint, Topology
+from statemodel.placement.node_order import BinpackOrder
 from statemodel.placement.topology import TopologyTree
 
 
@@ -52,7 +53,8 @@ class NodeLedger:
     ``document()`` / ``from_document()`` (the snapshot section).
     """
 
-    __slots__ = ("_nodes", "_totals", "_allocated", "_holders", "_free", "topologies", "_topology_objects")
+    __slots__ = ("_nodes", "_totals", "_allocated", "_holders", "_free", "_node_free", "_labels", "_names",
+                 "_plain", "_allocatable", "_orders", "topologies", "_topology_objects")
 
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
@@ -64,6 +66,18 @@ class NodeLedger:
         """node -> workload key -> pods it has there"""
         self._free: dict[str, int] = {}
         """resource -> free capacity summed over schedulable nodes"""
+        self._node_free: dict[str, dict[str, int]] = {}
+        """node -> resource -> free (``allocatable - allocated``; ``{}`` while unschedulable)"""
+        self._labels: dict[str, dict[str, str]] = {}
+        """node -> its labels as a map"""
+        self._plain: dict[str, None] = {}
+        """the open nodes: schedulable, no NoSchedule / NoExecute taint (any pod without node
+        constraints may go there)"""
+        self._allocatable: dict[str, dict[str, int]] = {}
+        self._orders: dict[tuple[str, ...], BinpackOrder] = {}
+        """requested resources -> the open nodes in binpack order (built on first use)"""
+        self._names: list[str] | None = []
+        """the node names, sorted (``None`` until listed again after a node came or went)"""
         self.topologies: dict[str, TopologyTree] = {}
         self._topology_objects: dict[str, Topology] = {}
 
@@ -73,7 +87,20 @@ class NodeLedger:
         old = self._nodes.get(node.name)
         if old is not None:
             self._count(old, -1)
+        else:
+            self._names = None
         self._nodes[node.name] = node
+        self._labels[node.name] = dict(node.labels)
+        self._allocatable[node.name] = dict(node.allocatable)
+        self._node_free[node.name] = self._compute_free(node)
+        if node.unschedulable or any(t.effect != "PreferNoSchedule" for t in node.taints):
+            self._plain.pop(node.name, None)
+            for order in self._orders.values():
+                order.drop(node.name)
+        else:
+            self._plain[node.name] = None
+            for order in self._orders.values():
+                order.put(node.name, self._node_free[node.name], self._allocatable[node.name])
         self._count(node, 1)
 
     def delete(self, name: str) -> Node | None:
@@ -83,13 +110,20 @@ class NodeLedger:
         if old is not None:
             self._count(old, -1)
             del self._nodes[name]
+            del self._node_free[name]
+            del self._labels[name]
+            del self._allocatable[name]
+            self._plain.pop(name, None)
+            for order in self._orders.values():
+                order.drop(name)
             self._allocated.pop(name, None)
             self._holders.pop(name, None)
+            self._names = None
         return old
 
     def _count(self, node: Node, sign: int) -> None:
         """Add (``sign`` 1) or take out (-1) ``node`` from the totals, the free sums and the topologies."""
-        free = self.free(node.name, node)
+        free = self.free(node.name)
         if sign < 0:
             for tree in self.topologies.values():
                 tree.remove(node.name, free)
@@ -110,19 +144,50 @@ class NodeLedger:
 
     # -- placement ---------------------------------------------------------------------------
 
-    def free(self, name: str, node: Node | None = None) -> dict[str, int]:
+    def free(self, name: str) -> dict[str, int]:
         """What node ``name`` has free per resource (``allocatable - allocated``; ``{}`` when it is
-        unschedulable or unknown).  Base units."""
-        node = node if node is not None else self._nodes.get(name)
-        if node is None or node.unschedulable:
+        unschedulable or unknown).  Base units.  The ledger's own map, kept incrementally: read it,
+        do not change it."""
+        return self._node_free.get(name, _EMPTY)
+
+    def _compute_free(self, node: Node) -> dict[str, int]:
+        if node.unschedulable:
             return {}
-        allocated = self._allocated.get(name)
+        allocated = self._allocated.get(node.name)
         if allocated is None:
             return dict(node.allocatable)
         out = dict(node.allocatable)
         for res, amount in allocated.items():
             out[res] = out.get(res, 0) - amount
         return out
+
+    def labels(self, name: str) -> dict[str, str]:
+        """The labels of node ``name`` as a map (the ledger's own: read only; ``{}`` when unknown)."""
+        return self._labels.get(name, {})
+
+    def plain(self) -> dict[str, None]:
+        """Names of the open nodes: schedulable, without a ``NoSchedule`` / ``NoExecute`` taint (the
+        ledger's own map: read only)."""
+        return self._plain
+
+    def allocatable(self, name: str) -> dict[str, int]:
+        """Node ``name``'s allocatable as a map (the ledger's own: read only; ``{}`` when unknown)."""
+        return self._allocatable.get(name, {})
+
+    def binpack_order(self, resources: tuple[str, ...]) -> list[tuple[int, str]]:
+        """The open nodes as ``(binpack key, name)`` sorted, for pods requesting ``resources``
+        (``statemodel.placement.node_order``; the ledger's own list: read only).  Built on first
+        use, O(nodes log nodes); kept up to date after that."""
+        order = self._orders.get(resources)
+        if order is None:
+            order = self._orders[resources] = BinpackOrder(resources)
+            for name in self._plain:
+                order.put(name, self._node_free[name], self._allocatable[name])
+        return order.entries
+
+    def free_of(self) -> dict[str, dict[str, int]]:
+        """Every node's ``free`` map by name (the ledger's own: read only)."""
+        return self._node_free
 
     def free_totals(self) -> dict[str, int]:
         """Free capacity per resource summed over the schedulable nodes (base units)."""
@@ -157,6 +222,10 @@ class NodeLedger:
                 del self._holders[name]
         if node.unschedulable:
             return
+        _add(self._node_free[name], amounts, -sign)
+        if name in self._plain:
+            for order in self._orders.values():
+                order.put(name, self._node_free[name], self._allocatable[name])
         _add(self._free, amounts, -sign)
         for tree in self.topologies.values():
             tree.change(name, amounts, -sign)
@@ -165,7 +234,7 @@ class NodeLedger:
         """Add or replace a ``Topology``: its tree is built over the current nodes (O(nodes × levels))."""
         tree = TopologyTree(topology)
         for node in self._nodes.values():
-            tree.add(node.name, dict(node.labels), self.free(node.name, node))
+            tree.add(node.name, dict(node.labels), self.free(node.name))
         self.topologies[topology.name] = tree
         self._topology_objects[topology.name] = topology
 
@@ -189,8 +258,11 @@ class NodeLedger:
         return name in self._nodes
 
     def names(self) -> list[str]:
-        """Node names, sorted."""
-        return sorted(self._nodes)
+        """Node names, sorted (the ledger's own list, kept until a node comes or goes: read only)."""
+        names = self._names
+        if names is None:
+            names = self._names = sorted(self._nodes)
+        return names
 
     def nodes(self) -> list[Node]:
         """The nodes, sorted by name."""
@@ -246,6 +318,9 @@ class NodeLedger:
         for entry in doc:
             ledger.apply(node_from_document(entry))
         return ledger
+
+
+_EMPTY: dict[str, int] = {}
 
 
 def _add(into: dict[str, int], amounts: dict[str, int], sign: int) -> None:

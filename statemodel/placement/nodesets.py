@@ -48,6 +48,7 @@ from fractions import Fraction
 from typing import Final
 
 from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
+from statemodel.placement.node_order import fullness
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.topology import ROOT, Domain, TopologyTree
 from statemodel.quantity import format_quantity
@@ -62,6 +63,9 @@ SCORE_BUCKETS: Final = 10
 """KAI's topology node-score resolution (``floor((i+1)/n*10)``)."""
 MAX_ATTEMPTS_SHOWN: Final = 8
 """Node sets listed in a failure message (the rest are counted)."""
+MAX_DOMAINS_COUNTED: Final = 16
+"""Domains of the top relevant level whose pod capacity a topology failure counts (by domain ID;
+the rest are counted together), so a failure costs at most this many domains' nodes."""
 
 
 class PodSetRequest:
@@ -139,13 +143,17 @@ class Attempt:
 
 class PlacementFailure:
     """Why a gang could not be placed: ``summary`` (KAI's wording, with numbers) and ``attempts``
-    (every node set tried, in order).  ``str()`` is the pending message."""
+    (every node set tried, in order).  ``str()`` is the pending message.  ``short``: how many more
+    pods the nodes must be able to take before another attempt can succeed — for a gang of one pod
+    set without topology or node constraints, its count minus what the nodes could take (alike pods
+    on distinct nodes: that bound is exact); 1 (any change) otherwise."""
 
-    __slots__ = ("summary", "attempts")
+    __slots__ = ("summary", "attempts", "short")
 
-    def __init__(self, summary: str, attempts: list[Attempt]) -> None:
+    def __init__(self, summary: str, attempts: list[Attempt], short: int = 1) -> None:
         self.summary = summary
         self.attempts = attempts
+        self.short = short
 
     def __str__(self) -> str:
         shown = [str(a) for a in self.attempts[:MAX_ATTEMPTS_SHOWN]]
@@ -258,15 +266,25 @@ def _shortage(total: dict[str, int], free: dict[str, int]) -> str:
 
 class NodeSet:
     """A set of nodes to try: ``label`` (domain ID, ``root`` or ``all nodes``), the ``domain`` it
-    is (``None`` for all nodes) in ``tree``, and ``nodes`` (sorted names)."""
+    is (``None`` for all nodes) in ``tree``, and ``nodes`` (sorted names; given, or — ``None`` —
+    the domain's nodes, listed when first read: most candidate domains are never tried)."""
 
-    __slots__ = ("label", "domain", "tree", "nodes")
+    __slots__ = ("label", "domain", "tree", "_nodes")
 
-    def __init__(self, label: str, domain: Domain | None, tree: TopologyTree | None, nodes: list[str]) -> None:
+    def __init__(self, label: str, domain: Domain | None, tree: TopologyTree | None,
+                 nodes: list[str] | None) -> None:
         self.label = label
         self.domain = domain
         self.tree = tree
-        self.nodes = nodes
+        self._nodes = nodes
+
+    @property
+    def nodes(self) -> list[str]:
+        """The member node names, sorted."""
+        nodes = self._nodes
+        if nodes is None:
+            nodes = self._nodes = sorted(self.domain.nodes) if self.domain is not None else []
+        return nodes
 
 
 class Placer:
@@ -283,6 +301,8 @@ class Placer:
         """what this attempt has charged so far (KAI's statement): rolled back when a set fails"""
         self.placed: list[PodSetPlaced] = []
         self.key = ""
+        self.room = -1
+        """what the nodes could take of the last pod set tried on a set (pods)"""
 
     # -- the gang --------------------------------------------------------------------------
 
@@ -309,7 +329,12 @@ class Placer:
             if all(self._place_pod_set(ps, node_set) for ps in gang.pod_sets):
                 return self.placed
             self._rollback(0)
-        return self._failure(count)
+        failure = self._failure(count)
+        only = gang.pod_sets[0] if len(gang.pod_sets) == 1 else None
+        if (gang.topology is None and only is not None and only.constraint is None and not only.node_labels
+                and self.room >= 0):
+            failure.short = max(1, only.count - self.room)
+        return failure
 
     def _rollback(self, mark: int) -> None:
         """Give back every charge made after the first ``mark`` ones (KAI ``stmt.Rollback``)."""
@@ -339,61 +364,125 @@ class Placer:
         sets = [parent]
         if c is not None and ps.topology is not None and (c.required or c.preferred):
             sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
-        mark = len(self.charged)
         for node_set in sets:
-            eligible = self._eligible(ps, node_set, total)
-            if eligible is None:
+            fast = self._binpack_everywhere(ps, node_set)
+            if fast == []:
                 continue
-            nodes = self._allocate(ps, eligible, node_set)
-            if nodes is None:
-                self._rollback(mark)
-            else:
-                tree = self.ledger.topologies.get(ps.topology or "") if ps.topology else None
+            if fast is not None:
+                tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+                self.placed.append(_placed(ps.name, fast, tree))
+                return True
+            fitting = self._eligible(ps, node_set)
+            if fitting is not None:
+                nodes = self._allocate(ps, fitting, node_set)
+                tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
                 self.placed.append(_placed(ps.name, nodes, tree))
                 return True
         return False
 
-    def _eligible(self, ps: PodSetRequest, node_set: NodeSet, total: dict[str, int]) -> list[str] | None:
-        """The flavor/affinity plugin: the nodes of ``node_set`` that may take pods of ``ps``, or
-        ``None`` (with an attempt recorded) when none may or together they cannot hold ``total``."""
+    def _binpack_everywhere(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """A pod set without node constraints on all nodes in binpack order: walk the ledger's
+        sorted binpack order (``statemodel.placement.node_order``) instead of every node, and charge
+        the first nodes that can hold the pods — the same nodes, in the same order, as the scan of
+        ``_eligible`` + ``_allocate`` picks.  ``None`` (nothing charged) when it does not apply;
+        ``[]`` (nothing charged, the gang failure recorded as ``_eligible`` words it) when the pods
+        do not all fit; with no open node at all, ``None`` so that the scan says why."""
+        c = ps.constraint
+        if (node_set.domain is not None or node_set.tree is not None or self.node_order != BINPACK
+                or ps.node_labels or (c is not None and (c.node_selector or c.affinity or c.tolerations
+                                                         or c.preferred))):
+            return None
+        wanted = [(res, amount) for res, amount in sorted(ps.requests.items()) if amount > 0]
         ledger = self.ledger
-        eligible = []
+        free_of = ledger.free_of()
+        left = ps.count
+        chosen: list[tuple[str, int]] = []
+        for _, name in ledger.binpack_order(tuple(res for res, _ in wanted)):
+            free = free_of[name]
+            fit = left
+            for res, amount in wanted:
+                have = free.get(res, 0) // amount
+                if have < fit:
+                    fit = have
+                    if not fit:
+                        break
+            if fit:
+                chosen.append((name, fit))
+                left -= fit
+                if not left:
+                    break
+        if left:
+            matched = len(ledger.plain())
+            if not matched:
+                return None
+            self.room = room = ps.count - left
+            self.attempts.append(Attempt("gang", ps.name, node_set.label,
+                                         f"Resources were found for {room} pods while {ps.count} are required for "
+                                         f"gang scheduling ({matched}/{len(node_set.nodes)} nodes match)"))
+            return []
+        chosen.sort()
+        for name, pods in chosen:
+            amounts = {res: amount * pods for res, amount in wanted}
+            ledger.allocate(self.key, name, pods, amounts)
+            self.charged.append((name, pods, amounts))
+        return chosen
+
+    def _eligible(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """The flavor/affinity plugin, with each matching node's room: ``(node, pods of ps it can
+        take)`` for the nodes of ``node_set`` that match ``ps`` and have room, or ``None`` (with an
+        attempt recorded) when none matches or together they cannot hold every pod (the pods of
+        one pod set are alike, so what each node can take adds up: KAI's gang failure)."""
+        ledger = self.ledger
+        free_of = ledger.free_of()
+        plain_nodes = ledger.plain()
+        count = ps.count
+        wanted = [(res, amount) for res, amount in sorted(ps.requests.items()) if amount > 0]
+        c = ps.constraint
+        plain = not ps.node_labels and (c is None or not (c.node_selector or c.affinity))
+        fitting = []
         reasons: dict[str, int] = {}
-        free_sum: dict[str, int] = {}
+        matched = room = 0
         for name in node_set.nodes:
-            node = ledger.get(name)
-            if node is None:
+            free = free_of.get(name)
+            if free is None:
                 continue
-            why = node_matches(node, dict(node.labels), ps)
-            if why is not None:
-                reasons[why] = reasons.get(why, 0) + 1
-                continue
-            eligible.append(name)
-            for res, amount in ledger.free(name).items():
-                free_sum[res] = free_sum.get(res, 0) + amount
-        if not eligible:
+            if not plain or name not in plain_nodes:
+                why = node_matches(ledger.get(name), ledger.labels(name), ps)  # type: ignore[arg-type]
+                if why is not None:
+                    reasons[why] = reasons.get(why, 0) + 1
+                    continue
+            matched += 1
+            fit = count
+            for res, amount in wanted:
+                have = free.get(res, 0) // amount
+                if have < fit:
+                    fit = have
+                    if not fit:
+                        break
+            if fit:
+                fitting.append((name, fit))
+                room += fit
+        self.room = room
+        if not matched:
             detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "no nodes"
             self.attempts.append(Attempt("nodes", ps.name, node_set.label,
                                          f"0/{len(node_set.nodes)} nodes are available: {detail}"))
             return None
-        if not _covers(free_sum, total):
-            self.attempts.append(Attempt("nodes", ps.name, node_set.label,
-                                         f"{len(eligible)}/{len(node_set.nodes)} nodes match, not enough free: "
-                                         f"{_shortage(total, free_sum)}"))
+        if room < count:
+            self.attempts.append(Attempt("gang", ps.name, node_set.label,
+                                         f"Resources were found for {room} pods while {count} are required for "
+                                         f"gang scheduling ({matched}/{len(node_set.nodes)} nodes match)"))
             return None
-        return eligible
+        return fitting
 
-    def _allocate(self, ps: PodSetRequest, eligible: list[str], node_set: NodeSet) -> list[tuple[str, int]] | None:
-        """Put every pod of ``ps`` on ``eligible`` nodes in the node order; ``None`` (attempt
-        recorded, nothing kept) when some pod finds no node."""
+    def _allocate(self, ps: PodSetRequest, fitting: list[tuple[str, int]], node_set: NodeSet) -> list[tuple[str, int]]:
+        """Put every pod of ``ps`` on the ``fitting`` nodes (which can hold them all) in the node
+        order, charging the ledger."""
         requests = ps.requests
         scores = self._preferred_scores(ps, node_set)
-        keyed = []
-        for name in eligible:
-            free = self.ledger.free(name)
-            fit = _pods_fitting(free, requests, ps.count)
-            if fit:
-                keyed.append((scores.get(name, 0), self._fullness(name, free, requests), name, fit))
+        free_of = self.ledger.free_of()
+        keyed = [(scores.get(name, 0), self._fullness(name, free_of[name], requests), name, fit)
+                 for name, fit in fitting]
         spread = self.node_order == SPREAD
         keyed.sort(key=lambda k: (-k[0], -k[1] if spread else k[1], k[2]))
         left = ps.count
@@ -407,7 +496,7 @@ class Placer:
                 chosen[name] = chosen.get(name, 0) + 1
                 left -= 1
                 if fit > 1:
-                    free = self.ledger.free(name)
+                    free = dict(free_of[name])
                     for res, amount in requests.items():
                         free[res] = free.get(res, 0) - amount * chosen[name]
                     heapq.heappush(heap, (neg_score, -self._fullness(name, free, requests), name, fit - 1))
@@ -418,12 +507,6 @@ class Placer:
                 take = min(fit, left)
                 chosen[name] = take
                 left -= take
-        if left:
-            placed = ps.count - left
-            self.attempts.append(Attempt("gang", ps.name, node_set.label,
-                                         f"Resources were found for {placed} pods while {ps.count} are required "
-                                         f"for gang scheduling"))
-            return None
         for name, pods in sorted(chosen.items()):
             amounts = {res: amount * pods for res, amount in requests.items() if amount}
             self.ledger.allocate(self.key, name, pods, amounts)
@@ -432,14 +515,7 @@ class Placer:
 
     def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> int:
         """The node-order key: Σ over requested resources of ``free · 10000 // allocatable``."""
-        node = self.ledger.get(name)
-        allocatable = dict(node.allocatable) if node is not None else {}
-        key = 0
-        for res, amount in requests.items():
-            if amount:
-                cap = allocatable.get(res, 0)
-                key += free.get(res, 0) * 10000 // cap if cap > 0 else 0
-        return key
+        return fullness(free, self.ledger.allocatable(name), tuple(res for res, amount in requests.items() if amount))
 
     def _preferred_scores(self, ps: PodSetRequest, node_set: NodeSet) -> dict[str, int]:
         """KAI's topology node scores for the preferred level of ``ps`` (module docstring); ``{}``
@@ -502,7 +578,10 @@ class Placer:
         sets: list[NodeSet] = []
         for level in range(lo, top - 1, -1):
             for d in levels.get(level, ()):
-                nodes = sorted(d.nodes) if inside is None else sorted(n for n in d.nodes if n in inside)
+                if inside is None:
+                    sets.append(NodeSet(d.id, d, tree, None))
+                    continue
+                nodes = sorted(n for n in d.nodes if n in inside)
                 if nodes:
                     sets.append(NodeSet(d.id, d, tree, nodes))
         if not sets:
@@ -514,11 +593,17 @@ class Placer:
         """No domain at a relevant level holds the request: KAI's per-domain errors of the top
         relevant level (how many pods each domain could take), then the requirement error."""
         per_pod = {res: amount // count for res, amount in total.items()} if count else total
-        domains = [d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)]
-        for d in sorted(domains, key=lambda d: d.id):
-            fit = sum(_pods_fitting(self.ledger.free(n), per_pod, count) for n in sorted(d.nodes))
+        domains = sorted((d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)),
+                         key=lambda d: d.id)
+        free_of = self.ledger.free_of()
+        for d in domains[:MAX_DOMAINS_COUNTED]:
+            fit = sum(_pods_fitting(free_of.get(n, {}), per_pod, count) for n in d.nodes)
             self.attempts.append(Attempt("topology", pod_set, d.id,
                                          f"node-group {d.id} can allocate only {fit} of {count} required pods"))
+        if len(domains) > MAX_DOMAINS_COUNTED:
+            self.attempts.append(Attempt("topology", pod_set, scope.id,
+                                         f"{len(domains) - MAX_DOMAINS_COUNTED} more node-groups at level "
+                                         f"{tree.levels[top]} cannot hold the job either"))
         self.attempts.append(Attempt("topology", pod_set, scope.id,
                                      f"topology {tree.name}, requirement {requirement} couldn't be satisfied"))
 

@@ -5,10 +5,13 @@ with its assigned flavors' ``nodeLabels`` and topology (``ResourceFlavor.spec.to
 constraints, and the Workload's KAI constraint — and places it over NodeSets
 (``statemodel.placement.nodesets``).  The stage also keeps who waits for nodes: a Workload whose gang
 fits its quota but not the nodes waits (``TopologyPlacementFailed``) until capacity is freed on
-nodes — a placed workload's release wakes the waiters whose total request the cluster's free
-capacity now covers (a necessary condition; each woken one is placed again), and a configuration
-change (a node added, relabelled, uncordoned; a Topology changed) wakes everyone, as it already
-does for quota.  Costs: one scan of the waiters per release of a placed workload.
+nodes, or the configuration changes (a node added, relabelled, uncordoned; a Topology changed:
+everyone wakes, as for quota).  A waiter records how many more pods the nodes must take before it
+can fit (``PlacementFailure.short``); each release of a placed workload adds, per waiter, the pods
+of its pod sets that the freed nodes can take now but could not before, and wakes those whose
+gain reaches their shortfall while the cluster's free capacity covers their total request (both
+necessary: nothing else makes room on nodes).  Costs: one scan of the waiters per release of a
+placed workload, O(freed nodes × pod sets) each.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 class PlacementStage:
     """Placement for one cluster: ``place``, ``charge`` (observed nodes), ``release`` and the
-    waiters.  ``waiting``: workload key -> (workload, its gang's total request in base units)."""
+    waiters.  ``waiting``: workload key -> ``[workload, its gang's total request in base units,
+    pods short, pods gained since]``."""
 
     def __init__(self) -> None:
-        self.waiting: dict[str, tuple[WorkloadInfo, dict[str, int]]] = {}
+        self.waiting: dict[str, list] = {}
 
     def gang(self, info: WorkloadInfo, pod_sets: list[PodSetAssignment],
              flavors: dict[str, ResourceFlavor]) -> GangRequest:
@@ -97,22 +101,48 @@ class PlacementStage:
             return []
         for node, pods, amounts in info.nodes:
             ledger.allocate(info.key, node, pods, amounts, -1)
+        released: dict[str, dict[str, int]] = {}
+        for node, _, amounts in info.nodes:
+            mine = released.setdefault(node, {})
+            for res, amount in amounts.items():
+                mine[res] = mine.get(res, 0) + amount
         info.nodes = []
         if not self.waiting:
             return []
         free = ledger.free_totals()
+        free_of = ledger.free_of()
+        freed = [(free_of[n], released[n]) for n in sorted(released) if n in free_of]
         woken = []
         for key in sorted(self.waiting):
-            waiter, total = self.waiting[key]
-            if all(free.get(res, 0) >= amount for res, amount in total.items()):
+            entry = self.waiting[key]
+            waiter, total = entry[0], entry[1]
+            for ps in waiter.obj.pod_sets:
+                for now, amounts in freed:
+                    entry[3] += _fit(now, ps.requests, {}) - _fit(now, ps.requests, amounts)
+            if entry[3] >= entry[2] and all(free.get(res, 0) >= amount for res, amount in total.items()):
                 woken.append(waiter)
                 del self.waiting[key]
         return woken
 
-    def wait(self, info: WorkloadInfo, gang_total: dict[str, int]) -> None:
-        """``info`` fits its quota but not the nodes: it waits for freed node capacity."""
-        self.waiting[info.key] = (info, gang_total)
+    def wait(self, info: WorkloadInfo, gang_total: dict[str, int], short: int) -> None:
+        """``info`` fits its quota but not the nodes: it waits until the nodes can take ``short``
+        more of its pods (``PlacementFailure.short``)."""
+        self.waiting[info.key] = [info, gang_total, short, 0]
 
     def forget(self, key: str) -> None:
         """``key`` no longer waits (admitted elsewhere, finished, deleted, or everyone was woken)."""
         self.waiting.pop(key, None)
+
+
+def _fit(free: dict[str, int], requests: tuple[tuple[str, int], ...], less: dict[str, int]) -> int:
+    """How many pods of ``requests`` fit in ``free - less`` (no upper bound but the free capacity;
+    a pod requesting nothing counts as one)."""
+    n = -1
+    for res, amount in requests:
+        if amount > 0:
+            have = (free.get(res, 0) - less.get(res, 0)) // amount
+            if have <= 0:
+                return 0
+            if n < 0 or have < n:
+                n = have
+    return 1 if n < 0 else n

@@ -178,10 +178,11 @@ def test_projection_rows_are_the_engine_state(db: str, tmp_path: Path) -> None:
     # nodes: the ledger (cpu-2 deleted; cpu-1 cordoned and relabelled)
     assert rows["nodes"] == [
         {"cluster": "ml", "name": "cpu-1", "labels": {"pool": "cpu", "zone": "b"},
-         "allocatable": {"cpu": 7910, "memory": 32 * GI, "pods": 110}, "unschedulable": True, "taints": []},
+         "allocatable": {"cpu": 7910, "memory": 32 * GI, "pods": 110}, "unschedulable": True, "taints": [],
+         "allocated": {}},
         {"cluster": "ml", "name": "gpu-1", "labels": {"pool": "gpu"},
          "allocatable": {"cpu": 64000, "memory": 512 * GI, GPU: 8}, "unschedulable": False,
-         "taints": [{"key": GPU, "value": "present", "effect": "NoSchedule"}]}]
+         "taints": [{"key": GPU, "value": "present", "effect": "NoSchedule"}], "allocated": {}}]
     assert engine.clusters["ml"].nodes.totals() == {"cpu": 64000, "memory": 512 * GI, GPU: 8}
 
     # the quota tree: nominal quota as configured, usage and availability as the quota model says

@@ -59,7 +59,8 @@ def test_required_affinity_expressions_and_the_message_when_no_node_matches():
     # a2 is full now: the one matching node has no room
     gang(s, "ns/full", "q", [{"count": 1, "requests": {"cpu": "1"}, "affinity": affinity}])
     assert admitted(s.run()) == []
-    assert "1/2 nodes match, not enough free: cpu requested 1, available 0" in s.workload("ns/full")["message"]
+    assert ("Resources were found for 0 pods while 1 are required for gang scheduling (1/2 nodes match)"
+            in s.workload("ns/full")["message"])
     no_match = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "model", "operator": "NotIn", "values": ["v100", "h100"]}]},
         {"matchExpressions": [{"key": "model", "operator": "DoesNotExist"}]}]}}}
