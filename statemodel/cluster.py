@@ -463,6 +463,8 @@ class ClusterState:
         if queue.blocked is info:
             self.ready.add(queue.name)
         queue.remove(info)
+        if self.placement.waiting:
+            self.placement.forget(info.key)
 
     def _reroute(self, lq_key: str) -> None:
         """Re-place the pending workloads of a LocalQueue after it changed."""

@@ -54,7 +54,7 @@ class NodeLedger:
     """
 
     __slots__ = ("_nodes", "_totals", "_allocated", "_holders", "_free", "_node_free", "_labels", "_names",
-                 "_plain", "_allocatable", "_orders", "topologies", "_topology_objects")
+                 "_plain", "_allocatable", "_largest", "_orders", "topologies", "_topology_objects")
 
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
@@ -74,6 +74,8 @@ class NodeLedger:
         """the open nodes: schedulable, no NoSchedule / NoExecute taint (any pod without node
         constraints may go there)"""
         self._allocatable: dict[str, dict[str, int]] = {}
+        self._largest: dict[str, int] | None = None
+        """resource -> largest allocatable over the nodes (``None`` until computed again)"""
         self._orders: dict[tuple[str, ...], BinpackOrder] = {}
         """requested resources -> the open nodes in binpack order (built on first use)"""
         self._names: list[str] | None = []
@@ -92,6 +94,7 @@ class NodeLedger:
         self._nodes[node.name] = node
         self._labels[node.name] = dict(node.labels)
         self._allocatable[node.name] = dict(node.allocatable)
+        self._largest = None
         self._node_free[node.name] = self._compute_free(node)
         if node.unschedulable or any(t.effect != "PreferNoSchedule" for t in node.taints):
             self._plain.pop(node.name, None)
@@ -113,6 +116,7 @@ class NodeLedger:
             del self._node_free[name]
             del self._labels[name]
             del self._allocatable[name]
+            self._largest = None
             self._plain.pop(name, None)
             for order in self._orders.values():
                 order.drop(name)
@@ -174,16 +178,28 @@ class NodeLedger:
         """Node ``name``'s allocatable as a map (the ledger's own: read only; ``{}`` when unknown)."""
         return self._allocatable.get(name, {})
 
-    def binpack_order(self, resources: tuple[str, ...]) -> list[tuple[int, str]]:
-        """The open nodes as ``(binpack key, name)`` sorted, for pods requesting ``resources``
-        (``statemodel.placement.node_order``; the ledger's own list: read only).  Built on first
-        use, O(nodes log nodes); kept up to date after that."""
+    def binpack_order(self, resources: tuple[str, ...]) -> BinpackOrder:
+        """The open nodes in binpack order for pods requesting ``resources`` (in
+        ``node_order.key_resources`` order; ``statemodel.placement.node_order``; the ledger's own:
+        read only).  Built on first use, O(nodes log nodes); kept up to date after that."""
         order = self._orders.get(resources)
         if order is None:
             order = self._orders[resources] = BinpackOrder(resources)
             for name in self._plain:
                 order.put(name, self._node_free[name], self._allocatable[name])
-        return order.entries
+        return order
+
+    def largest_allocatable(self, resource: str) -> int:
+        """The largest allocatable of ``resource`` over the nodes (0 when none has it); O(nodes)
+        after a node came, went or changed, else cached."""
+        cached = self._largest
+        if cached is None:
+            cached = self._largest = {}
+            for allocatable in self._allocatable.values():
+                for res, amount in allocatable.items():
+                    if amount > cached.get(res, 0):
+                        cached[res] = amount
+        return cached.get(resource, 0)
 
     def free_of(self) -> dict[str, dict[str, int]]:
         """Every node's ``free`` map by name (the ledger's own: read only)."""

@@ -30,9 +30,11 @@ Within a set, pods go to nodes in this order (a ``spread`` or ``binpack`` node o
 ``EngineConfig.spec.placement.nodeOrder``): with a preferred level, first by KAI's topology node
 score (``calculateNodeScores``: the i-th of n preferred-level domains in packing order scores
 ``floor((i+1)·10/n)``, higher first); then ``binpack`` (default, KAI's default placement
-strategy): the node with the least free capacity of the requested resources first — the sum over
-requested resources of ``free · 10000 // allocatable`` ascending — and a node is filled before the
-next; ``spread``: the same key descending, re-evaluated after every pod; ties by node name.
+strategy): the node with the least free capacity of the requested resources first — per requested
+resource, extended resources (GPUs) first, then cpu, then memory, the free share
+``free · 10000 // allocatable``, compared as a tuple, ascending (``node_order``) — and a node is
+filled before the next; ``spread``: the same key descending, re-evaluated after every pod; ties by
+node name.
 
 Failure is data (``PlacementFailure``): every node set tried and why it failed, with numbers, and a
 summary in KAI's words — ``unschedulable on cluster`` with the resource the cluster lacks when its
@@ -48,15 +50,13 @@ from fractions import Fraction
 from typing import Final
 
 from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
-from statemodel.placement.node_order import fullness
+from statemodel.placement.node_order import fullness, key_resources
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.topology import ROOT, Domain, TopologyTree
 from statemodel.quantity import format_quantity
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
-NODE_ORDERS: Final = (BINPACK, SPREAD)
-"""``EngineConfig.spec.placement.nodeOrder`` values."""
 MISSING_RATIO: Final = Fraction(1000)
 """KAI's ratio for a resource a domain does not have."""
 SCORE_BUCKETS: Final = 10
@@ -392,18 +392,23 @@ class Placer:
                 or ps.node_labels or (c is not None and (c.node_selector or c.affinity or c.tolerations
                                                          or c.preferred))):
             return None
-        wanted = [(res, amount) for res, amount in sorted(ps.requests.items()) if amount > 0]
+        resources = key_resources([res for res, amount in ps.requests.items() if amount > 0])
+        wanted = [(res, ps.requests[res]) for res in resources]
         ledger = self.ledger
         free_of = ledger.free_of()
         left = ps.count
         chosen: list[tuple[str, int]] = []
-        for _, name in ledger.binpack_order(tuple(res for res, _ in wanted)):
+        order = ledger.binpack_order(resources)
+        entries = order.entries
+        start = order.start(wanted[0][1], ledger.largest_allocatable(wanted[0][0])) if wanted else 0
+        for i in range(start, len(entries)):
+            name = entries[i][1]
             free = free_of[name]
             fit = left
             for res, amount in wanted:
-                have = free.get(res, 0) // amount
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
                 if have < fit:
-                    fit = have
+                    fit = have if have > 0 else 0
                     if not fit:
                         break
             if fit:
@@ -454,9 +459,9 @@ class Placer:
             matched += 1
             fit = count
             for res, amount in wanted:
-                have = free.get(res, 0) // amount
+                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
                 if have < fit:
-                    fit = have
+                    fit = have if have > 0 else 0
                     if not fit:
                         break
             if fit:
@@ -484,12 +489,12 @@ class Placer:
         keyed = [(scores.get(name, 0), self._fullness(name, free_of[name], requests), name, fit)
                  for name, fit in fitting]
         spread = self.node_order == SPREAD
-        keyed.sort(key=lambda k: (-k[0], -k[1] if spread else k[1], k[2]))
+        keyed.sort(key=lambda k: (-k[0], _negated(k[1]) if spread else k[1], k[2]))
         left = ps.count
         chosen: dict[str, int] = {}
         if spread:
             # one pod at a time on the node with the most free share; a node's key falls as it fills
-            heap = [(-score, -fullness, name, fit) for score, fullness, name, fit in keyed]
+            heap = [(-score, _negated(key), name, fit) for score, key, name, fit in keyed]
             heapq.heapify(heap)
             while left and heap:
                 neg_score, _, name, fit = heapq.heappop(heap)
@@ -499,7 +504,7 @@ class Placer:
                     free = dict(free_of[name])
                     for res, amount in requests.items():
                         free[res] = free.get(res, 0) - amount * chosen[name]
-                    heapq.heappush(heap, (neg_score, -self._fullness(name, free, requests), name, fit - 1))
+                    heapq.heappush(heap, (neg_score, _negated(self._fullness(name, free, requests)), name, fit - 1))
         else:
             for _, _, name, fit in keyed:
                 if not left:
@@ -513,9 +518,11 @@ class Placer:
             self.charged.append((name, pods, amounts))
         return sorted(chosen.items())
 
-    def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> int:
-        """The node-order key: Σ over requested resources of ``free · 10000 // allocatable``."""
-        return fullness(free, self.ledger.allocatable(name), tuple(res for res, amount in requests.items() if amount))
+    def _fullness(self, name: str, free: dict[str, int], requests: dict[str, int]) -> tuple[int, ...]:
+        """The binpack key (``statemodel.placement.node_order``): per requested resource, extended
+        ones first, the free share in basis points."""
+        return fullness(free, self.ledger.allocatable(name),
+                        key_resources([res for res, amount in requests.items() if amount]))
 
     def _preferred_scores(self, ps: PodSetRequest, node_set: NodeSet) -> dict[str, int]:
         """KAI's topology node scores for the preferred level of ``ps`` (module docstring); ``{}``
@@ -627,6 +634,11 @@ def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool
             out.setdefault(d.level, []).append(d)
         frontier = nxt
     return out
+
+
+def _negated(key: tuple[int, ...]) -> tuple[int, ...]:
+    """A key that sorts in the opposite order (``spread``)."""
+    return tuple(-k for k in key)
 
 
 def _gang_total(pod_sets: list[PodSetRequest]) -> dict[str, int]:

@@ -130,7 +130,7 @@ class PlacementStage:
         self.waiting[info.key] = [info, gang_total, short, 0]
 
     def forget(self, key: str) -> None:
-        """``key`` no longer waits (admitted elsewhere, finished, deleted, or everyone was woken)."""
+        """``key`` left its queue (admitted, finished, deleted, moved): it no longer waits here."""
         self.waiting.pop(key, None)
 
 

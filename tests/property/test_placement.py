@@ -21,7 +21,8 @@ from tests.scenario.placement.helpers import delete_node, gang, kai, node, place
 
 HOST = "kubernetes.io/hostname"
 NODES = [(f"n{i}", f"s{i // 4}", f"r{i // 2}") for i in range(8)]  # 2 spines × 2 racks × 2 nodes
-CONSTRAINTS = (None, ("kai", "spine", None), ("kai", "rack", None), ("kai", None, "rack"), ("tas", "rack", None))
+CONSTRAINTS = (None, ("kai", "spine", None), ("kai", "rack", None), ("kai", None, "rack"), ("tas", "rack", None),
+               ("tas", None, "rack"))
 
 job_op = st.tuples(st.just("job"), st.integers(1, 4), st.integers(1, 6), st.sampled_from(CONSTRAINTS))
 finish_op = st.tuples(st.just("finish"), st.integers(0, 60))
@@ -49,7 +50,7 @@ def _history(ops: list, order: str) -> Scenario:
             if constraint is not None and constraint[0] == "kai":
                 annotations = kai("net", required=constraint[1], preferred=constraint[2])
             elif constraint is not None:
-                ps["topologyRequest"] = {"required": constraint[1]}
+                ps["topologyRequest"] = {"required": constraint[1]} if constraint[1] else {"preferred": constraint[2]}
             gang(s, f"ns/j{jobs}", "q", [ps], annotations=annotations)
             jobs += 1
         elif op[0] == "finish":

@@ -94,8 +94,8 @@ def test_preferred_rack_falls_back_to_the_spine_required_rack_waits():
 
 
 def test_packing_order_the_most_packed_rack_first_ties_by_domain_id():
-    """r1 has 16 cpu free, r2 32: request/free is 1/2 vs 1/4, so r1 is tried first; r3 and r4 tie
-    with r1's ratio after r1 fills... the second gang goes to the next most packed."""
+    """r1 has 16 cpu free, r2 32: request/free is 8/16 against 8/32, so r1 (the more packed) is
+    tried first; two racks with equal free capacity are tried in domain-ID order."""
     s = cluster()
     spine_rack_nodes(s, {"s1": {"r2": ["c1", "c2", "c3", "c4"], "r1": ["a1", "a2"]}})
     s.run()
@@ -112,8 +112,7 @@ def test_packing_order_the_most_packed_rack_first_ties_by_domain_id():
 def test_ordering_is_hierarchical_a_rack_under_a_fuller_spine_comes_first():
     """KAI reference §2: racks are listed left to right in the tree sorted at every domain, so a rack
     under the more packed spine is tried before a rack that is individually more packed under an
-    emptier spine.  s1 = r1 (2 free nodes) + r2 (1 free node: 16 cpu free ratio 8/16... ) — here:
-    s1 has 24 cpu free (r1: 16, r2: 8), s2 has 64 free (r3: 8, r4: 56)."""
+    emptier spine.  s1 has 24 cpu free (r1: 16, r2: 8), s2 has 64 free (r3: 8, r4: 56)."""
     s = cluster()
     topology(s, "net", ["spine", "rack", HOST])
     node(s, "r1-1", {"spine": "s1", "rack": "r1"}, cpu="16")
@@ -363,3 +362,69 @@ def test_explain_lists_the_node_sets_tried_and_survives_a_snapshot():
     assert out["placement"]["summary"].startswith("unschedulable on cluster: free capacity is fragmented across node groups")
     restored = load(dump(s.engine))
     assert explain(restored.clusters["default"], "ns/req") == out
+
+
+def test_required_block_the_more_packed_block_cannot_hold_the_gang_so_the_next_one_does():
+    """Kueue TAS situation (a required level above the racks): block b1 has 2 free nodes, b2 4; a
+    3-pod gang's request/free is 24/16 for b1 (cannot hold it, skipped) and 24/32 for b2."""
+    s = cluster(topology_name="blocks")
+    topology(s, "blocks", ["block", "rack", HOST])
+    for name, block, rack in (("a1", "b1", "r1"), ("a2", "b1", "r2"),
+                              ("c1", "b2", "r3"), ("c2", "b2", "r3"), ("c3", "b2", "r4"), ("c4", "b2", "r4")):
+        node(s, name, {"block": block, "rack": rack})
+    s.run()
+    gang(s, "ns/tas", "q", [{"count": 3, "requests": {"cpu": "8"}, "topologyRequest": {"required": "block"}}])
+    assert nodes_of(s.run(), "ns/tas") == {"main": {"c1": 1, "c2": 1, "c3": 1}}
+
+
+def test_a_waiting_gang_is_retried_once_freed_nodes_can_take_what_it_was_short():
+    """4 nodes of 8 cpu, all held by 1-pod workloads; a 2-pod gang is short 2 pods.  The first
+    finish frees room for 1: still short, it stays pending; the second finish lets it in."""
+    s = cluster()
+    for i in range(4):
+        node(s, f"n{i}")
+    s.run()
+    for i in range(4):
+        gang(s, f"ns/w{i}", "q", [{"count": 1, "requests": {"cpu": "8"}}])
+    s.run()
+    gang(s, "ns/g", "q", [{"count": 2, "requests": {"cpu": "8"}}])
+    assert admitted(s.run()) == []
+    s.finish("ns/w0")
+    assert admitted(s.run()) == []
+    assert s.workload("ns/g")["reason"] == "TopologyPlacementFailed"
+    s.finish("ns/w3")
+    d = s.run()
+    assert nodes_of(d, "ns/g") == {"main": {"n0": 1, "n3": 1}}
+
+
+def test_a_waiting_gang_deleted_is_no_longer_waited_for_and_snapshots_restore():
+    from statemodel.snapshot import dump, load
+
+    s = cluster()
+    node(s, "n1")
+    s.run()
+    gang(s, "ns/big", "q", [{"count": 2, "requests": {"cpu": "8"}}])
+    s.run()
+    assert list(s.engine.clusters["default"].placement.waiting) == ["ns/big"]
+    s.delete_workload("ns/big")
+    s.run()
+    assert s.engine.clusters["default"].placement.waiting == {}
+    assert load(dump(s.engine)).clusters["default"].placement.waiting == {}
+
+
+def test_a_node_replaced_with_less_than_it_holds_takes_no_pod():
+    """n1 holds 6 cpu, then is replaced with 4 allocatable (the kubelet keeps running pods): it has
+    -2 cpu free and takes nothing; the next pod goes to n2."""
+    s = cluster()
+    node(s, "n1")
+    node(s, "n2")
+    s.run()
+    gang(s, "ns/a", "q", [{"count": 1, "requests": {"cpu": "6"}}])
+    assert nodes_of(s.run(), "ns/a") == {"main": {"n1": 1}}
+    node(s, "n1", cpu="4")
+    s.run()
+    gang(s, "ns/b", "q", [{"count": 1, "requests": {"cpu": "1"}}])
+    assert nodes_of(s.run(), "ns/b") == {"main": {"n2": 1}}
+    # a pod set with a node selector is scanned, not walked: the same answer
+    gang(s, "ns/c", "q", [{"count": 1, "requests": {"cpu": "1"}, "nodeSelector": {HOST: "n1"}}])
+    assert admitted(s.run()) == []
