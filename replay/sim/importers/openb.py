@@ -40,7 +40,7 @@ from pathlib import Path
 from replay.sim.importers.csvrows import iter_rows, read_jobs
 from replay.sim.importers.inventory import NodeInventory, capacity_of, flavor_object, node_object
 from replay.sim.importers.jobs import (
-    BadRow, ImportResult, Job, decimal_of, hash_bucket, quantity_string, slug, to_ms, to_units,
+    BadRow, ImportResult, Job, decimal_of, hash_bucket, slug, to_ms, to_units,
 )
 
 NAME = "openb"
