@@ -32,12 +32,16 @@ from replay.sim.volcano_quota import to_volcano_queues
 from replay.sim.quota_tree import QuotaRule, generate_quota, parse_scale
 from replay.reports.summary import LongWait, fairness, longest_waits, preemptions_by, priority_classes
 from replay.reports.tables import Report, build_report
+from replay.reports.placement import (
+    PlacementReport, build_placement_report, placement_document, placement_html, wait_rows, write_fragmentation_plot,
+)
 from replay.reports.page import write_index
 from replay.runner import ReplayResult
 from replay.sim.simulator import SimulationResult, simulate
 from replay.store.db import SinkError
 from replay.sql_sink import replay_to_db
 from replay.sim.traces import load_trace
+from replay.sim.nodes import enable_placement, load_nodes, with_nodes
 from replay.timespec import parse_moment
 
 __all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
@@ -62,6 +66,10 @@ class DemoResult:
         simulation / replay: counters of the simulation and of the replay into SQL.
         report: the report numbers; longest: its longest waits, explained (``replay.reports.summary``).
         hash: the engine hash after the last event (the same for both runs).
+        html_sections: extra HTML sections of ``index.html`` (the placement report's), in order.
+        placement: with ``placement``, the placement report (``replay.reports.placement``);
+        unplaced: with ``placement``, the counters of the same inputs simulated without placement
+            (``events-without-placement.ndjson``), whose waits the placement report compares.
         seconds: wall time per stage (reporting only).
     """
 
@@ -75,8 +83,11 @@ class DemoResult:
     replay: ReplayResult
     report: Report
     hash: str
+    placement: PlacementReport | None = None
+    unplaced: SimulationResult | None = None
     pngs: list[Path] = field(default_factory=list)
     longest: list[LongWait] = field(default_factory=list)
+    html_sections: list[str] = field(default_factory=list)
     html: Path | None = None
     report_json: Path | None = None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -95,7 +106,8 @@ def default_out(trace: str) -> Path:
 
 
 def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str | None, model: str = "kueue",
-                quota_scale: str = "1") -> tuple[ImportResult, QuotaConfig, int | None]:
+                quota_scale: str = "1", *, nodes: str | None = None, node_mapping: str | None = None,
+                placement: bool = False) -> tuple[ImportResult, QuotaConfig, int | None]:
     """Import the trace, load or generate its quota configuration, read ``until`` (epoch ms or ``None``);
     shared by ``quotaledger demo`` and ``quotaledger simulate``.  ``quota_scale`` (``--quota-scale``,
     a decimal number > 0) multiplies every generated quota (``replay.sim.quota_tree.QuotaRule.scale``);
@@ -103,6 +115,11 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str |
     configuration (generated or loaded) is translated to ElasticQuotas
     (``replay.sim.koordinator_quota``), ``volcano``: to a Volcano queue tree
     (``replay.sim.volcano_quota``); a loaded one that already holds that model's objects is kept.
+    ``nodes`` (with ``node_mapping`` for a CSV file): the trace runs on that node inventory
+    (``replay.sim.nodes``: its Nodes, flavors and Topologies replace the trace's own, before the
+    quota is generated); ``placement``: the EngineConfig turns the placement stage on
+    (``replay.sim.nodes.enable_placement``).  Without both, the inputs are exactly what they were
+    before node inventories existed (same events, same hashes).
 
     Raises:
         DemoError: the trace, mapping, quota folder, ``until`` or ``quota_scale`` cannot be used (the
@@ -117,11 +134,15 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str |
         if quota and scale != 1:
             raise DemoError("--quota-scale scales the generated quota tree; with --quota, edit the manifests instead")
         imported = load_trace(trace, mapping)
+        if nodes is not None:
+            imported = with_nodes(imported, load_nodes(nodes, node_mapping))
         config = load_manifests(quota, imported.name) if quota else generate_quota(imported, QuotaRule(scale=scale))
         if model == "koordinator" and config.model != "koordinator":
             config = to_elastic_quotas(config, capacity_node=not imported.nodes)
         elif model == "volcano" and config.model != "volcano":
             config = to_volcano_queues(config, capacity_node=not imported.nodes)
+        if placement:
+            config = enable_placement(config)
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
     try:
@@ -145,7 +166,8 @@ def input_notes(imported: ImportResult, config: QuotaConfig, max_rows: int = 20)
 
 def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | None = None, db: str | None = None,
              out: str | Path | None = None, until: str | None = None, progress: Progress | None = None,
-             on_note: Callable[[str], None] | None = None, model: str = "kueue", quota_scale: str = "1") -> DemoResult:
+             on_note: Callable[[str], None] | None = None, model: str = "kueue", quota_scale: str = "1",
+             nodes: str | None = None, node_mapping: str | None = None, placement: bool = False) -> DemoResult:
     """Run the demo (module docstring) and write its output folder.
 
     Args:
@@ -174,7 +196,8 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     tick("import", 0, 1)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale, nodes=nodes,
+                                             node_mapping=node_mapping, placement=placement)
     tick("import", 1, 1)
     for line in input_notes(imported, config):
         note(line)
@@ -193,6 +216,11 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     clock = time.perf_counter()
     sim = simulate(imported, config, events, until_ms=until_ms,
                    progress=lambda t: tick("simulate", min(span, max(0, t - start)), span))
+    unplaced = None
+    if placement:
+        _, baseline, _ = load_inputs(trace, mapping, quota, until, model, quota_scale, nodes=nodes,
+                                     node_mapping=node_mapping)
+        unplaced = simulate(imported, baseline, out_dir / "events-without-placement.ndjson", until_ms=until_ms)
     seconds["simulate"] = time.perf_counter() - clock
     horizon = sim.until_ms  # without --until, the run goes on until the last job that waited has finished
     if sim.cut:
@@ -229,10 +257,22 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
     tick("report", 1, 1)
     seconds["report"] = time.perf_counter() - clock
     result = DemoResult(out_dir, url, events, quota_dir, imported, config, sim, replayed, report, engine.hash,
-                        longest=longest, seconds=seconds)
+                        longest=longest, unplaced=unplaced, seconds=seconds)
+    if placement:
+        clock = time.perf_counter()
+        try:
+            result.placement = build_placement_report(url, imported.name, start_ms=start, end_ms=horizon)
+        except SinkError as exc:
+            raise DemoError(str(exc)) from exc
+        result.placement.waits = wait_rows(imported.name, sim, unplaced)
+        seconds["placement report"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     result.pngs = write_plots(report, out_dir, progress=lambda done, total: tick("plots", done, total), url=url)
+    if result.placement is not None:
+        frag = write_fragmentation_plot(result.placement, out_dir)
+        result.pngs += [frag] if frag is not None else []
+        result.html_sections.append(placement_html(result.placement))
     result.report_json = out_dir / "report.json"
     # stdlib json: integrals of bytes × ms exceed 64 bits, which orjson refuses
     result.report_json.write_text(json.dumps(
@@ -246,7 +286,9 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
                        for scope, n, j in fairness(report)],
          "preemptions": [{"reason": r, "preemptorClusterQueue": q, "count": c, "lostGpuMs": g}
                          for r, q, c, g in preemptions_by(report)],
-         "longestWaits": [asdict(w) for w in longest]}, indent=1) + "\n", encoding="utf-8")
+         "longestWaits": [asdict(w) for w in longest],
+         **({"placement": placement_document(result.placement)} if result.placement is not None else {})},
+        indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
     seconds["plots"] = time.perf_counter() - clock
     return result

@@ -8,9 +8,17 @@ from typing import Optional
 import typer
 
 from quotaledger.commands.errors import CommandError, writing
-from quotaledger.commands.options import (MAPPING_OPTION, MODEL_OPTION, QUOTA_OPTION, QUOTA_SCALE_OPTION, TRACE_OPTION,
-                                         UNTIL_OPTION)
+from quotaledger.commands.options import (
+    MAPPING_OPTION, MODEL_OPTION, NODE_MAPPING_OPTION, NODES_OPTION, PLACEMENT_OPTION, QUOTA_OPTION, QUOTA_SCALE_OPTION,
+    TRACE_OPTION, UNTIL_OPTION,
+)
 from quotaledger.views.output import console, err_console
+
+
+def check_nodes(nodes: str | None, node_mapping: str | None) -> None:
+    """``CommandError`` (exit 2) for ``--node-mapping`` without ``--nodes`` (the CSV it describes)."""
+    if node_mapping is not None and nodes is None:
+        raise CommandError("--node-mapping needs --nodes: give the node list CSV it describes (docs/traces.md)", 2)
 
 
 def trace_of(trace: str | None, mapping: str | None) -> str:
@@ -33,22 +41,27 @@ def demo(
     until: Optional[str] = UNTIL_OPTION,
     model: str = MODEL_OPTION,
     quota_scale: str = QUOTA_SCALE_OPTION,
+    nodes: Optional[str] = NODES_OPTION,
+    node_mapping: Optional[str] = NODE_MAPPING_OPTION,
+    placement: bool = PLACEMENT_OPTION,
 ) -> None:
     """The main job on a real trace: import it, build the quota tree (written as editable manifests),
     simulate it closed-loop, archive the history in SQL, and report per ClusterQueue and Cohort (per
     quota group under --model koordinator) (tables, PNG plots, index.html) — all in one output
-    folder, named at the end."""
+    folder, named at the end.  With --placement, also node utilization, GPU fragmentation and the
+    waits of the same run without placement."""
     from quotaledger.views.demo import demo_progress, print_demo
     from replay.demo import run_demo
 
     if model not in ("kueue", "koordinator", "volcano"):
         raise CommandError(f"--model: {model!r} is not a quota model the demo runs (kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
+    check_nodes(nodes, node_mapping)
     err = err_console()
     with writing("the demo output"), demo_progress(err) as progress:
         result = run_demo(trace, mapping=mapping, quota=quota, db=db, out=out, until=until, progress=progress,
                           on_note=lambda text: err.print(text, markup=False, highlight=False), model=model,
-                          quota_scale=quota_scale)
+                          quota_scale=quota_scale, nodes=nodes, node_mapping=node_mapping, placement=placement)
     print_demo(console(), result)
 
 
@@ -65,6 +78,9 @@ def simulate(
         False, "--finish-at-horizon", help="Finish jobs still running at the end at the horizon."),
     model: str = MODEL_OPTION,
     quota_scale: str = QUOTA_SCALE_OPTION,
+    nodes: Optional[str] = NODES_OPTION,
+    node_mapping: Optional[str] = NODE_MAPPING_OPTION,
+    placement: bool = PLACEMENT_OPTION,
 ) -> None:
     """Import a trace, build its quota configuration, run the closed-loop simulation, write EVENTS.
 
@@ -81,7 +97,9 @@ def simulate(
         raise CommandError(f"--model: {model!r} is not a quota model the simulator runs "
                            "(kueue, koordinator, volcano)", 2)
     trace = trace_of(trace, mapping)
-    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale)
+    check_nodes(nodes, node_mapping)
+    imported, config, until_ms = load_inputs(trace, mapping, quota, until, model, quota_scale, nodes=nodes,
+                                             node_mapping=node_mapping, placement=placement)
     tick_ms = parse_span(tick, "--tick")
     for line in input_notes(imported, config):
         err.print(line, markup=False, highlight=False)

@@ -23,7 +23,16 @@ AT_HELP = ("The state as of this moment: an RFC 3339 time, a date (2025-01-26), 
            "of the history (7d) or before its end (-2h).")
 
 TRACE_OPTION = typer.Option(
-    None, "--trace", help="dlrm (default), openb, or the path of a trace CSV (with --mapping).")
+    None, "--trace", help="dlrm (default), openb, gangs (generated gang jobs on the Lingjun topology), or the path "
+                          "of a trace CSV (with --mapping).")
+NODES_OPTION = typer.Option(
+    None, "--nodes", help="Run on this node inventory: openb (1,523 nodes), lingjun (847 hosts, 3-tier topology), "
+                          "or a node list CSV (with --node-mapping; docs/traces.md).")
+NODE_MAPPING_OPTION = typer.Option(
+    None, "--node-mapping", help="Node mapping YAML saying how to read the --nodes CSV (docs/traces.md).")
+PLACEMENT_OPTION = typer.Option(
+    False, "--placement", help="Turn the engine's placement stage on (EngineConfig spec.placement.enable): "
+                               "workloads are placed on the nodes as gangs.")
 MAPPING_OPTION = typer.Option(
     None, "--mapping", help="Mapping YAML saying how to read the --trace CSV (format and examples: docs/traces.md).")
 QUOTA_OPTION = typer.Option(

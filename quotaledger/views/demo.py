@@ -61,6 +61,8 @@ def print_demo(console: Console, result: DemoResult) -> None:
         for row in section.rows:
             longest.add_row(*row)
         console.print(longest)
+    if result.placement is not None:
+        print_placement(console, result)
     sim, rep = result.simulation, result.replay
     console.print(f"simulation: {sim.summary()}", markup=False, highlight=False)
     total = sum(result.seconds.values())
@@ -76,3 +78,27 @@ def print_demo(console: Console, result: DemoResult) -> None:
     console.print("example queries (e.g. sqlite3 on the file, or psql):", markup=False)
     for what, sql in example_queries(report.cluster, report.model):
         console.print(f"  -- {what}\n  {sql}", markup=False, highlight=False)
+
+
+def print_placement(console: Console, result: DemoResult) -> None:
+    """The placement report (``replay.reports.placement``): waits per ClusterQueue observed, with
+    and without placement; node utilization per group; the fragmentation summary."""
+    from replay.reports.page import percent
+    from replay.reports.placement import wait_percentiles as waits
+
+    rep = result.placement
+    assert rep is not None
+
+    table = Table(title=f"{rep.cluster}: waits p50/p95 with and without placement (docs/demo.md: Placement)",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for i, header in enumerate(("ClusterQueue", "jobs", "observed", "with placement", "never", "without", "never")):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for w in rep.waits:
+        table.add_row(w.queue, f"{w.jobs:,}", waits(w.observed_waits), waits(w.placed_waits), f"{w.placed_never:,}",
+                      waits(w.unplaced_waits), f"{w.unplaced_never:,}")
+    console.print(table)
+    util = ", ".join(f"{u.group} {u.resource} {percent(u.utilization)}" for u in rep.utilization
+                     if u.resource == rep.gpu_resource)
+    console.print(f"node utilization ({rep.gpu_resource}, time-weighted): {util}", markup=False, highlight=False)
+    console.print(f"GPU fragmentation: {percent(rep.fragmented_share())} of the free GPUs no pending pod set could use "
+                  "(while one was pending); plot fragmentation.png", markup=False, highlight=False)

@@ -566,6 +566,7 @@ def write_index(result: DemoResult) -> Path:
     queries = "".join(f"<p>{e(what)}:</p>\n<pre>{e(_SQL_BREAK.sub(chr(10) + '  ', sql))}</pre>\n"
                       for what, sql in example_queries(r.cluster, r.model))
     notes = "".join(f"<li>{e(n)}</li>" for n in result.config.notes)
+    extra = "".join(result.html_sections)  # hook: sections of other reports (replay.reports.placement)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>quotaledger demo: {e(r.cluster)}</title>
 <style>{_CSS}</style></head><body>
@@ -578,7 +579,7 @@ to {e(utc(r.end_ms))}. Engine hash <code>{e(result.hash)}</code>.</p>
 <ul>{notes}</ul>
 <p>SQL store: <code>{e(redacted(result.url))}</code>; quota manifests: <code>quota/</code>; events: <code>{e(result.events.name)}</code>;
 exact numbers: <code>report.json</code>.</p>
-{sections}<h2>Plots</h2>
+{sections}{extra}<h2>Plots</h2>
 {plots}
 <h2>Query the store</h2>
 {queries}

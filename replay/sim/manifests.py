@@ -21,9 +21,10 @@ from replay.sim.importers.jobs import Job, quantity_string, slug
 
 __all__ = ["QuotaConfig", "QuotaConfigError", "load_manifests", "write_manifests", "queue_names", "KIND_ORDER"]
 
-KIND_ORDER = ("EngineConfig", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "ElasticQuota", "Queue", "Node")
-"""Apply order of configuration kinds (a ClusterQueue's flavors and cohort exist before it)."""
-_FILES = {"EngineConfig": "00-engine-config.yaml", "ResourceFlavor": "10-resource-flavors.yaml",
+KIND_ORDER = ("EngineConfig", "Topology", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "ElasticQuota", "Queue", "Node")
+"""Apply order of configuration kinds (a ClusterQueue's flavors and cohort exist before it, a
+flavor's Topology before the flavor)."""
+_FILES = {"EngineConfig": "00-engine-config.yaml", "Topology": "05-topologies.yaml", "ResourceFlavor": "10-resource-flavors.yaml",
           "Cohort": "20-cohorts.yaml", "ClusterQueue": "30-cluster-queues.yaml", "LocalQueue": "40-local-queues.yaml",
           "ElasticQuota": "50-elastic-quotas.yaml", "Queue": "55-volcano-queues.yaml", "Node": "60-nodes.yaml"}
 

@@ -53,6 +53,9 @@ On DLRM (31 days) the rule gives ``T`` = 390,832 cores in ``cn`` (p99; peak 393,
 to 320,736 cores and 3,172 GPUs, the pool cohorts top up to p95 (389,072 cores; 3,319 GPUs) and
 the root holds the rest (1,760 cores in ``cn``; 14 GPUs in ``hn``).  docs/demo.md has what it does
 to the waits.
+
+The trace's ``Topology`` objects come first, then its ResourceFlavors (a flavor names its
+topology in ``spec.topologyName``).
 """
 
 from __future__ import annotations
@@ -359,6 +362,7 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
                                                           "usageSamplingInterval": rule.sampling_interval,
                                                           "resourceWeights": weights}}})
     known = {f["metadata"]["name"] for f in trace.flavors}
+    objects += [dict(t) for t in trace.topologies]
     objects += [dict(f) for f in trace.flavors]
     used = sorted({f for fl in owner_flavors.values() for f in fl} - known)
     objects += [{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": f},

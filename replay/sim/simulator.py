@@ -5,8 +5,9 @@ The loop (as Armada's simulator, ``internal/scheduler/simulator``: one heap orde
 ``(time, sequence)``, so events at equal times keep the order they were created in, and the
 trace's own row order for submissions):
 
-1. At the trace start: the configuration (``QuotaConfig.objects``: EngineConfig, flavors,
-   cohorts, ClusterQueues, LocalQueues), then the trace's ``Node`` objects, then every
+1. At the trace start: the configuration (``QuotaConfig.objects``: EngineConfig, Topologies,
+   flavors, cohorts, ClusterQueues, LocalQueues), then the trace's ``Topology`` objects the
+   configuration lacks (a loaded quota folder), then its ``Node`` objects, then every
    *preexisting* job (running before the trace began) as a Workload carrying
    ``status.admission`` — an observed admission that holds quota as given.
 2. Each job is submitted at its trace time (a Workload ``Applied`` event, one podSet ``main``
@@ -63,6 +64,7 @@ API = "kueue.x-k8s.io/v1beta2"
 POD_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
 POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
+KAI_TOPOLOGY = "kai.scheduler/topology"
 DEFAULT_TICK_MS = 300_000
 """Tick interval: 5 minutes, Kueue's default ``usageSamplingInterval``."""
 
@@ -131,13 +133,21 @@ def workload_object(job: Job, namespace: str, queue: str, admission: dict | None
     """The Kueue ``Workload`` of a job: one podSet ``main`` with ``count`` pods and per-pod ``requests``
     (quantity strings), ``spec.priority`` when the job has one, the run-time annotation when the
     trace gives a run time (``replay.sim.run_time``); with ``admission``, ``status.admission`` (an
-    observed admission)."""
+    observed admission).  A job's topology request (``Job.topology``) is written Kueue's way, as the
+    podSet's ``topologyRequest`` (``{"required": <level label>}`` or ``{"preferred": …}``), or KAI's,
+    as the annotations ``kai.scheduler/topology`` (the Topology's name) and
+    ``kai.scheduler/topology-required-placement`` / ``-preferred-placement`` (the level label)."""
     meta: dict = {"name": slug(job.id), "namespace": namespace}
-    if job.run_ms is not None:
-        meta["annotations"] = run_time_annotation(job.run_ms)
-    obj = {"apiVersion": API, "kind": "Workload", "metadata": meta,
-           "spec": {"queueName": queue, "podSets": [{"name": "main", "count": job.count,
-                                                     "requests": {r: quantity_string(r, a) for r, a in job.requests}}]}}
+    annotations = run_time_annotation(job.run_ms) if job.run_ms is not None else {}
+    pod_set: dict = {"name": "main", "count": job.count, "requests": {r: quantity_string(r, a) for r, a in job.requests}}
+    topo = job.topology
+    if topo is not None and topo.style == "kai":
+        annotations = {**annotations, KAI_TOPOLOGY: topo.topology, f"{KAI_TOPOLOGY}-{topo.mode}-placement": topo.level}
+    elif topo is not None:
+        pod_set["topologyRequest"] = {topo.mode: topo.level}
+    if annotations:
+        meta["annotations"] = annotations
+    obj = {"apiVersion": API, "kind": "Workload", "metadata": meta, "spec": {"queueName": queue, "podSets": [pod_set]}}
     if job.priority is not None:
         obj["spec"]["priority"] = job.priority
     if admission is not None:
@@ -322,6 +332,12 @@ def simulate(trace: ImportResult, quota: QuotaConfig, out: str | Path | BinaryIO
                 name = f"{meta['namespace']}/{meta['name']}" if obj.get("kind") == "LocalQueue" else meta.get("name")
                 emit({"id": f"config/{obj.get('kind')}/{name}", "time": t0, "cluster": cluster, "type": "Applied", "object": obj})
                 res.config_events += 1
+            configured = {o["metadata"]["name"] for o in quota.objects if o.get("kind") == "Topology"}
+            for topo in trace.topologies:  # a loaded quota folder may lack the inventory's Topology
+                if topo["metadata"]["name"] not in configured:
+                    emit({"id": f"config/Topology/{topo['metadata']['name']}", "time": t0, "cluster": cluster,
+                          "type": "Applied", "object": topo})
+                    res.config_events += 1
             for node in trace.nodes:
                 emit({"id": f"node/{node['metadata']['name']}", "time": t0, "cluster": cluster, "type": "Applied", "object": node})
                 res.nodes += 1

@@ -13,17 +13,23 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
+from replay.sim.gangs import NAME as GANGS
+from replay.sim.gangs import gang_trace
 from replay.sim.importers.dlrm import FILE as DLRM_FILE
 from replay.sim.importers.dlrm import import_dlrm
 from replay.sim.importers.jobs import ImportResult, TraceImportError
+from replay.sim.importers.lingjun import read_topology
 from replay.sim.importers.mapping import import_csv
 from replay.sim.importers.openb import PODS_FILE as OPENB_FILE
 from replay.sim.importers.openb import import_openb
 
-__all__ = ["SHIPPED", "PACKAGED", "trace_dir", "load_trace"]
+__all__ = ["SHIPPED", "INVENTORIES", "PACKAGED", "trace_dir", "load_trace"]
 
 SHIPPED = {"dlrm": "alibaba-gpu-v2025-dlrm", "openb": "alibaba-gpu-v2023-openb"}
 """Trace names → folder under the shared traces directory."""
+
+INVENTORIES = {"lingjun": "node-inventories"}
+"""Node inventory names (``replay.sim.nodes``) whose data sits in a folder of its own → that folder."""
 
 PACKAGED = ("dlrm",)
 """Named traces whose data ships inside the package (``replay/traces_data/<folder>``)."""
@@ -41,13 +47,13 @@ def _beside_repository() -> Path | None:
 
 
 def trace_dir(name: str) -> Path:
-    """The folder of the named trace ``name`` (a key of :data:`SHIPPED`), in the lookup order of
-    the module docstring.
+    """The folder of the named trace ``name`` (a key of :data:`SHIPPED` or :data:`INVENTORIES`), in
+    the lookup order of the module docstring.
 
     Raises:
         TraceImportError: not found anywhere; the message says where it was looked for.
     """
-    folder = SHIPPED[name]
+    folder = SHIPPED[name] if name in SHIPPED else INVENTORIES[name]
     candidates = []
     env = os.environ.get("QUOTALEDGER_TRACES")
     if env:
@@ -72,7 +78,8 @@ def load_trace(spec: str, mapping: str | Path | None = None) -> ImportResult:
     """Import a trace.
 
     Args:
-        spec: ``dlrm`` or ``openb`` (the shipped traces, see :data:`SHIPPED`), or a path: a CSV
+        spec: ``dlrm`` or ``openb`` (the shipped traces, see :data:`SHIPPED`), ``gangs`` (the
+            generated gang mix on the Lingjun topology, ``replay.sim.gangs``), or a path: a CSV
             file (read with ``mapping``), or a folder / file of one of the two Alibaba layouts.
         mapping: a mapping YAML (``replay.sim.importers.mapping``); required for other CSV files.
             With a shipped name it replaces the dedicated importer (same jobs, no nodes).
@@ -80,6 +87,8 @@ def load_trace(spec: str, mapping: str | Path | None = None) -> ImportResult:
     Raises:
         TraceImportError: the trace cannot be found or read; MappingError: invalid mapping.
     """
+    if spec == GANGS and mapping is None:
+        return gang_trace(read_topology(trace_dir("lingjun")))
     path = trace_dir(spec) if spec in SHIPPED else Path(spec)
     if not path.exists():
         raise TraceImportError(f"no such trace: {spec}")

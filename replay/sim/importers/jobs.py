@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 __all__ = [
-    "BadRow", "Job", "ImportResult", "TraceImportError", "bad_row_summary",
+    "BadRow", "Job", "TopologyRequest", "ImportResult", "TraceImportError", "bad_row_summary",
     "decimal_of", "to_ms", "to_units", "slug", "hash_bucket", "quantity_string",
 ]
 
@@ -57,6 +57,28 @@ def bad_row_summary(bad: list[BadRow], kinds: int = 5) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """A job's topology constraint: all its pods in one domain of a topology level.
+
+    Attributes:
+        mode: ``required`` (the pods must share one domain of ``level``) or ``preferred`` (the
+            scheduler tries ``level`` and falls back to wider domains), Kueue's
+            ``PodSetTopologyRequest`` fields of those names and KAI's
+            ``topology-required-placement`` / ``topology-preferred-placement``.
+        level: the node label of the level (a ``Topology``'s ``spec.levels[].nodeLabel``).
+        topology: the ``Topology`` name (KAI's ``kai.scheduler/topology``; Kueue finds it from the
+            ResourceFlavor's ``spec.topologyName`` instead).
+        style: which API writes it on the Workload: ``kueue`` (``podSets[].topologyRequest``) or
+            ``kai`` (the ``kai.scheduler/topology*`` annotations).
+    """
+
+    mode: str
+    level: str
+    topology: str
+    style: str = "kueue"
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """One workload of a trace.
 
@@ -84,6 +106,7 @@ class Job:
         line: source line of the row (1-based, header = 1), for messages.
         priority: the Workload's ``spec.priority`` (Kueue: the priority class value), or ``None``
             to leave it out (priority 0); what preemption compares (docs/preemption.md).
+        topology: the podSet's topology constraint (a gang placed in one domain), or ``None``.
     """
 
     id: str
@@ -98,6 +121,7 @@ class Job:
     delete_ms: int | None = None
     line: int = field(default=0, compare=False)
     priority: int | None = None
+    topology: TopologyRequest | None = None
 
     @property
     def observed_wait_ms(self) -> int | None:
@@ -123,6 +147,7 @@ class ImportResult:
         nodes: ``v1`` ``Node`` objects (Kubernetes-shaped dicts) when the trace has a node list.
         flavors: ResourceFlavor objects implied by the trace (for example one per GPU model).
         capacity: per flavor, the summed node allocatable in base units (empty without nodes).
+        topologies: ``Topology`` objects (``kueue.x-k8s.io/v1alpha1``) over the nodes' labels.
     """
 
     name: str
@@ -133,6 +158,7 @@ class ImportResult:
     nodes: list[dict] = field(default_factory=list)
     flavors: list[dict] = field(default_factory=list)
     capacity: dict[str, dict[str, int]] = field(default_factory=dict)
+    topologies: list[dict] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- exact helpers

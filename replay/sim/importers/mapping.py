@@ -70,7 +70,8 @@ from replay.sim.importers.jobs import (
     BadRow, ImportResult, Job, TraceImportError, bad_row_summary, decimal_of, hash_bucket, slug, to_ms, to_units,
 )
 
-__all__ = ["Mapping", "MappingError", "load_mapping", "import_csv", "parse_iso_ms"]
+__all__ = ["Mapping", "MappingError", "load_mapping", "import_csv", "parse_iso_ms", "value_text", "condition_holds",
+           "is_empty", "RESOURCE_UNITS", "ValueSpec", "ResourceColumn", "Condition"]
 
 TIME_UNITS_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 RESOURCE_UNITS: dict[str, int] = {
@@ -265,11 +266,18 @@ def load_mapping(path: str | Path) -> Mapping:
 # --------------------------------------------------------------------------- applying a mapping
 
 
-def _empty(raw: str) -> bool:
+def is_empty(raw: str) -> bool:
+    """An empty CSV value: ``""`` or ``nan`` (any case)."""
     return raw == "" or raw.lower() == "nan"
 
 
-def _text(spec: ValueSpec, row: dict[str, str], what: str) -> str:
+def value_text(spec: ValueSpec, row: dict[str, str], what: str) -> str:
+    """The text a value spec gives for ``row`` (its constant or column, mapped or bucketed).
+
+    Raises:
+        ValueError: empty, or a value missing from ``map`` without ``default``; names the column
+            (``what`` for a constant).
+    """
     raw = spec.value if spec.value is not None else row[spec.column].strip()  # type: ignore[index]
     if raw == "":
         raise ValueError(f"{spec.column or what}: empty")
@@ -291,7 +299,8 @@ def _same(a: str, b: Scalar) -> bool:
         return a == str(b)
 
 
-def _applies(cond: Condition | None, row: dict[str, str]) -> bool:
+def condition_holds(cond: Condition | None, row: dict[str, str]) -> bool:
+    """Whether ``row`` passes a ``when`` condition (no condition: always; numbers compare as numbers)."""
     if cond is None:
         return True
     v = row[cond.column].strip()
@@ -312,7 +321,7 @@ class _Clock:
 
     def read(self, col: TimeColumn, row: dict[str, str]) -> int | None:
         raw = row[col.column].strip()
-        if _empty(raw):
+        if is_empty(raw):
             return None
         fmt = col.format or self.m.time.format
         unit = TIME_UNITS_MS[col.unit or self.m.time.unit]
@@ -339,10 +348,10 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
     Raises:
         ValueError: the row cannot be read (the message names the column and the problem).
     """
-    job_id = _text(m.id, row, "id")
-    tenant = tuple(_text(spec, row, f"tenant[{i}]") for i, spec in enumerate(m.tenant))
-    flavor = slug(_text(m.flavor, row, "flavor")) if m.flavor is not None else None
-    count_text = _text(m.count, row, "count")
+    job_id = value_text(m.id, row, "id")
+    tenant = tuple(value_text(spec, row, f"tenant[{i}]") for i, spec in enumerate(m.tenant))
+    flavor = slug(value_text(m.flavor, row, "flavor")) if m.flavor is not None else None
+    count_text = value_text(m.count, row, "count")
     try:
         count = decimal_of(count_text)
     except ValueError as exc:
@@ -352,10 +361,10 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
     pods = int(count)
     totals: dict[str, int] = {}
     for rc in m.resources:
-        if not _applies(rc.when, row):
+        if not condition_holds(rc.when, row):
             continue
         raw = row[rc.column].strip()
-        if _empty(raw):
+        if is_empty(raw):
             raise ValueError(f"{rc.column}: empty")
         try:
             amount = to_units(decimal_of(raw), RESOURCE_UNITS[rc.unit] * rc.scale)
@@ -396,7 +405,7 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
             run = end - began
     elif m.duration is not None and not never_started:
         raw = row[m.duration.column].strip()
-        if not _empty(raw):
+        if not is_empty(raw):
             try:
                 value = decimal_of(raw)
             except ValueError as exc:

@@ -38,8 +38,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from replay.sim.importers.csvrows import iter_rows, read_jobs
+from replay.sim.importers.inventory import NodeInventory, capacity_of, flavor_object, node_object
 from replay.sim.importers.jobs import (
-    BadRow, ImportResult, Job, decimal_of, hash_bucket, quantity_string, slug, to_ms, to_units,
+    BadRow, ImportResult, Job, decimal_of, hash_bucket, slug, to_ms, to_units,
 )
 
 NAME = "openb"
@@ -136,13 +137,15 @@ def read_pod(line: int, row: dict[str, str]) -> Job:
                start, False, delete_ms, line)
 
 
-def read_nodes(path: str | Path) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], list[BadRow]]:
-    """Node list → ``(Node objects, ResourceFlavor objects, capacity per flavor, bad rows)``.
-
-    Node capacity becomes ``status.allocatable``; flavors are sorted ``cpu-only`` first, then by name.
+def read_nodes(path: str | Path) -> NodeInventory:
+    """Node list → a :class:`~replay.sim.importers.inventory.NodeInventory` named ``openb``: one
+    Node per row (allocatable ``cpu``, ``memory``, ``nvidia.com/gpu``, ``alibaba.com/gpu-milli`` =
+    GPUs × 1000; label :data:`MODEL_LABEL` = the model, ``none`` for a CPU-only node), one
+    ResourceFlavor per model selecting that label, sorted ``cpu-only`` first, then by name; bad
+    rows with their line numbers.  No topology: the trace publishes none.
     """
     nodes: list[dict] = []
-    capacity: dict[str, dict[str, int]] = {}
+    groups: dict[str, list[dict[str, int]]] = {}
     models: dict[str, str] = {}
     bad: list[BadRow] = []
     for line, row in iter_rows(path, NODE_COLUMNS):
@@ -160,16 +163,12 @@ def read_nodes(path: str | Path) -> tuple[list[dict], list[dict], dict[str, dict
         alloc[GPU_MILLI] = gpus * 1000
         model = row["model"].strip() if flavor != CPU_ONLY else "none"
         models[flavor] = model
-        cap = capacity.setdefault(flavor, {})
-        for res, amount in alloc.items():
-            cap[res] = cap.get(res, 0) + amount
-        nodes.append({"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": slug(name), "labels": {MODEL_LABEL: model}},
-                      "status": {"allocatable": {r: quantity_string(r, a) for r, a in alloc.items()}}})
-    order = sorted(capacity, key=lambda f: (f != CPU_ONLY, f))
-    flavors = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f},
-                "spec": {"nodeLabels": {MODEL_LABEL: models[f]}}} for f in order]
-    return nodes, flavors, {f: capacity[f] for f in order}, bad
+        groups.setdefault(flavor, []).append(alloc)
+        nodes.append(node_object(slug(name), {MODEL_LABEL: model}, alloc))
+    order = sorted(groups, key=lambda f: (f != CPU_ONLY, f))
+    capacity = capacity_of({f: groups[f] for f in order})
+    flavors = [flavor_object(f, {MODEL_LABEL: models[f]}) for f in order]
+    return NodeInventory(NAME, nodes, flavors, capacity, [], bad)
 
 
 def import_openb(path: str | Path, nodes_path: str | Path | None = None) -> ImportResult:
@@ -194,7 +193,7 @@ def import_openb(path: str | Path, nodes_path: str | Path | None = None) -> Impo
     jobs, bad = read_jobs(pods_path, POD_COLUMNS, read_pod, "name")
     result = ImportResult(NAME, jobs, bad, EPOCH_BASE_MS, max(EPOCH_BASE_MS, trace_end(jobs)))
     if nodes_path is not None:
-        nodes, flavors, capacity, node_bad = read_nodes(nodes_path)
-        result.nodes, result.flavors, result.capacity = nodes, flavors, capacity
-        result.bad_rows += [BadRow(b.line, f"nodes: {b.message}") for b in node_bad]
+        inventory = read_nodes(nodes_path)
+        result.nodes, result.flavors, result.capacity = inventory.nodes, inventory.flavors, inventory.capacity
+        result.bad_rows += [BadRow(b.line, f"nodes: {b.message}") for b in inventory.bad_rows]
     return result
