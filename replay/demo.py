@@ -286,7 +286,8 @@ def run_demo(trace: str = "dlrm", *, mapping: str | None = None, quota: str | No
                        for scope, n, j in fairness(report)],
          "preemptions": [{"reason": r, "preemptorClusterQueue": q, "count": c, "lostGpuMs": g}
                          for r, q, c, g in preemptions_by(report)],
-         "longestWaits": [asdict(w) for w in longest],
+         # without the explain command: it names the store, and the same history gives the same file
+         "longestWaits": [{k: v for k, v in asdict(w).items() if k != "command"} for w in longest],
          **({"placement": placement_document(result.placement)} if result.placement is not None else {})},
         indent=1) + "\n", encoding="utf-8")
     result.html = write_index(result)
