@@ -470,7 +470,8 @@ def run_cycles(cluster: "ClusterState") -> None:
             oracle = None
             if spec is not None and may_preempt(spec):
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
-                                     cluster.config.fair_sharing_enable, search=cluster.preemption_search)
+                                     cluster.config.fair_sharing_enable, cluster.preemption_search,
+                                     cluster.candidate_index)
             candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue, oracle))
         scopes: dict[str, str] = {}
         if scoped:
@@ -558,7 +559,7 @@ def _preempt(cluster: "ClusterState", cand: Candidate, targeted: dict[str, bool]
     spec = entry.spec
     assert spec is not None, "only active ClusterQueues nominate"
     ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, info, name, spec.preemption,
-                            assignment.preempt_frs, assignment.usage)
+                            assignment.preempt_frs, assignment.usage, cluster.candidate_index)
     known = cand.oracle.targets_for(ctx.frs, ctx.usage) if as_nominated and cand.oracle is not None else None
     targets = known if known is not None else cluster.preemption_search(ctx)
     if not targets:

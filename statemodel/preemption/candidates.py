@@ -470,6 +470,62 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     return CandidateList(groups, same_list)
 
 
+def may_have_candidates(ctx: PreemptionContext) -> bool:
+    """A cheap necessary condition for :func:`collect` to find any candidate: ``False`` only when no
+    workload can be one, so a search may return "no victim set" at once (most searches of a loaded
+    cohort end there: a head whose priority no admitted workload in reach is below).
+
+    It asks the same questions as ``collect`` without building its lists: an evicting workload
+    anywhere (those are candidates whatever the bounds) answers ``True``; otherwise the preemptor's
+    own ClusterQueue, then for each Cohort from its parent to the root, every child above its quota
+    outside the subtree already climbed, is read only for its smallest ``queue_key``
+    (``CandidateIndex.ordered`` / ``subtree_min``) against the priority bound that ``collect``'s
+    list for that level uses (``_priority_bound``, with the same hierarchical advantage and the
+    same "can it fit without borrowing" answer: without own candidates that answer has nothing to
+    subtract).  Every check over-approximates the candidates (a smallest key below the bound may
+    still fail ``classify``; a Cohort's bound covers ClusterQueues within quota too), so ``False``
+    is exact and ``True`` only means "search".  Cost: O(depth) plus one read per child above quota
+    of each Cohort on the path, no allocation per candidate."""
+    index = ctx.index
+    admitted, hierarchy = ctx.admitted, ctx.hierarchy
+    index.refresh(admitted, hierarchy)
+    if index.evicting_queues:
+        return True
+    if ctx.preemption.within_cluster_queue != NEVER:
+        keys = index.ordered(admitted, ctx.cluster_queue).keys
+        bound = _priority_bound(ctx, True, False, True)
+        if keys and (bound is None or keys[0][0] < bound):
+            return True
+    model = ctx.model
+    path = model.path(ctx.cluster_queue)
+    if len(path) < 2 or ctx.preemption.reclaim_within_cohort == NEVER:
+        return False
+    floor = index.subtree_min(admitted, hierarchy, path[-1][1])
+    if not floor:
+        return False
+    without_borrowing = can_fit_without_borrowing(ctx, [])
+    advantage, remaining = quantities_fit_in_quota(model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
+    previous: str | None = None
+    for _, cohort in path[1:]:
+        bound = _priority_bound(ctx, False, advantage, without_borrowing)
+        if bound is None or floor[0][0] < bound:
+            for kind, name in model.over_quota_children(cohort, ctx.frs):
+                if kind == COHORT:
+                    if name == previous:
+                        continue
+                    low = index.subtree_min(admitted, hierarchy, name)
+                else:
+                    if name == ctx.cluster_queue:
+                        continue
+                    low = index.ordered(admitted, name).keys[:1]
+                if low and (bound is None or low[0][0] < bound):
+                    return True
+        fits, remaining = quantities_fit_in_quota(model, COHORT, cohort, remaining)
+        advantage = advantage or fits
+        previous = cohort
+    return False
+
+
 def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:
     """Kueue ``candidateIsValid``: own-ClusterQueue candidates always; with ``borrow`` a candidate that
     may only be reclaimed without borrowing is not; otherwise its ClusterQueue and every Cohort below

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from statemodel.objects import BorrowWithinCohortPolicy, ClusterQueue, FlavorResource, PreemptionPolicy
+from statemodel.preemption.candidate_index import CandidateIndex
 from statemodel.preemption.classical import NO_FIT, Target, find_targets, preemption_mode
 from statemodel.preemption.context import PreemptionContext
 from statemodel.quantity import format_quantity
@@ -59,7 +60,8 @@ class PreemptionOracle:
     """
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
-                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool, search: Search) -> None:
+                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool, search: Search,
+                 index: CandidateIndex | None = None) -> None:
         self.model = model
         self.hierarchy = hierarchy
         self.admitted = admitted
@@ -67,6 +69,7 @@ class PreemptionOracle:
         self.spec = spec
         self.while_borrowing = can_preempt_while_borrowing(spec, fair_sharing)
         self.search = search
+        self.index = index
         self.searched: dict[tuple[FlavorResource, int], list[Target]] = {}
 
     def __call__(self, fr: FlavorResource, amount: int) -> tuple[int, int]:
@@ -76,13 +79,13 @@ class PreemptionOracle:
         if not (nominal >= amount or in_hierarchy or self.while_borrowing):
             return NO_FIT, height
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
-                                [fr], {fr: amount})
+                                [fr], {fr: amount}, self.index)
         searched = self.searched
 
         def remembered(c: PreemptionContext) -> list[Target]:
             targets = searched[(fr, amount)] = self.search(c)
             return targets
-        return preemption_mode(ctx, fr, amount, remembered)
+        return preemption_mode(ctx, fr, amount, remembered, height)
 
     def targets_for(self, frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> list[Target] | None:
         """The remembered targets of a search whose context needs ``usage`` with only ``frs`` needing
@@ -96,9 +99,10 @@ class PreemptionOracle:
 
 def make_oracle(model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool = False,
-                search: Search = find_targets) -> PreemptionOracle:
-    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (:class:`PreemptionOracle`)."""
-    return PreemptionOracle(model, hierarchy, admitted, preemptor, spec, fair_sharing, search)
+                search: Search = find_targets, index: CandidateIndex | None = None) -> PreemptionOracle:
+    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (:class:`PreemptionOracle`);
+    its searches read ``index`` (the cluster state's candidate index) when given."""
+    return PreemptionOracle(model, hierarchy, admitted, preemptor, spec, fair_sharing, search, index)
 
 
 def cluster_queue_path(model: QuotaModel, leaf: str) -> str:
