@@ -267,9 +267,12 @@ class _Merge:
 
     def _add_source(self, source: Source) -> None:
         """A ClusterQueue joins: its evicting candidates are collected, its first workload's key goes
-        on the heap (not yet ordered: callers heapify or push)."""
+        on the heap (not yet ordered: callers heapify or push); one with neither an evicting workload
+        nor a first workload below its bound is not kept."""
         ordered = self.index.ordered(self.ctx.admitted, source.cluster_queue)
         bound = self.own_bound if source.cluster_queue == self.ctx.cluster_queue else self.other_bound
+        if not ordered.evicting and not (ordered.rest and (bound is None or ordered.keys[0][0] < bound)):
+            return
         i = len(self.sources)
         self.sources.append(source)
         self.lists.append(ordered)
@@ -453,14 +456,14 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
         without_borrowing = can_fit_without_borrowing(ctx, same_list)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
-        # the smallest key of the whole tree: when its priority is at or above a group's bound, no
-        # ClusterQueue of the tree has a candidate for that group (evicting ones aside: lazy only)
-        floor = index.subtree_min(ctx.admitted, ctx.hierarchy, path[-1][1]) if lazy else []
+        # the lowest priority admitted: when it is at or above a group's bound, no ClusterQueue has
+        # a candidate for that group (evicting ones aside: lazy only)
+        floor = index.lowest_priority()
         previous: str | None = None
         for i, (_, cohort) in enumerate(path[1:]):
             later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
             bound = _priority_bound(ctx, False, advantage, without_borrowing)
-            if not lazy or (floor and (bound is None or floor[0][0] < bound)):
+            if not lazy or (floor is not None and (bound is None or floor < bound)):
                 _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
@@ -477,8 +480,9 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
 
     It asks the same questions as ``collect`` without building its lists: an evicting workload
     anywhere (those are candidates whatever the bounds) answers ``True``; otherwise the preemptor's
-    own ClusterQueue, then for each Cohort from its parent to the root, every child above its quota
-    outside the subtree already climbed, is read only for its smallest ``queue_key``
+    own ClusterQueue, then for each Cohort from its parent to the root (none when no admitted
+    workload anywhere is below the level's bound, ``CandidateIndex.lowest_priority``), every child
+    above its quota outside the subtree already climbed, is read only for its smallest ``queue_key``
     (``CandidateIndex.ordered`` / ``subtree_min``) against the priority bound that ``collect``'s
     list for that level uses (``_priority_bound``, with the same hierarchical advantage and the
     same "can it fit without borrowing" answer: without own candidates that answer has nothing to
@@ -500,15 +504,15 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
     path = model.path(ctx.cluster_queue)
     if len(path) < 2 or ctx.preemption.reclaim_within_cohort == NEVER:
         return False
-    floor = index.subtree_min(admitted, hierarchy, path[-1][1])
-    if not floor:
+    floor = index.lowest_priority()
+    if floor is None:
         return False
     without_borrowing = can_fit_without_borrowing(ctx, [])
     advantage, remaining = quantities_fit_in_quota(model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
     previous: str | None = None
     for _, cohort in path[1:]:
         bound = _priority_bound(ctx, False, advantage, without_borrowing)
-        if bound is None or floor[0][0] < bound:
+        if bound is None or floor < bound:
             for kind, name in model.over_quota_children(cohort, ctx.frs):
                 if kind == COHORT:
                     if name == previous:

@@ -403,7 +403,8 @@ class KueueModel:
     preempt is the caller's policy), otherwise ``NoFit``.  Demand is ignored.  ``potentialAvailable``
     is memoized per (ClusterQueue, flavor-resource), and the lendable capacity under each Cohort (the
     denominator of its children's Dominant Resource Share, ``statemodel.quota.kueue_fair_sharing``),
-    until a spec or an edge changes.  A pool is a cohort tree, keyed by its root.
+    until a spec or an edge changes; a ClusterQueue's ``path`` until an edge changes or a node goes.
+    A pool is a cohort tree, keyed by its root.
     """
 
     name = "kueue"
@@ -415,6 +416,7 @@ class KueueModel:
         self._cohorts: dict[str, QuotaNode] = {}
         self._max: dict[tuple[str, FlavorResource], int] = {}
         self._lendable: dict[str, dict[str, int]] = {}
+        self._paths: dict[str, list[tuple[str, str]]] = {}
         self._fits: dict[int, Fit] = {}
         self._mutations = 0
         self._rows: dict[tuple[QuotaNode, FlavorResource], tuple[int, int]] = {}
@@ -439,6 +441,7 @@ class KueueModel:
         """Forget the node."""
         self._mutations += 1
         (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).pop(name, None)
+        self._paths.clear()
 
     def link(self, kind: str, name: str, parent: str) -> None:
         """``link`` the node under Cohort ``parent``."""
@@ -446,6 +449,7 @@ class KueueModel:
         link(self.node(kind, name), self.node(COHORT, parent))
         self._max.clear()
         self._lendable.clear()
+        self._paths.clear()
 
     def unlink(self, kind: str, name: str) -> None:
         """``unlink`` the node from its parent."""
@@ -455,6 +459,7 @@ class KueueModel:
             unlink(node)
             self._max.clear()
             self._lendable.clear()
+            self._paths.clear()
 
     def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
         """Ignored: KEP-79 entitlements do not depend on pending requests."""
@@ -593,9 +598,13 @@ class KueueModel:
         return WakeRule(self.pool(leaf), root_bound(node, fr, needed))
 
     def path(self, leaf: str) -> list[tuple[str, str]]:
-        """The ClusterQueue and its linked Cohorts up to the root."""
-        return [(CLUSTER_QUEUE if n.is_cluster_queue else COHORT, n.name)
-                for n in self._cqs[leaf].path_to_root()]
+        """The ClusterQueue and its linked Cohorts up to the root (remembered: callers must not
+        change the list)."""
+        got = self._paths.get(leaf)
+        if got is None:
+            got = self._paths[leaf] = [(CLUSTER_QUEUE if n.is_cluster_queue else COHORT, n.name)
+                                       for n in self._cqs[leaf].path_to_root()]
+        return got
 
     def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
         """Rows straight from the node's arithmetic (``available`` not clamped); none for a node the
@@ -673,6 +682,7 @@ class KueueModel:
     def load(self, doc: dict) -> None:
         """Rebuild from ``dump``: quotas, then links, then usage (as the original was built)."""
         self._mutations += 1
+        self._paths.clear()
         for name, _, quota in doc["cohorts"]:
             _load_quota(self.node(COHORT, name), quota)
         for name, _, quota, _ in doc["clusterQueues"]:
