@@ -505,12 +505,27 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
     if len(path) < 2 or ctx.preemption.reclaim_within_cohort == NEVER:
         return False
     floor = index.lowest_priority()
-    if floor is None:
+    widest = _priority_bound(ctx, False, True, True)  # the policy's own bound: no level's is wider
+    if floor is None or (widest is not None and floor >= widest):
         return False
     without_borrowing = can_fit_without_borrowing(ctx, [])
-    advantage, remaining = quantities_fit_in_quota(model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
+    # the hierarchical advantage at a level: the request fits in the quota of a node below it
+    # (``quantities_fit_in_quota`` folded up the path, computed here without building dicts)
+    needs = list(ctx.usage.items())
+    advantage = False
     previous: str | None = None
-    for _, cohort in path[1:]:
+    for i in range(1, len(path)):
+        kind, name = path[i - 1]
+        fits = True
+        for j in range(len(needs)):
+            fr, amount = needs[j]
+            subtree, local, usage = model.quota_numbers(kind, name, fr)
+            if subtree < usage + amount:
+                fits = False
+            free = local - usage if local > usage else 0
+            needs[j] = (fr, amount - free if amount > free else 0)
+        advantage = advantage or fits
+        cohort = path[i][1]
         bound = _priority_bound(ctx, False, advantage, without_borrowing)
         if bound is None or floor < bound:
             for kind, name in model.over_quota_children(cohort, ctx.frs):
@@ -524,8 +539,6 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
                     low = index.ordered(admitted, name).keys[:1]
                 if low and (bound is None or low[0][0] < bound):
                     return True
-        fits, remaining = quantities_fit_in_quota(model, COHORT, cohort, remaining)
-        advantage = advantage or fits
         previous = cohort
     return False
 

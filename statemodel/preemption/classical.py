@@ -150,9 +150,9 @@ def preemption_mode(ctx: PreemptionContext, fr: FlavorResource, amount: int,
     """Kueue ``PreemptionOracle.SimulatePreemption`` for one flavor-resource (``ctx.frs == [fr]``,
     ``ctx.usage == {fr: amount}``) with the victim ``search`` (default: classical):
     ``(mode, borrowing height after the preemptions)`` — ``RECLAIM`` when every victim is in another
-    ClusterQueue, ``PREEMPT`` when one is in the preemptor's own, ``NO_CANDIDATES`` (with the height
-    as things are: ``height`` when the caller has it, the search leaves the model as found) when
-    there is no victim set."""
+    ClusterQueue, ``PREEMPT`` when one is in the preemptor's own, ``NO_CANDIDATES`` when there is no
+    victim set, with the height as things are — or ``height`` when the caller gives one (it has it,
+    or does not read it)."""
     targets = search(ctx)
     model, leaf = ctx.model, ctx.cluster_queue
     if not targets:

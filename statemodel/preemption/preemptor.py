@@ -53,7 +53,9 @@ class PreemptionOracle:
     flavor-resource alone when the amount is within the ClusterQueue's nominal quota, or it fits in a
     subtree below the root (hierarchical advantage), or the ClusterQueue may preempt while
     borrowing; otherwise ``NO_FIT``.  Returns ``(mode, borrowing height after the preemptions)``
-    (``statemodel.preemption.classical``).  ``searched`` keeps each search's targets by
+    (``statemodel.preemption.classical``); with ``NO_FIT`` or ``NO_CANDIDATES`` the height is 0 (the
+    flavor assigner reads the height only of a flavor it may preempt in, so it is not computed).
+    ``searched`` keeps each search's targets by
     ``(fr, amount)``: while the state is the one the oracle saw (nothing admitted, reserved or
     preempted since), the head's own search for an assignment that needs exactly that amount of
     that flavor-resource alone has the same answer (:meth:`targets_for`).
@@ -74,10 +76,9 @@ class PreemptionOracle:
 
     def __call__(self, fr: FlavorResource, amount: int) -> tuple[int, int]:
         model, leaf = self.model, self.spec.name
-        height, in_hierarchy = model.lowest_fitting_subtree(leaf, fr, amount)
         nominal = model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0]
-        if not (nominal >= amount or in_hierarchy or self.while_borrowing):
-            return NO_FIT, height
+        if not (nominal >= amount or self.while_borrowing or model.lowest_fitting_subtree(leaf, fr, amount)[1]):
+            return NO_FIT, 0
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
                                 [fr], {fr: amount}, self.index)
         searched = self.searched
@@ -85,7 +86,7 @@ class PreemptionOracle:
         def remembered(c: PreemptionContext) -> list[Target]:
             targets = searched[(fr, amount)] = self.search(c)
             return targets
-        return preemption_mode(ctx, fr, amount, remembered, height)
+        return preemption_mode(ctx, fr, amount, remembered, 0)
 
     def targets_for(self, frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> list[Target] | None:
         """The remembered targets of a search whose context needs ``usage`` with only ``frs`` needing
