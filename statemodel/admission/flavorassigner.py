@@ -48,7 +48,8 @@ _PREEMPTION_OVER_BORROWING: Final = FlavorFungibilityPreference.PREEMPTION_OVER_
 Oracle = Callable[[FlavorResource, int], tuple[int, int]]
 """The preemption oracle of one head: ``(flavor-resource, amount needed including earlier podSets)``
 → ``(mode, borrowing height after the preemptions)`` with the modes of
-``statemodel.preemption.classical`` (``NO_FIT`` when the ClusterQueue may not preempt for it)."""
+``statemodel.preemption.classical`` (``NO_FIT`` when the ClusterQueue may not preempt for it); the
+height of a mode at or below ``NO_CANDIDATES`` is not read."""
 
 
 class PodSetStatus:

@@ -54,7 +54,8 @@ class OrderedQueue:
 class CandidateIndex:
     """Per ClusterQueue name, its admitted workloads in candidate order (:class:`OrderedQueue`),
     built on first use and dropped by :meth:`touch`; per Cohort the smallest ``queue_key`` below it
-    (:meth:`subtree_min`).  Costs: O(k log k) for a ClusterQueue of k admitted workloads once per
+    (:meth:`subtree_min`); over every ClusterQueue the lowest priority admitted
+    (:meth:`lowest_priority`).  Costs: O(k log k) for a ClusterQueue of k admitted workloads once per
     change of that ClusterQueue; a Cohort's bound O(its children) once per change below it; O(1)
     per read otherwise."""
 
@@ -64,6 +65,8 @@ class CandidateIndex:
         self._changed: set[str] = set()
         self._new = True  # nothing seen yet: the first refresh reads every ClusterQueue
         self.evicting_queues: set[str] = set()
+        self._lowest: dict[str, int] = {}  # ClusterQueue -> priority of its first non-evicting workload
+        self._lowest_count: dict[int, int] = {}  # priority -> ClusterQueues whose lowest it is
 
     def touch(self, cluster_queue: str) -> None:
         """``cluster_queue``'s admitted workloads changed (one admitted, released, chosen as a victim
@@ -85,11 +88,23 @@ class CandidateIndex:
         if not self._changed:
             return
         cohorts = hierarchy.cohorts
-        for cq in self._changed:  # order-free: every step only drops or recomputes
-            if self.ordered(admitted, cq).evicting:
+        lowest, count = self._lowest, self._lowest_count
+        for cq in self._changed:  # order-free: every step only drops, counts or recomputes
+            ordered = self.ordered(admitted, cq)
+            if ordered.evicting:
                 self.evicting_queues.add(cq)
             else:
                 self.evicting_queues.discard(cq)
+            was = lowest.pop(cq, None)
+            if was is not None:
+                left = count[was] - 1
+                if left:
+                    count[was] = left
+                else:
+                    del count[was]
+            if ordered.keys:
+                now = lowest[cq] = ordered.keys[0][0]
+                count[now] = count.get(now, 0) + 1
             entry = hierarchy.cluster_queues.get(cq)
             name = entry.cohort_name if entry is not None else None
             while name is not None and name in self._mins:
@@ -97,6 +112,13 @@ class CandidateIndex:
                 cohort = cohorts.get(name)
                 name = cohort.parent_name if cohort is not None else None
         self._changed.clear()
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of any non-evicting admitted workload of any ClusterQueue (``None``
+        when there is none): a bound below every candidate of every tree.  :meth:`refresh` first.
+        O(distinct lowest priorities), kept by ``refresh`` in O(1) per ClusterQueue touched."""
+        count = self._lowest_count
+        return min(count) if count else None
 
     def subtree_min(self, admitted: "dict[str, dict[str, WorkloadInfo]]", hierarchy: "Hierarchy",
                     cohort: str) -> list[QueueKey]:

@@ -267,9 +267,12 @@ class _Merge:
 
     def _add_source(self, source: Source) -> None:
         """A ClusterQueue joins: its evicting candidates are collected, its first workload's key goes
-        on the heap (not yet ordered: callers heapify or push)."""
+        on the heap (not yet ordered: callers heapify or push); one with neither an evicting workload
+        nor a first workload below its bound is not kept."""
         ordered = self.index.ordered(self.ctx.admitted, source.cluster_queue)
         bound = self.own_bound if source.cluster_queue == self.ctx.cluster_queue else self.other_bound
+        if not ordered.evicting and not (ordered.rest and (bound is None or ordered.keys[0][0] < bound)):
+            return
         i = len(self.sources)
         self.sources.append(source)
         self.lists.append(ordered)
@@ -453,14 +456,14 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
         without_borrowing = can_fit_without_borrowing(ctx, same_list)
         advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
-        # the smallest key of the whole tree: when its priority is at or above a group's bound, no
-        # ClusterQueue of the tree has a candidate for that group (evicting ones aside: lazy only)
-        floor = index.subtree_min(ctx.admitted, ctx.hierarchy, path[-1][1]) if lazy else []
+        # the lowest priority admitted: when it is at or above a group's bound, no ClusterQueue has
+        # a candidate for that group (evicting ones aside: lazy only)
+        floor = index.lowest_priority()
         previous: str | None = None
         for i, (_, cohort) in enumerate(path[1:]):
             later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
             bound = _priority_bound(ctx, False, advantage, without_borrowing)
-            if not lazy or (floor and (bound is None or floor[0][0] < bound)):
+            if not lazy or (floor is not None and (bound is None or floor < bound)):
                 _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
             fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
             advantage = advantage or fits
@@ -468,6 +471,76 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     groups = [_Group(ctx, index, hier, hier_later, True, without_borrowing),
               _Group(ctx, index, prio, prio_later, False, without_borrowing), same]
     return CandidateList(groups, same_list)
+
+
+def may_have_candidates(ctx: PreemptionContext) -> bool:
+    """A cheap necessary condition for :func:`collect` to find any candidate: ``False`` only when no
+    workload can be one, so a search may return "no victim set" at once (most searches of a loaded
+    cohort end there: a head whose priority no admitted workload in reach is below).
+
+    It asks the same questions as ``collect`` without building its lists: an evicting workload
+    anywhere (those are candidates whatever the bounds) answers ``True``; otherwise the preemptor's
+    own ClusterQueue, then for each Cohort from its parent to the root (none when no admitted
+    workload anywhere is below the level's bound, ``CandidateIndex.lowest_priority``), every child
+    above its quota outside the subtree already climbed, is read only for its smallest ``queue_key``
+    (``CandidateIndex.ordered`` / ``subtree_min``) against the priority bound that ``collect``'s
+    list for that level uses (``_priority_bound``, with the same hierarchical advantage and the
+    same "can it fit without borrowing" answer: without own candidates that answer has nothing to
+    subtract).  Every check over-approximates the candidates (a smallest key below the bound may
+    still fail ``classify``; a Cohort's bound covers ClusterQueues within quota too), so ``False``
+    is exact and ``True`` only means "search".  Cost: O(depth) plus one read per child above quota
+    of each Cohort on the path, no allocation per candidate."""
+    index = ctx.index
+    admitted, hierarchy = ctx.admitted, ctx.hierarchy
+    index.refresh(admitted, hierarchy)
+    if index.evicting_queues:
+        return True
+    if ctx.preemption.within_cluster_queue != NEVER:
+        keys = index.ordered(admitted, ctx.cluster_queue).keys
+        bound = _priority_bound(ctx, True, False, True)
+        if keys and (bound is None or keys[0][0] < bound):
+            return True
+    model = ctx.model
+    path = model.path(ctx.cluster_queue)
+    if len(path) < 2 or ctx.preemption.reclaim_within_cohort == NEVER:
+        return False
+    floor = index.lowest_priority()
+    widest = _priority_bound(ctx, False, True, True)  # the policy's own bound: no level's is wider
+    if floor is None or (widest is not None and floor >= widest):
+        return False
+    without_borrowing = can_fit_without_borrowing(ctx, [])
+    # the hierarchical advantage at a level: the request fits in the quota of a node below it
+    # (``quantities_fit_in_quota`` folded up the path, computed here without building dicts)
+    needs = list(ctx.usage.items())
+    advantage = False
+    previous: str | None = None
+    for i in range(1, len(path)):
+        kind, name = path[i - 1]
+        fits = True
+        for j in range(len(needs)):
+            fr, amount = needs[j]
+            subtree, local, usage = model.quota_numbers(kind, name, fr)
+            if subtree < usage + amount:
+                fits = False
+            free = local - usage if local > usage else 0
+            needs[j] = (fr, amount - free if amount > free else 0)
+        advantage = advantage or fits
+        cohort = path[i][1]
+        bound = _priority_bound(ctx, False, advantage, without_borrowing)
+        if bound is None or floor < bound:
+            for kind, name in model.over_quota_children(cohort, ctx.frs):
+                if kind == COHORT:
+                    if name == previous:
+                        continue
+                    low = index.subtree_min(admitted, hierarchy, name)
+                else:
+                    if name == ctx.cluster_queue:
+                        continue
+                    low = index.ordered(admitted, name).keys[:1]
+                if low and (bound is None or low[0][0] < bound):
+                    return True
+        previous = cohort
+    return False
 
 
 def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:

@@ -27,7 +27,7 @@ from typing import Final
 
 from statemodel.objects import FlavorResource
 from statemodel.preemption.candidates import (
-    Candidate, borrowing_forbidden, can_fit_without_borrowing, collect, is_valid,
+    Candidate, borrowing_forbidden, can_fit_without_borrowing, collect, is_valid, may_have_candidates,
 )
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import borrowing_with
@@ -95,7 +95,10 @@ def fill_back(ctx: PreemptionContext, removed: list[tuple[Candidate, Callable[[]
 def find_targets(ctx: PreemptionContext) -> list[Target]:
     """The victims whose release lets the preemptor's assignment fit (module docstring), in the
     order they were chosen; ``[]`` when no set of valid candidates suffices.  The quota model is
-    left exactly as found (simulated releases commute: usage arithmetic is exact)."""
+    left exactly as found (simulated releases commute: usage arithmetic is exact).  A search
+    without any candidate ends before the lists are built (``candidates.may_have_candidates``)."""
+    if not may_have_candidates(ctx):
+        return []
     cands = collect(ctx)
     same_queue = cands.same_queue
     forbidden = borrowing_forbidden(ctx)
@@ -142,16 +145,18 @@ def release_all(ctx: PreemptionContext, targets: list[Target]) -> Callable[[], N
 
 
 def preemption_mode(ctx: PreemptionContext, fr: FlavorResource, amount: int,
-                    search: Callable[[PreemptionContext], list[Target]] = find_targets) -> tuple[int, int]:
+                    search: Callable[[PreemptionContext], list[Target]] = find_targets,
+                    height: int | None = None) -> tuple[int, int]:
     """Kueue ``PreemptionOracle.SimulatePreemption`` for one flavor-resource (``ctx.frs == [fr]``,
     ``ctx.usage == {fr: amount}``) with the victim ``search`` (default: classical):
     ``(mode, borrowing height after the preemptions)`` — ``RECLAIM`` when every victim is in another
-    ClusterQueue, ``PREEMPT`` when one is in the preemptor's own, ``NO_CANDIDATES`` (with the height
-    as things are) when there is no victim set."""
+    ClusterQueue, ``PREEMPT`` when one is in the preemptor's own, ``NO_CANDIDATES`` when there is no
+    victim set, with the height as things are — or ``height`` when the caller gives one (it has it,
+    or does not read it)."""
     targets = search(ctx)
     model, leaf = ctx.model, ctx.cluster_queue
     if not targets:
-        return NO_CANDIDATES, model.lowest_fitting_subtree(leaf, fr, amount)[0]
+        return NO_CANDIDATES, height if height is not None else model.lowest_fitting_subtree(leaf, fr, amount)[0]
     undo = release_all(ctx, targets)
     height = model.lowest_fitting_subtree(leaf, fr, amount)[0]
     undo()

@@ -38,8 +38,8 @@ class PreemptionContext:
         local_queue_usage: the admission-fair-sharing usage of an admitted workload's LocalQueue when
             its ClusterQueue is usage based (Kueue ``LocalQueueFSUsage``), else ``None``; ``None`` as a
             whole when admission fair sharing is off (``candidates.by_local_queue_usage``).
-        index: each ClusterQueue's admitted workloads in candidate order (``candidate_index``); the
-            cluster state sets its own, kept between searches; a fresh one otherwise.
+        index: each ClusterQueue's admitted workloads in candidate order (``candidate_index``): the
+            one given (the cluster state's, kept between searches), else a fresh one.
     """
 
     __slots__ = ("model", "hierarchy", "admitted", "preemptor", "cluster_queue", "preemption", "frs", "usage",
@@ -47,7 +47,8 @@ class PreemptionContext:
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                  preemptor: "WorkloadInfo", cluster_queue: str, preemption: Preemption,
-                 frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> None:
+                 frs: list[FlavorResource], usage: dict[FlavorResource, int],
+                 index: CandidateIndex | None = None) -> None:
         self.model = model
         self.hierarchy = hierarchy
         self.admitted = admitted
@@ -58,7 +59,7 @@ class PreemptionContext:
         self.usage = usage
         self._fr_index = {fr: True for fr in self.frs}
         self.local_queue_usage: "Callable[[WorkloadInfo], Decimal | None] | None" = None
-        self.index = CandidateIndex()
+        self.index = index if index is not None else CandidateIndex()
 
     def uses_needed(self, info: "WorkloadInfo") -> bool:
         """Kueue ``WorkloadUsesResources``: whether ``info`` holds a non-zero amount of a

@@ -33,6 +33,7 @@ reference/kueue.md §4.4).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
 from typing import Final
 
@@ -88,6 +89,8 @@ class TargetOrdering:
         self.keys: dict[Node, tuple] = {}
         self.children: dict[str, tuple[list[str], list[str]]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
+        self.heaps: dict[str, list[tuple[tuple, tuple, str, int]]] = {}
+        self.version: dict[str, int] = {}
 
     def share(self, node: Node) -> Share:
         """The node's share now."""
@@ -111,6 +114,7 @@ class TargetOrdering:
         released = self.released.setdefault(cq, {})
         for fr, amount in charge.items():
             released[fr] = released.get(fr, 0) + amount
+        self.version[cq] = self.version.get(cq, 0) + 1
 
     def _candidates(self, cq: str) -> list[Candidate]:
         """``cq``'s candidates in Kueue's order (read on first use when lazy)."""
@@ -163,6 +167,7 @@ class TargetOrdering:
 
     def pop(self, cq: str) -> Candidate:
         """Take ``cq``'s next candidate."""
+        self.version[cq] = self.version.get(cq, 0) + 1
         return self._candidates(cq).pop(0)
 
     def drop(self, cq: str) -> None:
@@ -194,23 +199,7 @@ class TargetOrdering:
         """Kueue ``nextTarget``: the ClusterQueue below ``cohort`` to take a victim from, or ``None``
         when everything below it is pruned (it is then pruned too)."""
         cqs, child_cohorts = self._sorted_children(cohort)
-        own = self.ctx.cluster_queue
-        best_cq: str | None = None
-        best_cq_key: tuple | None = None
-        for cq in cqs:
-            node = (CLUSTER_QUEUE, cq)
-            if node in self.pruned:
-                continue
-            share = self.share(node)
-            if (not share.borrowed and cq != own) or not self.has_workload(cq):
-                self.pruned.add(node)
-                continue
-            key = self.key(node)
-            if best_cq is None or best_cq_key is None or key > best_cq_key:
-                best_cq, best_cq_key = cq, key
-            elif key == best_cq_key and (candidate_key(self.ctx, self._candidates(cq)[0])
-                                         < candidate_key(self.ctx, self._candidates(best_cq)[0])):
-                best_cq = cq
+        best_cq, best_cq_key = self._best_cluster_queue(cohort, cqs)
         best_cohort: str | None = None
         best_cohort_key: tuple | None = None
         for child in child_cohorts:
@@ -231,6 +220,54 @@ class TargetOrdering:
                                                                  and best_cohort_key >= best_cq_key)):
             return self._next(best_cohort)
         return best_cq
+
+    def _entry(self, cq: str) -> tuple[tuple, tuple, str, int] | None:
+        """``cq``'s place in its Cohort's heap (highest share first, then the next candidate first),
+        or ``None`` — and ``cq`` pruned — when it does not borrow (the preemptor's own excepted) or
+        has no candidate left."""
+        node = (CLUSTER_QUEUE, cq)
+        share = self.share(node)
+        if (not share.borrowed and cq != self.ctx.cluster_queue) or not self.has_workload(cq):
+            self.pruned.add(node)
+            return None
+        key = self.key(node)
+        return ((-key[0], -key[1]), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+
+    def _best_cluster_queue(self, cohort: str, cqs: list[str]) -> tuple[str | None, tuple | None]:
+        """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
+        candidate sorts first) and its share's key; ``(None, None)`` when every one is pruned.
+
+        A heap per Cohort, built on the first visit of the search and kept: an entry is stale once
+        its ClusterQueue's share was forgotten (``changed``) or its next candidate taken (``pop``).
+        Both only lower its place (simulated releases only lower shares; the candidate order is
+        ascending), so a stale entry reaches the top no later than its fresh one would, and is
+        replaced there (or dropped, when pruned): the top after that is the scan's answer.  Cost:
+        O(children) on the first visit, O(log children) per stale entry after."""
+        heap = self.heaps.get(cohort)
+        if heap is None:
+            heap = []
+            for cq in cqs:
+                if (CLUSTER_QUEUE, cq) not in self.pruned:
+                    entry = self._entry(cq)
+                    if entry is not None:
+                        heap.append(entry)
+            heapq.heapify(heap)
+            self.heaps[cohort] = heap
+        pruned, version = self.pruned, self.version
+        while heap:
+            top = heap[0]
+            cq = top[2]
+            if (CLUSTER_QUEUE, cq) in pruned:
+                heapq.heappop(heap)
+            elif top[3] != version.get(cq, 0):
+                entry = self._entry(cq)
+                if entry is None:
+                    heapq.heappop(heap)
+                else:
+                    heapq.heapreplace(heap, entry)
+            else:
+                return cq, self.key((CLUSTER_QUEUE, cq))
+        return None, None
 
     def almost_lcas(self, target_cq: str) -> tuple[Node, Node]:
         """Kueue ``getAlmostLCAs``: the preemptor's and the target's node just below their lowest

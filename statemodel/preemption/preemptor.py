@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from statemodel.objects import BorrowWithinCohortPolicy, ClusterQueue, FlavorResource, PreemptionPolicy
+from statemodel.preemption.candidate_index import CandidateIndex
 from statemodel.preemption.classical import NO_FIT, Target, find_targets, preemption_mode
 from statemodel.preemption.context import PreemptionContext
 from statemodel.quantity import format_quantity
@@ -52,14 +53,17 @@ class PreemptionOracle:
     flavor-resource alone when the amount is within the ClusterQueue's nominal quota, or it fits in a
     subtree below the root (hierarchical advantage), or the ClusterQueue may preempt while
     borrowing; otherwise ``NO_FIT``.  Returns ``(mode, borrowing height after the preemptions)``
-    (``statemodel.preemption.classical``).  ``searched`` keeps each search's targets by
+    (``statemodel.preemption.classical``); with ``NO_FIT`` or ``NO_CANDIDATES`` the height is 0 (the
+    flavor assigner reads the height only of a flavor it may preempt in, so it is not computed).
+    ``searched`` keeps each search's targets by
     ``(fr, amount)``: while the state is the one the oracle saw (nothing admitted, reserved or
     preempted since), the head's own search for an assignment that needs exactly that amount of
     that flavor-resource alone has the same answer (:meth:`targets_for`).
     """
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
-                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool, search: Search) -> None:
+                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool, search: Search,
+                 index: CandidateIndex | None = None) -> None:
         self.model = model
         self.hierarchy = hierarchy
         self.admitted = admitted
@@ -67,22 +71,22 @@ class PreemptionOracle:
         self.spec = spec
         self.while_borrowing = can_preempt_while_borrowing(spec, fair_sharing)
         self.search = search
+        self.index = index
         self.searched: dict[tuple[FlavorResource, int], list[Target]] = {}
 
     def __call__(self, fr: FlavorResource, amount: int) -> tuple[int, int]:
         model, leaf = self.model, self.spec.name
-        height, in_hierarchy = model.lowest_fitting_subtree(leaf, fr, amount)
         nominal = model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0]
-        if not (nominal >= amount or in_hierarchy or self.while_borrowing):
-            return NO_FIT, height
+        if not (nominal >= amount or self.while_borrowing or model.lowest_fitting_subtree(leaf, fr, amount)[1]):
+            return NO_FIT, 0
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
-                                [fr], {fr: amount})
+                                [fr], {fr: amount}, self.index)
         searched = self.searched
 
         def remembered(c: PreemptionContext) -> list[Target]:
             targets = searched[(fr, amount)] = self.search(c)
             return targets
-        return preemption_mode(ctx, fr, amount, remembered)
+        return preemption_mode(ctx, fr, amount, remembered, 0)
 
     def targets_for(self, frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> list[Target] | None:
         """The remembered targets of a search whose context needs ``usage`` with only ``frs`` needing
@@ -96,9 +100,10 @@ class PreemptionOracle:
 
 def make_oracle(model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                 preemptor: "WorkloadInfo", spec: ClusterQueue, fair_sharing: bool = False,
-                search: Search = find_targets) -> PreemptionOracle:
-    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (:class:`PreemptionOracle`)."""
-    return PreemptionOracle(model, hierarchy, admitted, preemptor, spec, fair_sharing, search)
+                search: Search = find_targets, index: CandidateIndex | None = None) -> PreemptionOracle:
+    """The flavor assigner's oracle for ``preemptor`` in ClusterQueue ``spec`` (:class:`PreemptionOracle`);
+    its searches read ``index`` (the cluster state's candidate index) when given."""
+    return PreemptionOracle(model, hierarchy, admitted, preemptor, spec, fair_sharing, search, index)
 
 
 def cluster_queue_path(model: QuotaModel, leaf: str) -> str:

@@ -52,11 +52,16 @@ class QuotaNode:
         over: per flavor-resource, the linked children whose usage exceeds their subtree quota (Kueue:
             not ``IsWithinNominalInResources``), keyed ``(is ClusterQueue, name)`` — so a preemption
             search visits only the children that can hold candidates.
+        shared / shared_as: the node's last Dominant Resource Share (``KueueModel.share``) and the
+            ``(configuration epoch, weight)`` it was computed for; ``shared`` is dropped whenever the
+            node's usage changes (``add_usage``, ``_propagate``), a share depending on nothing else
+            while the configuration stands.
     """
 
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
         "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale", "over",
+        "shared", "shared_as",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -75,6 +80,8 @@ class QuotaNode:
         self.height = 0
         self.height_stale = False
         self.over: dict[FlavorResource, dict[tuple[bool, str], QuotaNode]] = {}
+        self.shared: Share | None = None
+        self.shared_as: tuple[int, int] = (-1, 0)
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -112,6 +119,7 @@ def _recompute_quota(node: QuotaNode, fr: FlavorResource) -> None:
     """Recompute ``subtree`` and ``local`` of one node for one fr from its spec and children."""
     sub = node.nominal.get(fr, 0) + node.child_quota.get(fr, 0)
     node.subtree[fr] = sub
+    node.shared = None
     ll = node.lending_limit.get(fr)
     node.local[fr] = sub - ll if ll is not None and sub > ll else 0
     _mark(node, fr)
@@ -139,6 +147,7 @@ def _propagate(node: QuotaNode, fr: FlavorResource, before: tuple[int, int]) -> 
             _recompute_quota(parent, fr)
         if du:
             parent.usage[fr] = parent.usage.get(fr, 0) + du
+            parent.shared = None
             _mark(parent, fr)
         node = parent
 
@@ -185,6 +194,7 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: int) -> None:
         old = node.usage.get(fr, 0)
         new = old + amount
         node.usage[fr] = new
+        node.shared = None
         parent = node.parent
         if parent is None:
             return
@@ -403,7 +413,8 @@ class KueueModel:
     preempt is the caller's policy), otherwise ``NoFit``.  Demand is ignored.  ``potentialAvailable``
     is memoized per (ClusterQueue, flavor-resource), and the lendable capacity under each Cohort (the
     denominator of its children's Dominant Resource Share, ``statemodel.quota.kueue_fair_sharing``),
-    until a spec or an edge changes.  A pool is a cohort tree, keyed by its root.
+    until a spec or an edge changes; a ClusterQueue's ``path`` until an edge changes or a node goes.
+    A pool is a cohort tree, keyed by its root.
     """
 
     name = "kueue"
@@ -415,6 +426,8 @@ class KueueModel:
         self._cohorts: dict[str, QuotaNode] = {}
         self._max: dict[tuple[str, FlavorResource], int] = {}
         self._lendable: dict[str, dict[str, int]] = {}
+        self._paths: dict[str, list[tuple[str, str]]] = {}
+        self._epoch = 0  # bumped by every change of specs or edges: remembered shares are stale
         self._fits: dict[int, Fit] = {}
         self._mutations = 0
         self._rows: dict[tuple[QuotaNode, FlavorResource], tuple[int, int]] = {}
@@ -433,19 +446,24 @@ class KueueModel:
         self._mutations += 1
         set_quotas(self.node(kind, name), resource_groups)
         self._max.clear()
+        self._epoch += 1
         self._lendable.clear()
 
     def remove(self, kind: str, name: str) -> None:
         """Forget the node."""
         self._mutations += 1
         (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).pop(name, None)
+        self._paths.clear()
+        self._epoch += 1
 
     def link(self, kind: str, name: str, parent: str) -> None:
         """``link`` the node under Cohort ``parent``."""
         self._mutations += 1
         link(self.node(kind, name), self.node(COHORT, parent))
         self._max.clear()
+        self._epoch += 1
         self._lendable.clear()
+        self._paths.clear()
 
     def unlink(self, kind: str, name: str) -> None:
         """``unlink`` the node from its parent."""
@@ -454,7 +472,9 @@ class KueueModel:
         if node.parent is not None:
             unlink(node)
             self._max.clear()
+            self._epoch += 1
             self._lendable.clear()
+            self._paths.clear()
 
     def demand(self, leaf: str, request: PodSetTotals, delta: int) -> None:
         """Ignored: KEP-79 entitlements do not depend on pending requests."""
@@ -527,10 +547,14 @@ class KueueModel:
     def share(self, kind: str, name: str, weight_milli: int) -> Share:
         """Kueue ``DominantResourceShare`` of the node (``kueue_fair_sharing``); a root, or a node the
         model does not hold, does not borrow.  O(flavor-resources) once the parent's lendable is
-        memoized."""
+        memoized; O(1) while the node's usage and the configuration are as when it was last asked
+        (``QuotaNode.shared``)."""
         node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
         if node is None or node.parent is None:
             return Share.none(weight_milli)
+        got = node.shared
+        if got is not None and node.shared_as == (self._epoch, weight_milli):
+            return got
         parent = node.parent
         available = self._lendable.get(parent.name)
         if available is None:
@@ -539,7 +563,9 @@ class KueueModel:
             quotas = node.nominal
         else:  # Kueue's cohort lists every flavor-resource below it, zeros included
             quotas = {fr: node.subtree.get(fr, 0) for fr in node.usage} | node.subtree
-        return dominant_resource_share(quotas, node.usage, weight_milli, available)
+        got = node.shared = dominant_resource_share(quotas, node.usage, weight_milli, available)
+        node.shared_as = (self._epoch, weight_milli)
+        return got
 
     def in_use(self, leaf: str) -> bool:
         """Any non-zero usage at the ClusterQueue."""
@@ -593,9 +619,13 @@ class KueueModel:
         return WakeRule(self.pool(leaf), root_bound(node, fr, needed))
 
     def path(self, leaf: str) -> list[tuple[str, str]]:
-        """The ClusterQueue and its linked Cohorts up to the root."""
-        return [(CLUSTER_QUEUE if n.is_cluster_queue else COHORT, n.name)
-                for n in self._cqs[leaf].path_to_root()]
+        """The ClusterQueue and its linked Cohorts up to the root (remembered: callers must not
+        change the list)."""
+        got = self._paths.get(leaf)
+        if got is None:
+            got = self._paths[leaf] = [(CLUSTER_QUEUE if n.is_cluster_queue else COHORT, n.name)
+                                       for n in self._cqs[leaf].path_to_root()]
+        return got
 
     def entitlements(self, kind: str, name: str, frs: list[FlavorResource] | None = None) -> list[Entitlement]:
         """Rows straight from the node's arithmetic (``available`` not clamped); none for a node the
@@ -673,6 +703,8 @@ class KueueModel:
     def load(self, doc: dict) -> None:
         """Rebuild from ``dump``: quotas, then links, then usage (as the original was built)."""
         self._mutations += 1
+        self._paths.clear()
+        self._epoch += 1
         for name, _, quota in doc["cohorts"]:
             _load_quota(self.node(COHORT, name), quota)
         for name, _, quota, _ in doc["clusterQueues"]:

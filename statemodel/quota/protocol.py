@@ -205,6 +205,7 @@ class Share(_Record):
         self.ratio: Final = ratio
         self.resource: Final = resource
         self.weight_milli: Final = weight_milli
+        self._key: tuple[int, Fraction] | None = None  # :meth:`key`, derived once
 
     def fields(self) -> tuple[object, ...]:
         return (self.borrowed, self.ratio, self.resource, self.weight_milli)
@@ -234,10 +235,11 @@ class Share(_Record):
 
     def key(self) -> tuple[int, Fraction]:
         """Total-order key of Kueue's ``CompareDRS`` (lower is preferred for admission, higher for
-        preemption)."""
-        if self.zero_weight_borrows():
-            return (1, self.ratio)
-        return (0, self.precise())
+        preemption); computed on the first call, a function of the fields."""
+        got = self._key
+        if got is None:
+            got = self._key = (1, self.ratio) if self.zero_weight_borrows() else (0, self.precise())
+        return got
 
     def weighted_share(self) -> int:
         """Kueue's ``status.fairSharing.weightedShare``: ``ceil(ratio / weight)``, or

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from statemodel.admission.flavorassigner import assign_flavors
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
+from statemodel.preemption.candidates import collect, may_have_candidates
 from statemodel.preemption.classical import find_targets, fits
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import make_oracle, may_preempt
@@ -221,7 +222,40 @@ def check_over_quota_index(s: Scenario, frs: list) -> None:
             assert model.over_quota_children(name, [fr]) == expected, (name, fr)
 
 
-def check_searches(s: Scenario) -> None:
+def check_precheck(s: Scenario, name: str, head, frs: list) -> None:
+    """``may_have_candidates`` rules a search out only when it has no candidate at all: asked as the
+    flavor assigner's oracle asks, for a pending workload of ClusterQueue ``name`` (any, not only its
+    head: as if it were the head) and each flavor-resource of a resource it requests (its whole
+    request of that resource), and compared with the candidate list itself."""
+    cluster = s.engine.clusters[s.cluster]
+    spec = cluster.hierarchy.cluster_queues[name].spec
+    wanted: dict[str, int] = {}
+    for _, _, totals in head.totals:
+        for res, amount in totals:
+            wanted[res] = wanted.get(res, 0) + amount
+    for fr in frs:
+        if not wanted.get(fr[1]):
+            continue
+        probe = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, head, name, spec.preemption,
+                                  [fr], {fr: wanted[fr[1]]}, cluster.candidate_index)
+        if may_have_candidates(probe):
+            event("precheck: search")
+        else:
+            event("precheck: no candidate")
+            assert collect(probe).get(0) is None, f"{head.key} {fr}: the precheck ruled out a search with candidates"
+
+
+def check_lowest_priority(s: Scenario) -> None:
+    """The candidate index's lowest admitted priority equals a recount over every ClusterQueue."""
+    cluster = s.engine.clusters[s.cluster]
+    index = cluster.candidate_index
+    index.refresh(cluster.admitted, cluster.hierarchy)
+    priorities = [info.obj.priority for infos in cluster.admitted.values() for info in infos.values()
+                  if not info.evicting]
+    assert index.lowest_priority() == (min(priorities) if priorities else None)
+
+
+def check_searches(s: Scenario, frs: list) -> None:
     """Fit and minimality of the victim search for every pending head that needs preemption."""
     cluster = s.engine.clusters[s.cluster]
     model = cluster.model
@@ -233,6 +267,8 @@ def check_searches(s: Scenario) -> None:
             continue
         if not may_preempt(entry.spec):
             continue
+        for info in sorted(queue.members.values(), key=lambda i: i.key):
+            check_precheck(s, name, info, frs)
         oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec)
         assignment = assign_flavors(model, entry, head, oracle)
         assert orjson.dumps(model.dump()) == before, "the oracle left the model changed"
@@ -289,7 +325,8 @@ def test_preemption_properties_on_random_trees_and_histories(case):
     for label in h.steps(s, cq_names, ops, gpu=True):
         check_decisions(s.run(), policies, h.info, h.holding, release_on)
         check_admissible(s, model, h.requests, policies, preempt_flavor, label)
-        check_searches(s)
+        check_searches(s, model.frs())
+        check_lowest_priority(s)
         check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
     # replay is byte-identical; a snapshot plus the tail equals the full replay
