@@ -62,6 +62,9 @@ RECLAIM_REASON = "reclaim"
 """Reason of an ``Evicted`` decision of the reclaim action (upstream's eviction reason)."""
 QUOTA_INSUFFICIENT = "queue resource quota insufficient"
 """Upstream's PodGroup event when enqueueing is rejected by the queue's realCapability."""
+MAX_TOURNAMENTS = 8
+"""How many allocate tournaments (one per set of need classes that fit a free capacity) are kept up
+to date; a dropped one is built again, O(queues), when needed."""
 MAX_ROUNDS = 64
 """Upper bound of enqueue/allocate/reclaim rounds after one event (a reclaim that makes room for a
 group may let another queue reclaim in turn; each round either changes nothing or moves pods)."""
@@ -105,7 +108,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live", "waiting", "pending", "ordered", "untried", "clustered")
+                 "deserved", "live", "waiting", "pending", "ordered", "untried", "clustered", "fits")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -137,13 +140,16 @@ class QueueInfo:
         """Its waiting groups not tried since they changed (``GroupInfo.blocked`` empty)."""
         self.clustered = 0
         """Its waiting groups last stopped by the cluster's free capacity (``blocked == "cluster"``)."""
+        self.fits: dict[int, int] = {}
+        """Per need class (``VolcanoModel._class_of``), how many of those ``clustered`` groups have a
+        pending pod of that class: what a freeing event's tournament asks (``QueueTournament``)."""
 
 
 class GroupInfo:
     """One PodGroup: its object (``None`` while only pods name it), phase, pods and contribution."""
 
     __slots__ = ("key", "pg", "phase", "pods", "alloc", "pending", "inq", "elastic", "reason", "message",
-                 "shortfalls", "queue", "priority", "blocked", "indexed", "need")
+                 "shortfalls", "queue", "priority", "blocked", "indexed", "need", "classes")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -167,12 +173,14 @@ class GroupInfo:
         """``(queue, "waiting" | "pending")`` of the queue index it is in, ``("", "")`` for none."""
         self.need: list[Resources] = []
         """The requests of its pending pods (what the free-capacity filter looks at)."""
+        self.classes: tuple[int, ...] = ()
+        """The need classes of its pending pods, distinct and sorted."""
 
 
 class PodInfo:
     """A pod of a PodGroup: its object, state and whether it was bound as observed."""
 
-    __slots__ = ("key", "obj", "group", "state", "observed", "request")
+    __slots__ = ("key", "obj", "group", "state", "observed", "request", "cls")
 
     def __init__(self, obj: Pod, group: str) -> None:
         self.key = obj.key
@@ -181,6 +189,8 @@ class PodInfo:
         self.state = POD_PENDING
         self.observed = False
         self.request: Resources = {r: v for r, v in obj.requests if v}
+        self.cls = -1
+        """Its need class: the model's number for its request (``VolcanoModel._class_of``)."""
 
     def order(self) -> tuple[int, int, str]:
         """Task order: priority (higher first), creation, key."""
@@ -242,6 +252,30 @@ class TourEntry:
                 and self.owner == other.owner)
 
 
+class QueueTournament:
+    """One allocate tournament over the queue tree (``VolcanoModel._tour_sync``).  A queue takes part
+    while it has waiting groups, is not left out of the action under way, and has a candidate: a
+    group not tried since it changed, any group when it is relaxed or holds a changed group (or
+    every queue takes part: ``retry_all``), or a group last stopped by the cluster that has a pending
+    pod of one of ``classes`` (the need classes that fit the free capacity at the start of an action
+    after an event that freed capacity; empty after any other event)."""
+
+    __slots__ = ("classes", "built", "heaps", "entry", "best", "dirty")
+
+    def __init__(self, classes: frozenset[int]) -> None:
+        self.classes = classes
+        self.built = False
+        """Whether it is built for the current tree and deserved."""
+        self.heaps: dict[str, list[TourEntry]] = {}
+        """Per queue (``""``: above the tops), a heap of its children's entries (lazily invalidated)."""
+        self.entry: dict[str, TourEntry | None] = {}
+        """Per queue, its current entry in its parent's heap (``None``: no participant below it)."""
+        self.best: dict[str, str | None] = {}
+        """Per queue, the first participant of its subtree in queue order."""
+        self.dirty: dict[str, None] = {}
+        """The queues whose share or participation changed since it was last brought up to date."""
+
+
 class VolcanoModel(NoClusterQueueQuota):
     """The ``volcano`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
 
@@ -276,22 +310,17 @@ class VolcanoModel(NoClusterQueueQuota):
         """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
         self.pending_queues: dict[str, None] = {}
         """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
-        self._tour_built = [False, False]
-        """Per tournament (``_tour_sync``), whether it is built for the current tree and deserved.
-        Tournament 0 serves an allocate action after an event that freed nothing (a queue takes part
-        with a group not tried since it changed), 1 one after an event that freed capacity (also
-        with a group last stopped by the cluster)."""
-        self._tour_heaps: list[dict[str, list[TourEntry]]] = [{}, {}]
-        """Per tournament and queue (``""``: above the tops), a heap of its children's entries
-        (lazily invalidated)."""
-        self._tour_entry: list[dict[str, TourEntry | None]] = [{}, {}]
-        """Per tournament and queue, its current entry in its parent's heap (``None``: no participant
-        below it)."""
-        self._tour_best: list[dict[str, str | None]] = [{}, {}]
-        """Per tournament and queue, the first participant of its subtree in queue order."""
-        self._tour_dirty: list[dict[str, None]] = [{}, {}]
-        """Per tournament, the queues whose share or participation changed since it was last brought up
-        to date."""
+        self._tours: dict[tuple[int, ...], QueueTournament] = {}
+        """The allocate tournaments kept up to date, by their need classes (sorted), least recently used
+        first (at most ``MAX_TOURNAMENTS``; a dropped one is built again when needed)."""
+        self._class_ids: dict[tuple[tuple[str, int], ...], int] = {}
+        """Need classes: a number per distinct pod request (``_class_of``)."""
+        self._class_reqs: list[Resources] = []
+        """The request of each need class."""
+        self._class_refs: list[int] = []
+        """Per need class, its count over the queues' ``fits``."""
+        self._present: dict[int, None] = {}
+        """The need classes some cluster-stopped waiting group has (``_class_refs`` above 0)."""
         self._tour_off: dict[str, None] = {}
         """Waiting queues left out of the allocate action under way (no candidate that can bind)."""
         self._tour_extra: dict[str, None] = {}
@@ -300,6 +329,17 @@ class VolcanoModel(NoClusterQueueQuota):
         self._tour_all = False
         """Every waiting queue takes part in the allocate action under way (``retry_all``)."""
         self._rebuild_tree()
+
+    def _class_of(self, request: Resources) -> int:
+        """The need class of a pod request: one number per distinct request (dimensions sorted), so
+        a freeing event asks which classes fit its free capacity once instead of once per group."""
+        key = tuple(sorted(request.items()))
+        cls = self._class_ids.get(key)
+        if cls is None:
+            cls = self._class_ids[key] = len(self._class_reqs)
+            self._class_reqs.append(dict(request))
+            self._class_refs.append(0)
+        return cls
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -327,7 +367,9 @@ class VolcanoModel(NoClusterQueueQuota):
         self.waiting_queues, self.pending_queues = {}, {}
         self._chains = {}
         self._shares = {}
-        self._tour_built = [False, False]
+        self._tours = {}
+        self._class_refs = [0] * len(self._class_reqs)
+        self._present = {}
         for name in sorted(self.queues):
             info = self.queues[name]
             if info.parent is not None and info.parent in self.queues:
@@ -396,6 +438,7 @@ class VolcanoModel(NoClusterQueueQuota):
         alloc: Resources = {}
         pending: Resources = {}
         need: list[Resources] = []
+        kinds: dict[int, None] = {}
         running = 0
         finished = 0
         for key in group.pods:
@@ -406,9 +449,18 @@ class VolcanoModel(NoClusterQueueQuota):
             elif pod.state == POD_PENDING:
                 _add(pending, pod.request)
                 need.append(pod.request)
+                kinds[pod.cls] = None
             else:
                 finished += 1
         group.alloc, group.pending, group.need = alloc, pending, need
+        classes = tuple(sorted(kinds))
+        if classes != group.classes:
+            counted = group.indexed[1] == "waiting" and group.blocked == "cluster"
+            if counted:
+                self._count(self.queues[group.indexed[0]], group, "cluster", -1)
+            group.classes = classes
+            if counted:
+                self._count(self.queues[group.indexed[0]], group, "cluster", 1)
         pg = group.pg
         if pg is not None:
             if running and running >= pg.min_member:
@@ -480,7 +532,7 @@ class VolcanoModel(NoClusterQueueQuota):
         if old is not None:
             if old_kind == "waiting":
                 old.ordered = None
-                self._count(old, group.blocked, -1)
+                self._count(old, group, group.blocked, -1)
                 old.waiting.pop(group.key, None)
                 if not old.waiting:
                     self.waiting_queues.pop(old_q, None)
@@ -493,7 +545,7 @@ class VolcanoModel(NoClusterQueueQuota):
             if where[1] == "waiting":
                 queue.ordered = None
                 queue.waiting[group.key] = None
-                self._count(queue, group.blocked, 1)
+                self._count(queue, group, group.blocked, 1)
                 if queue.name not in self.waiting_queues:
                     self.waiting_queues[queue.name] = None
                     self._tour_touch(queue.name)
@@ -510,28 +562,42 @@ class VolcanoModel(NoClusterQueueQuota):
         queue_name, kind = group.indexed
         if kind == "waiting":
             queue = self.queues[queue_name]
-            self._count(queue, group.blocked, -1)
-            self._count(queue, why, 1)
+            self._count(queue, group, group.blocked, -1)
+            self._count(queue, group, why, 1)
         group.blocked = why
 
-    def _count(self, queue: QueueInfo, why: str, sign: int) -> None:
-        """Count a waiting group of ``queue`` blocked by ``why`` in or out; a queue that gains its first
-        or loses its last candidate is re-evaluated in the tournament."""
+    def _count(self, queue: QueueInfo, group: GroupInfo, why: str, sign: int) -> None:
+        """Count a waiting group of ``queue`` blocked by ``why`` in or out (a cluster-stopped one with
+        its need classes); a queue that gains its first or loses its last candidate of a kind is
+        re-evaluated in the tournaments."""
         if why == "":
             queue.untried += sign
             if queue.untried == (1 if sign > 0 else 0):
                 self._tour_touch(queue.name)
         elif why == "cluster":
             queue.clustered += sign
-            if queue.clustered == (1 if sign > 0 else 0):
-                self._tour_touch(queue.name)
+            fits, refs = queue.fits, self._class_refs
+            for cls in group.classes:
+                n = fits.get(cls, 0) + sign
+                if n:
+                    fits[cls] = n
+                else:
+                    del fits[cls]
+                if n == (1 if sign > 0 else 0):
+                    self._tour_touch(queue.name)
+                refs[cls] += sign
+                if refs[cls] == (1 if sign > 0 else 0):
+                    if sign > 0:
+                        self._present[cls] = None
+                    else:
+                        del self._present[cls]
 
     def _derive(self) -> None:
         """Recompute capability, realCapability, guarantee and deserved of every queue (whoever made
         them stale also set ``retry_all``)."""
         self.stale = False
         self._shares.clear()
-        self._tour_built = [False, False]
+        self._tours = {}
         queues = self.queues
         total_g: Resources = {}
         for q in queues.values():
@@ -726,7 +792,7 @@ class VolcanoModel(NoClusterQueueQuota):
         assert info.parent is not None
         bisect.insort(self.queues[info.parent].children, spec.name)
         self._shares.pop(info.parent, None)
-        self._tour_built = [False, False]
+        self._tours = {}
         self.stale = self.retry_all = True
 
     def delete_object(self, kind: str, key: str) -> bool:
@@ -800,6 +866,7 @@ class VolcanoModel(NoClusterQueueQuota):
         else:
             pod.obj = obj
             pod.request = {r: v for r, v in obj.requests if v}
+        pod.cls = self._class_of(pod.request)
         if obj.phase in ("Succeeded", "Failed"):
             pod.state = POD_FINISHED
         elif obj.node_name is not None and pod.state == POD_PENDING:
@@ -1094,7 +1161,7 @@ class VolcanoModel(NoClusterQueueQuota):
         off = self._tour_off
         extra = self._tour_extra
         if retry_all:
-            self._tour_all, self._tour_built = True, [False, False]
+            self._tour_all, self._tours = True, {}
         else:
             for name in relaxed:
                 extra[name] = None
@@ -1104,11 +1171,11 @@ class VolcanoModel(NoClusterQueueQuota):
                     extra[group.indexed[0]] = None
             for name in extra:
                 self._tour_touch(name)
-        mode = 1 if freed or retry_all else 0
+        tour = self._tournament(self._fitting(free) if freed or retry_all else ())
         try:
             while True:
-                self._tour_sync(mode)
-                first = self._tour_best[mode].get("")
+                self._tour_sync(tour)
+                first = tour.best.get("")
                 if first is None:
                     break
                 queue = self.queues[first]
@@ -1147,8 +1214,31 @@ class VolcanoModel(NoClusterQueueQuota):
             off.clear()
             extra.clear()
             if self._tour_all:
-                self._tour_all, self._tour_built = False, [False, False]
+                self._tour_all, self._tours = False, {}
         return changed
+
+    def _fitting(self, free: Resources) -> tuple[int, ...]:
+        """The need classes of cluster-stopped groups whose request fits ``free`` (sorted)."""
+        reqs = self._class_reqs
+        out = []
+        for cls in self._present:
+            for r, v in reqs[cls].items():
+                if v > free.get(r, 0):
+                    break
+            else:
+                out.append(cls)
+        out.sort()
+        return tuple(out)
+
+    def _tournament(self, classes: tuple[int, ...]) -> QueueTournament:
+        """The tournament for these need classes, most recently used from now on."""
+        tour = self._tours.pop(classes, None)
+        if tour is None:
+            tour = QueueTournament(frozenset(classes))
+            if len(self._tours) >= MAX_TOURNAMENTS:
+                del self._tours[next(iter(self._tours))]
+        self._tours[classes] = tour
+        return tour
 
     # -- queue order as a tournament ------------------------------------------------------------------
 
@@ -1160,21 +1250,21 @@ class VolcanoModel(NoClusterQueueQuota):
         return TourEntry(-winner.spec.priority, share.numerator, share.denominator, flag, winner.spec.creation_ms,
                          winner.name, node.name)
 
-    def _tour_sync(self, mode: int) -> None:
+    def _tour_sync(self, tour: QueueTournament) -> None:
         """Bring the tournament up to date: each queue keeps its first participant (a queue with
         waiting groups not left out of the running action) of its subtree in queue order, from a heap
         of its children's entries and itself; a change re-evaluates its chain only
         (O(depth × log siblings)).  Built again when the tree or the deserved changed."""
         queues = self.queues
-        if not self._tour_built[mode]:
-            self._tour_built[mode] = True
-            self._tour_heaps[mode], self._tour_entry[mode], self._tour_best[mode] = {}, {}, {}
+        if not tour.built:
+            tour.built = True
+            tour.heaps, tour.entry, tour.best = {}, {}, {}
             dirty: dict[str, None] = dict.fromkeys(sorted(queues))
         else:
-            dirty = self._tour_dirty[mode]
+            dirty = tour.dirty
             if not dirty:
                 return
-        self._tour_dirty[mode] = {}
+        tour.dirty = {}
         todo: dict[str, int] = {}
         for name in dirty:
             q = queues.get(name)
@@ -1186,17 +1276,17 @@ class VolcanoModel(NoClusterQueueQuota):
                     break
                 todo[node.name] = len(chain) - k
         for name in sorted(todo, key=lambda n: (-todo[n], n)):
-            self._tour_eval(mode, name)
-        self._tour_eval(mode, "")
+            self._tour_eval(tour, name)
+        self._tour_eval(tour, "")
 
     def _tour_touch(self, name: str) -> None:
-        """``name``'s share or participation changed: re-evaluate it in both tournaments."""
-        self._tour_dirty[0][name] = None
-        self._tour_dirty[1][name] = None
+        """``name``'s share or participation changed: re-evaluate it in every tournament."""
+        for tour in self._tours.values():
+            tour.dirty[name] = None
 
-    def _tour_eval(self, mode: int, name: str) -> None:
+    def _tour_eval(self, tour: QueueTournament, name: str) -> None:
         """Re-evaluate one queue (``""``: the tops) and its entry in its parent's heap."""
-        heaps, entry = self._tour_heaps[mode], self._tour_entry[mode]
+        heaps, entry = tour.heaps, tour.entry
         best: TourEntry | None = None
         heap = heaps.get(name)
         if heap:
@@ -1208,16 +1298,17 @@ class VolcanoModel(NoClusterQueueQuota):
             if heap:
                 best = heap[0]
         if not name:
-            self._tour_best[mode][name] = best.name if best is not None else None
+            tour.best[name] = best.name if best is not None else None
             return
         q = self.queues[name]
         if (name in self.waiting_queues and name not in self._tour_off
-                and (q.untried or (mode and q.clustered) or self._tour_all or name in self._tour_extra)):
+                and (q.untried or self._tour_all or name in self._tour_extra
+                     or (q.fits and not tour.classes.isdisjoint(q.fits)))):
             own = self._tour_key(q, q)
             if best is None or own < best:
                 best = own
         winner = best.name if best is not None else None
-        self._tour_best[mode][name] = winner
+        tour.best[name] = winner
         new = self._tour_key(q, self.queues[winner]) if winner is not None else None
         old = entry.get(name)
         if new is None:
@@ -1594,6 +1685,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 g.queue = g.pg.queue
         for raw, group, state, observed in doc["pods"]:
             pod = PodInfo(_dec_pod(raw), group)
+            pod.cls = self._class_of(pod.request)
             pod.state, pod.observed = state, observed
             self.pods[pod.key] = pod
             self.groups[group].pods[pod.key] = None
