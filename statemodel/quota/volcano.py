@@ -70,7 +70,6 @@ MAX_ROUNDS = 64
 group may let another queue reclaim in turn; each round either changes nothing or moves pods)."""
 
 Resources = dict[str, int]
-_ONE = Fraction(1)
 _ZERO = Fraction(0)
 
 
@@ -108,7 +107,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live", "waiting", "pending", "ordered", "untried", "clustered", "fits")
+                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "clustered", "fits")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -128,6 +127,8 @@ class QueueInfo:
         self.real: Resources = {}
         self.guarantee: Resources = {}
         self.deserved: dict[str, Fraction] = {}
+        self.exact: list[tuple[str, int, int]] = []
+        """``(resource, numerator, denominator)`` of each positive ``deserved`` (what the share reads)."""
         self.live = 0
         """Number of its PodGroups that are not Completed (proportion builds a queue only then)."""
         self.waiting: dict[str, None] = {}
@@ -303,8 +304,8 @@ class VolcanoModel(NoClusterQueueQuota):
         """The cluster's allocated went down since the last ``run``."""
         self.reclaimable_alloc: Resources = {}
         """Σ allocated of the reclaimable queues (nothing to reclaim while it is empty)."""
-        self._shares: dict[str, Fraction] = {}
-        """``queue_share`` per queue, dropped when its allocated or deserved changes."""
+        self._shares: dict[str, tuple[int, int]] = {}
+        """``share_ratio`` per queue, dropped when its allocated or deserved changes."""
         self._chains: dict[str, list[QueueInfo]] = {}
         self.waiting_queues: dict[str, None] = {}
         """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
@@ -612,6 +613,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 q.capability, q.real = caps.get(name, {}), reals.get(name, {})
                 q.guarantee = gs.get(name, {})
                 q.deserved = {r: Fraction(v) for r, v in ds.get(name, {}).items()}
+                q.exact = [(r, v, 1) for r, v in ds.get(name, {}).items() if v > 0]
             return
         for q in queues.values():
             q.capability = effective_capability(dict(q.spec.capability))
@@ -627,6 +629,8 @@ class VolcanoModel(NoClusterQueueQuota):
                        if q.live]
             for name, deserved in water_fill(self.capacity, session).items():
                 queues[name].deserved = {r: v for r, v in deserved.items() if v}
+        for q in queues.values():
+            q.exact = [(r, d.numerator, d.denominator) for r, d in q.deserved.items() if d > 0]
 
     # -- validation (upstream webhooks, reference §6) ----------------------------------------------
 
@@ -929,24 +933,27 @@ class VolcanoModel(NoClusterQueueQuota):
     def queue_share(self, queue: QueueInfo) -> Fraction:
         """``max`` over deserved's dimensions of ``allocated / deserved`` (upstream ``updateShare``); the
         capacity plugin's best-effort queue (no deserved) has share 1."""
+        num, den = self.share_ratio(queue)
+        return Fraction(num, den)
+
+    def share_ratio(self, queue: QueueInfo) -> tuple[int, int]:
+        """``queue_share`` as integers ``(numerator, denominator)``, denominator > 0, not reduced
+        (compared by cross-multiplying; cached until the queue's allocated or deserved changes)."""
         cached = self._shares.get(queue.name)
         if cached is not None:
             return cached
-        share = self._share(queue)
-        self._shares[queue.name] = share
-        return share
-
-    def _share(self, queue: QueueInfo) -> Fraction:
         allocated = queue.h_allocated if self.hierarchy else queue.allocated
         if not queue.deserved:
-            return _ONE if self.args.plugin == "capacity" else _ZERO
-        best = _ZERO
-        for r, d in queue.deserved.items():
-            if d > 0:
-                s = Fraction(allocated.get(r, 0)) / d
-                if s > best:
-                    best = s
-        return best
+            share = (1, 1) if self.args.plugin == "capacity" else (0, 1)
+        else:
+            num, den = 0, 1
+            for r, d_num, d_den in queue.exact:  # allocated / (d_num / d_den)
+                a = allocated.get(r, 0) * d_den
+                if a * den > num * d_num:
+                    num, den = a, d_num
+            share = (num, den)
+        self._shares[queue.name] = share
+        return share
 
     def _compare_queues(self, a: QueueInfo, b: QueueInfo) -> int:
         """``QueueOrderFn`` then the session's fallback (creation, name): negative when ``a`` goes first."""
@@ -968,9 +975,11 @@ class VolcanoModel(NoClusterQueueQuota):
         return -1 if a.name < b.name else (1 if a.name > b.name else 0)
 
     def _compare_share(self, a: QueueInfo, b: QueueInfo) -> int:
-        sa, sb = self.queue_share(a), self.queue_share(b)
-        if sa != sb:
-            return -1 if sa < sb else 1
+        na, da = self.share_ratio(a)
+        nb, db = self.share_ratio(b)
+        left, right = na * db, nb * da
+        if left != right:
+            return -1 if left < right else 1
         if self.args.plugin == "capacity" and bool(a.deserved) != bool(b.deserved):
             return -1 if a.deserved else 1
         return 0
@@ -1246,9 +1255,8 @@ class VolcanoModel(NoClusterQueueQuota):
         """The entry of ``node`` (whose first participant is ``winner``) in its parent's heap."""
         of = node if self.hierarchy else winner
         flag = (0 if of.deserved else 1) if self.args.plugin == "capacity" else 0
-        share = self.queue_share(of)
-        return TourEntry(-winner.spec.priority, share.numerator, share.denominator, flag, winner.spec.creation_ms,
-                         winner.name, node.name)
+        num, den = self.share_ratio(of)
+        return TourEntry(-winner.spec.priority, num, den, flag, winner.spec.creation_ms, winner.name, node.name)
 
     def _tour_sync(self, tour: QueueTournament) -> None:
         """Bring the tournament up to date: each queue keeps its first participant (a queue with
