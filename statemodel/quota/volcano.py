@@ -107,7 +107,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "clustered", "fits")
+                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -139,11 +139,10 @@ class QueueInfo:
         """``waiting`` in job order (``None``: to be sorted again)."""
         self.untried = 0
         """Its waiting groups not tried since they changed (``GroupInfo.blocked`` empty)."""
-        self.clustered = 0
-        """Its waiting groups last stopped by the cluster's free capacity (``blocked == "cluster"``)."""
         self.fits: dict[int, int] = {}
-        """Per need class (``VolcanoModel._class_of``), how many of those ``clustered`` groups have a
-        pending pod of that class: what a freeing event's tournament asks (``QueueTournament``)."""
+        """Per need class (``VolcanoModel._class_of``), how many of its waiting groups last stopped by
+        the cluster's free capacity (``blocked == "cluster"``) have a pending pod of that class: what
+        a freeing event's tournament asks (``QueueTournament``)."""
 
 
 class GroupInfo:
@@ -324,11 +323,12 @@ class VolcanoModel(NoClusterQueueQuota):
         """The need classes some cluster-stopped waiting group has (``_class_refs`` above 0)."""
         self._tour_off: dict[str, None] = {}
         """Waiting queues left out of the allocate action under way (no candidate that can bind)."""
-        self._tour_extra: dict[str, None] = {}
-        """Queues whose every waiting group is a candidate in the allocate action under way (relaxed, or
-        holding a group that changed)."""
-        self._tour_all = False
-        """Every waiting queue takes part in the allocate action under way (``retry_all``)."""
+        self._tour_in: dict[str, None] = {}
+        """Queues that take part in the allocate action under way with a group not tried since it
+        changed (or any group: relaxed, holding a changed group, ``retry_all``) that fits the free
+        capacity at its start."""
+        self._untried: dict[str, None] = {}
+        """Queues with a waiting group not tried since it changed (``QueueInfo.untried`` above 0)."""
         self._rebuild_tree()
 
     def _class_of(self, request: Resources) -> int:
@@ -371,6 +371,7 @@ class VolcanoModel(NoClusterQueueQuota):
         self._tours = {}
         self._class_refs = [0] * len(self._class_reqs)
         self._present = {}
+        self._untried = {}
         for name in sorted(self.queues):
             info = self.queues[name]
             if info.parent is not None and info.parent in self.queues:
@@ -557,7 +558,7 @@ class VolcanoModel(NoClusterQueueQuota):
 
     def _block(self, group: GroupInfo, why: str) -> None:
         """Set what stopped ``group``'s last allocation (``GroupInfo.blocked``), keeping its queue's
-        counts of candidates (``QueueInfo.untried`` / ``clustered``) when it is waiting."""
+        counts of candidates (``QueueInfo.untried`` / ``fits``) when it is waiting."""
         if why == group.blocked:
             return
         queue_name, kind = group.indexed
@@ -569,14 +570,15 @@ class VolcanoModel(NoClusterQueueQuota):
 
     def _count(self, queue: QueueInfo, group: GroupInfo, why: str, sign: int) -> None:
         """Count a waiting group of ``queue`` blocked by ``why`` in or out (a cluster-stopped one with
-        its need classes); a queue that gains its first or loses its last candidate of a kind is
-        re-evaluated in the tournaments."""
+        its need classes); a queue that gains its first or loses its last need class is re-evaluated
+        in the tournaments."""
         if why == "":
             queue.untried += sign
-            if queue.untried == (1 if sign > 0 else 0):
-                self._tour_touch(queue.name)
+            if sign > 0:
+                self._untried[queue.name] = None
+            elif not queue.untried:
+                del self._untried[queue.name]
         elif why == "cluster":
-            queue.clustered += sign
             fits, refs = queue.fits, self._class_refs
             for cls in group.classes:
                 n = fits.get(cls, 0) + sign
@@ -1168,19 +1170,30 @@ class VolcanoModel(NoClusterQueueQuota):
         heads: dict[str, GroupInfo] = {}
         changed = False
         off = self._tour_off
-        extra = self._tour_extra
+        entrants = self._tour_in
         if retry_all:
-            self._tour_all, self._tours = True, {}
+            self._tours = {}  # every waiting queue may enter: built again, O(queues), as after a tree change
+            looked: list[str] = sorted(self.waiting_queues)
         else:
+            names: dict[str, None] = dict.fromkeys(self._untried)
             for name in relaxed:
-                extra[name] = None
+                names[name] = None
             for key in fresh:
                 group = self.groups.get(key)
                 if group is not None and group.indexed[1] == "waiting":
-                    extra[group.indexed[0]] = None
-            for name in extra:
-                self._tour_touch(name)
-        tour = self._tournament(self._fitting(free) if freed or retry_all else ())
+                    names[group.indexed[0]] = None
+            looked = sorted(n for n in names if n in self.waiting_queues)
+        for name in looked:
+            head = advance(name)
+            if head is not None:
+                heads[name] = head
+                entrants[name] = None
+                if not retry_all:
+                    self._tour_touch(name)
+        classes = self._fitting(free) if freed or retry_all else ()
+        if not entrants and not classes:
+            return False  # no queue has a candidate that fits the free capacity
+        tour = self._tournament(classes)
         try:
             while True:
                 self._tour_sync(tour)
@@ -1216,14 +1229,15 @@ class VolcanoModel(NoClusterQueueQuota):
                     off[first] = None
                     self._tour_touch(first)
         finally:
-            for name in off:
-                self._tour_touch(name)
-            for name in extra:
-                self._tour_touch(name)
+            if retry_all:
+                self._tours = {}
+            else:
+                for name in off:
+                    self._tour_touch(name)
+                for name in entrants:
+                    self._tour_touch(name)
             off.clear()
-            extra.clear()
-            if self._tour_all:
-                self._tour_all, self._tours = False, {}
+            entrants.clear()
         return changed
 
     def _fitting(self, free: Resources) -> tuple[int, ...]:
@@ -1310,8 +1324,7 @@ class VolcanoModel(NoClusterQueueQuota):
             return
         q = self.queues[name]
         if (name in self.waiting_queues and name not in self._tour_off
-                and (q.untried or self._tour_all or name in self._tour_extra
-                     or (q.fits and not tour.classes.isdisjoint(q.fits)))):
+                and (name in self._tour_in or (q.fits and not tour.classes.isdisjoint(q.fits)))):
             own = self._tour_key(q, q)
             if best is None or own < best:
                 best = own
