@@ -1188,16 +1188,20 @@ class VolcanoModel(NoClusterQueueQuota):
             if head is not None:
                 heads[name] = head
                 entrants[name] = None
-                if not retry_all:
-                    self._tour_touch(name)
         classes = self._fitting(free) if freed or retry_all else ()
         if not entrants and not classes:
             return False  # no queue has a candidate that fits the free capacity
-        tour = self._tournament(classes)
+        tour = self._tournament(classes) if classes else None
+        if tour is not None and not retry_all:
+            for name in entrants:
+                self._tour_touch(name)
         try:
             while True:
-                self._tour_sync(tour)
-                first = tour.best.get("")
+                if tour is not None:
+                    self._tour_sync(tour)
+                    first = tour.best.get("")
+                else:
+                    first = self._winner([name for name in entrants if name not in off])
                 if first is None:
                     break
                 queue = self.queues[first]
@@ -1231,7 +1235,7 @@ class VolcanoModel(NoClusterQueueQuota):
         finally:
             if retry_all:
                 self._tours = {}
-            else:
+            elif tour is not None:  # (without a tournament no kept one looked at the entrants)
                 for name in off:
                     self._tour_touch(name)
                 for name in entrants:
@@ -1300,6 +1304,36 @@ class VolcanoModel(NoClusterQueueQuota):
         for name in sorted(todo, key=lambda n: (-todo[n], n)):
             self._tour_eval(tour, name)
         self._tour_eval(tour, "")
+
+    def _winner(self, names: list[str]) -> str | None:
+        """The tournament's first queue when only ``names`` take part (the entrants of an action with no
+        fitting need class): the same comparisons as ``_tour_eval``, over the chains of ``names`` only
+        (O(len(names) × depth)), so no kept tournament is needed."""
+        if len(names) <= 1:
+            return names[0] if names else None
+        depth: dict[str, int] = {}
+        for name in names:
+            chain = self._chain(self.queues[name])
+            for k, node in enumerate(chain):
+                if node.name in depth:
+                    break
+                depth[node.name] = len(chain) - k
+        below: dict[str, TourEntry] = {}  # per queue ("": above the tops), its children's best entry so far
+        taking = dict.fromkeys(names)
+        for name in sorted(depth, key=lambda n: (-depth[n], n)):
+            q = self.queues[name]
+            best = below.get(name)
+            if name in taking:
+                own = self._tour_key(q, q)
+                if best is None or own < best:
+                    best = own
+            assert best is not None
+            entry = self._tour_key(q, self.queues[best.name])
+            parent = q.parent if q.parent is not None and q.parent in self.queues else ""
+            other = below.get(parent)
+            if other is None or entry < other:
+                below[parent] = entry
+        return below[""].name
 
     def _tour_touch(self, name: str) -> None:
         """``name``'s share or participation changed: re-evaluate it in every tournament."""
