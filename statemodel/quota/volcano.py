@@ -1128,20 +1128,26 @@ class VolcanoModel(NoClusterQueueQuota):
                   freed: bool) -> bool:
         """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
         proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
-        groups that may succeed are looked at (``run``); each queue's next candidate is found lazily,
-        in job order, when the queue comes first; a queue without one leaves the action.
+        groups that may succeed are looked at (``run``): one not tried since it changed, any in a
+        relaxed queue or a queue holding a changed group (every one with ``retry_all``), and after an
+        event that freed capacity one stopped by the cluster.  A queue takes part only if, when the
+        action starts, it has such a candidate with a pending pod that fits the free capacity: the
+        queues of the first kinds are looked at once, in name order (their first fitting candidate
+        is kept), the cluster-stopped ones are found through their need classes (``QueueInfo.fits``,
+        ``_fitting``) without visiting the others.  A queue's next candidate is found lazily, in job
+        order, when it comes first again; a queue without one leaves the action.
 
-        The queue that goes first comes from a tournament over the queue tree (``_tour_sync``): each
-        queue's first participant is the first, by ``_compare_queues``, of itself and its children's
-        first participants.  Between participants of different children that comparison is a total
-        order (priority, the child's share, deserved first, creation, name), so the winner is well
-        defined; it is the queue ``_compare_queues`` puts before every other participant whenever
-        there is such a queue.  (At equal shares of sibling branches ``_compare_queues`` falls back to
-        the leaves' creation and name and can be cyclic; upstream's heap, like a linear scan, then
-        picks by visiting order.)  Only queues with a group that may bind take part: one not tried
-        since it changed, one stopped by the cluster when the event freed capacity, any in a relaxed
-        queue or a group that changed.  So an event costs O(depth × log siblings) per queue it
-        visits, not a pass over every queue with waiting groups."""
+        The queue that goes first comes from a tournament over the queue tree (``_tour_sync``, one kept
+        per set of fitting need classes; ``_winner`` over the entrants' chains when no class fits):
+        each queue's first participant is the first, by ``_compare_queues``, of itself and its
+        children's first participants.  Between participants of different children that comparison
+        is a total order (priority, the child's share, deserved first, creation, name), so the winner
+        is well defined; it is the queue ``_compare_queues`` puts before every other participant
+        whenever there is such a queue.  (At equal shares of sibling branches ``_compare_queues``
+        falls back to the leaves' creation and name and can be cyclic; upstream's heap, like a linear
+        scan, then picks by visiting order.)  So an event costs O(depth × log siblings) per queue
+        that takes part and per kept tournament its changes touch, not a pass over every queue with
+        waiting groups."""
         free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
         lists: dict[str, list[GroupInfo]] = {}
         at: dict[str, int] = {}
