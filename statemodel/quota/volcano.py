@@ -107,7 +107,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits")
+                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits", "since")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -135,6 +135,8 @@ class QueueInfo:
         """Its Inqueue / Running groups with pending pods (what allocate and reclaim look at)."""
         self.pending: dict[str, None] = {}
         """Its Pending groups (what enqueue looks at)."""
+        self.since = 0
+        """When it last joined ``VolcanoModel.pending_queues`` (a counter: that dict's order)."""
         self.ordered: list[GroupInfo] | None = None
         """``waiting`` in job order (``None``: to be sorted again)."""
         self.untried = 0
@@ -310,6 +312,8 @@ class VolcanoModel(NoClusterQueueQuota):
         """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
         self.pending_queues: dict[str, None] = {}
         """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
+        self._joined = 0
+        """How many times a queue joined ``pending_queues`` (``QueueInfo.since``)."""
         self._tours: dict[tuple[int, ...], QueueTournament] = {}
         """The allocate tournaments kept up to date, by their need classes (sorted), least recently used
         first (at most ``MAX_TOURNAMENTS``; a dropped one is built again when needed)."""
@@ -553,7 +557,10 @@ class VolcanoModel(NoClusterQueueQuota):
                     self._tour_touch(queue.name)
             else:
                 queue.pending[group.key] = None
-                self.pending_queues[queue.name] = None
+                if queue.name not in self.pending_queues:
+                    self._joined += 1
+                    queue.since = self._joined
+                    self.pending_queues[queue.name] = None
         group.indexed = where
 
     def _block(self, group: GroupInfo, why: str) -> None:
@@ -1076,7 +1083,16 @@ class VolcanoModel(NoClusterQueueQuota):
     def _enqueue(self, retry_all: bool, fresh: dict[str, None], relaxed: set[str]) -> list[str]:
         """Pending PodGroups become Inqueue (round-robin over queues in queue order); returns them."""
         per_queue: dict[str, list[GroupInfo]] = {}
-        for name in self.pending_queues:
+        if retry_all:
+            names = list(self.pending_queues)
+        else:  # only queues a group of which may enqueue now, in the order of pending_queues
+            chosen = {name: None for name in relaxed if name in self.pending_queues}
+            for key in fresh:
+                group = self.groups.get(key)
+                if group is not None and group.indexed[1] == "pending":
+                    chosen[group.indexed[0]] = None
+            names = sorted(chosen, key=lambda n: self.queues[n].since)
+        for name in names:
             queue = self.queues[name]
             whole = retry_all or queue.name in relaxed
             groups = [self.groups[k] for k in queue.pending if whole or k in fresh]
