@@ -96,6 +96,14 @@ def _exceeded(left: Resources, right: Resources) -> Resources:
     return {r: v - right.get(r, 0) for r, v in left.items() if v > right.get(r, 0)}
 
 
+def _held(alloc: Resources, inq: Resources, elastic: Resources) -> Resources:
+    """What a group holds for enqueueing: ``allocated + inqueue - elastic``."""
+    held = dict(alloc)
+    _add(held, inq)
+    _add(held, elastic, -1)
+    return held
+
+
 def _short(queue: str, resource: str, needed: int, available: int) -> dict:
     """A shortfall as state JSON (keys in sorted order, as a snapshot restores them)."""
     return {"available": available, "needed": needed, "queue": queue, "resource": resource}
@@ -437,8 +445,7 @@ class VolcanoModel(NoClusterQueueQuota):
         """Recompute ``group``'s numbers and phase from its pods and move them into its queue; note
         what went down (capacity freed, a queue relaxed) for the next ``run`` and re-index it."""
         queue = self.queues.get(group.queue)
-        old_alloc, old_held = group.alloc, self._held(group)
-        old_pending, old_inq, old_elastic = group.pending, group.inq, group.elastic
+        old_alloc, old_pending, old_inq, old_elastic = group.alloc, group.pending, group.inq, group.elastic
         if queue is not None and group.phase != COMPLETED and group.pg is not None:
             queue.live -= 1
         alloc: Resources = {}
@@ -493,23 +500,17 @@ class VolcanoModel(NoClusterQueueQuota):
             self._move(queue, d_alloc, d_request, _delta(group.inq, old_inq), _delta(group.elastic, old_elastic), 1)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live += 1
-            new_held = self._held(group)
             if any(alloc.get(r, 0) < v for r, v in old_alloc.items()):
                 self.freed = True
                 self._relax(queue)
-            elif any(new_held.get(r, 0) < v for r, v in old_held.items()):
-                self._relax(queue)
+            else:
+                old_held = _held(old_alloc, old_inq, old_elastic)
+                new_held = _held(alloc, group.inq, group.elastic)
+                if any(new_held.get(r, 0) < v for r, v in old_held.items()):
+                    self._relax(queue)
         if self.args.plugin == "proportion":
             self.stale = self.retry_all = True
         self._index(group)
-
-    @staticmethod
-    def _held(group: GroupInfo) -> Resources:
-        """What the group holds for enqueueing: ``allocated + inqueue - elastic``."""
-        held = dict(group.alloc)
-        _add(held, group.inq)
-        _add(held, group.elastic, -1)
-        return held
 
     def _relax(self, queue: QueueInfo) -> None:
         """``queue``'s (and its ancestors') held resources went down: its waiting groups are tried
