@@ -264,11 +264,11 @@ class TourEntry:
 
 class QueueTournament:
     """One allocate tournament over the queue tree (``VolcanoModel._tour_sync``).  A queue takes part
-    while it has waiting groups, is not left out of the action under way, and has a candidate: a
-    group not tried since it changed, any group when it is relaxed or holds a changed group (or
-    every queue takes part: ``retry_all``), or a group last stopped by the cluster that has a pending
-    pod of one of ``classes`` (the need classes that fit the free capacity at the start of an action
-    after an event that freed capacity; empty after any other event)."""
+    while it has waiting groups, is not left out of the action under way, and either entered that
+    action (``VolcanoModel._tour_in``: its candidate not tried since it changed, or any of its groups
+    when it is relaxed, holds a changed group or ``retry_all``, fits the free capacity) or has a group
+    last stopped by the cluster with a pending pod of one of ``classes`` (the need classes that fit
+    the free capacity at the start of an action after an event that freed capacity)."""
 
     __slots__ = ("classes", "built", "heaps", "entry", "best", "dirty")
 
