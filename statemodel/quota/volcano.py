@@ -62,12 +62,14 @@ RECLAIM_REASON = "reclaim"
 """Reason of an ``Evicted`` decision of the reclaim action (upstream's eviction reason)."""
 QUOTA_INSUFFICIENT = "queue resource quota insufficient"
 """Upstream's PodGroup event when enqueueing is rejected by the queue's realCapability."""
+MAX_TOURNAMENTS = 8
+"""How many allocate tournaments (one per set of need classes that fit a free capacity) are kept up
+to date; a dropped one is built again, O(queues), when needed."""
 MAX_ROUNDS = 64
 """Upper bound of enqueue/allocate/reclaim rounds after one event (a reclaim that makes room for a
 group may let another queue reclaim in turn; each round either changes nothing or moves pods)."""
 
 Resources = dict[str, int]
-_ONE = Fraction(1)
 _ZERO = Fraction(0)
 
 
@@ -94,6 +96,14 @@ def _exceeded(left: Resources, right: Resources) -> Resources:
     return {r: v - right.get(r, 0) for r, v in left.items() if v > right.get(r, 0)}
 
 
+def _held(alloc: Resources, inq: Resources, elastic: Resources) -> Resources:
+    """What a group holds for enqueueing: ``allocated + inqueue - elastic``."""
+    held = dict(alloc)
+    _add(held, inq)
+    _add(held, elastic, -1)
+    return held
+
+
 def _short(queue: str, resource: str, needed: int, available: int) -> dict:
     """A shortfall as state JSON (keys in sorted order, as a snapshot restores them)."""
     return {"available": available, "needed": needed, "queue": queue, "resource": resource}
@@ -105,7 +115,7 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "live", "waiting", "pending", "ordered", "untried", "clustered")
+                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits", "since")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
@@ -125,25 +135,31 @@ class QueueInfo:
         self.real: Resources = {}
         self.guarantee: Resources = {}
         self.deserved: dict[str, Fraction] = {}
+        self.exact: list[tuple[str, int, int]] = []
+        """``(resource, numerator, denominator)`` of each positive ``deserved`` (what the share reads)."""
         self.live = 0
         """Number of its PodGroups that are not Completed (proportion builds a queue only then)."""
         self.waiting: dict[str, None] = {}
         """Its Inqueue / Running groups with pending pods (what allocate and reclaim look at)."""
         self.pending: dict[str, None] = {}
         """Its Pending groups (what enqueue looks at)."""
+        self.since = 0
+        """When it last joined ``VolcanoModel.pending_queues`` (a counter: that dict's order)."""
         self.ordered: list[GroupInfo] | None = None
         """``waiting`` in job order (``None``: to be sorted again)."""
         self.untried = 0
         """Its waiting groups not tried since they changed (``GroupInfo.blocked`` empty)."""
-        self.clustered = 0
-        """Its waiting groups last stopped by the cluster's free capacity (``blocked == "cluster"``)."""
+        self.fits: dict[int, int] = {}
+        """Per need class (``VolcanoModel._class_of``), how many of its waiting groups last stopped by
+        the cluster's free capacity (``blocked == "cluster"``) have a pending pod of that class: what
+        a freeing event's tournament asks (``QueueTournament``)."""
 
 
 class GroupInfo:
     """One PodGroup: its object (``None`` while only pods name it), phase, pods and contribution."""
 
     __slots__ = ("key", "pg", "phase", "pods", "alloc", "pending", "inq", "elastic", "reason", "message",
-                 "shortfalls", "queue", "priority", "blocked", "indexed", "need")
+                 "shortfalls", "queue", "priority", "blocked", "indexed", "need", "classes")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -167,12 +183,14 @@ class GroupInfo:
         """``(queue, "waiting" | "pending")`` of the queue index it is in, ``("", "")`` for none."""
         self.need: list[Resources] = []
         """The requests of its pending pods (what the free-capacity filter looks at)."""
+        self.classes: tuple[int, ...] = ()
+        """The need classes of its pending pods, distinct and sorted."""
 
 
 class PodInfo:
     """A pod of a PodGroup: its object, state and whether it was bound as observed."""
 
-    __slots__ = ("key", "obj", "group", "state", "observed", "request")
+    __slots__ = ("key", "obj", "group", "state", "observed", "request", "cls")
 
     def __init__(self, obj: Pod, group: str) -> None:
         self.key = obj.key
@@ -181,6 +199,8 @@ class PodInfo:
         self.state = POD_PENDING
         self.observed = False
         self.request: Resources = {r: v for r, v in obj.requests if v}
+        self.cls = -1
+        """Its need class: the model's number for its request (``VolcanoModel._class_of``)."""
 
     def order(self) -> tuple[int, int, str]:
         """Task order: priority (higher first), creation, key."""
@@ -242,6 +262,30 @@ class TourEntry:
                 and self.owner == other.owner)
 
 
+class QueueTournament:
+    """One allocate tournament over the queue tree (``VolcanoModel._tour_sync``).  A queue takes part
+    while it has waiting groups, is not left out of the action under way, and either entered that
+    action (``VolcanoModel._tour_in``: its candidate not tried since it changed, or any of its groups
+    when it is relaxed, holds a changed group or ``retry_all``, fits the free capacity) or has a group
+    last stopped by the cluster with a pending pod of one of ``classes`` (the need classes that fit
+    the free capacity at the start of an action after an event that freed capacity)."""
+
+    __slots__ = ("classes", "built", "heaps", "entry", "best", "dirty")
+
+    def __init__(self, classes: frozenset[int]) -> None:
+        self.classes = classes
+        self.built = False
+        """Whether it is built for the current tree and deserved."""
+        self.heaps: dict[str, list[TourEntry]] = {}
+        """Per queue (``""``: above the tops), a heap of its children's entries (lazily invalidated)."""
+        self.entry: dict[str, TourEntry | None] = {}
+        """Per queue, its current entry in its parent's heap (``None``: no participant below it)."""
+        self.best: dict[str, str | None] = {}
+        """Per queue, the first participant of its subtree in queue order."""
+        self.dirty: dict[str, None] = {}
+        """The queues whose share or participation changed since it was last brought up to date."""
+
+
 class VolcanoModel(NoClusterQueueQuota):
     """The ``volcano`` quota model (module docstring); a ``QuotaModel`` and a ``UnitModel``."""
 
@@ -269,37 +313,46 @@ class VolcanoModel(NoClusterQueueQuota):
         """The cluster's allocated went down since the last ``run``."""
         self.reclaimable_alloc: Resources = {}
         """Σ allocated of the reclaimable queues (nothing to reclaim while it is empty)."""
-        self._shares: dict[str, Fraction] = {}
-        """``queue_share`` per queue, dropped when its allocated or deserved changes."""
+        self._shares: dict[str, tuple[int, int]] = {}
+        """``share_ratio`` per queue, dropped when its allocated or deserved changes."""
         self._chains: dict[str, list[QueueInfo]] = {}
         self.waiting_queues: dict[str, None] = {}
         """Queues with waiting groups (``QueueInfo.waiting`` not empty)."""
         self.pending_queues: dict[str, None] = {}
         """Queues with Pending groups (``QueueInfo.pending`` not empty)."""
-        self._tour_built = [False, False]
-        """Per tournament (``_tour_sync``), whether it is built for the current tree and deserved.
-        Tournament 0 serves an allocate action after an event that freed nothing (a queue takes part
-        with a group not tried since it changed), 1 one after an event that freed capacity (also
-        with a group last stopped by the cluster)."""
-        self._tour_heaps: list[dict[str, list[TourEntry]]] = [{}, {}]
-        """Per tournament and queue (``""``: above the tops), a heap of its children's entries
-        (lazily invalidated)."""
-        self._tour_entry: list[dict[str, TourEntry | None]] = [{}, {}]
-        """Per tournament and queue, its current entry in its parent's heap (``None``: no participant
-        below it)."""
-        self._tour_best: list[dict[str, str | None]] = [{}, {}]
-        """Per tournament and queue, the first participant of its subtree in queue order."""
-        self._tour_dirty: list[dict[str, None]] = [{}, {}]
-        """Per tournament, the queues whose share or participation changed since it was last brought up
-        to date."""
+        self._joined = 0
+        """How many times a queue joined ``pending_queues`` (``QueueInfo.since``)."""
+        self._tours: dict[tuple[int, ...], QueueTournament] = {}
+        """The allocate tournaments kept up to date, by their need classes (sorted), least recently used
+        first (at most ``MAX_TOURNAMENTS``; a dropped one is built again when needed)."""
+        self._class_ids: dict[tuple[tuple[str, int], ...], int] = {}
+        """Need classes: a number per distinct pod request (``_class_of``)."""
+        self._class_reqs: list[Resources] = []
+        """The request of each need class."""
+        self._class_refs: list[int] = []
+        """Per need class, its count over the queues' ``fits``."""
+        self._present: dict[int, None] = {}
+        """The need classes some cluster-stopped waiting group has (``_class_refs`` above 0)."""
         self._tour_off: dict[str, None] = {}
         """Waiting queues left out of the allocate action under way (no candidate that can bind)."""
-        self._tour_extra: dict[str, None] = {}
-        """Queues whose every waiting group is a candidate in the allocate action under way (relaxed, or
-        holding a group that changed)."""
-        self._tour_all = False
-        """Every waiting queue takes part in the allocate action under way (``retry_all``)."""
+        self._tour_in: dict[str, None] = {}
+        """Queues that take part in the allocate action under way with a group not tried since it
+        changed (or any group: relaxed, holding a changed group, ``retry_all``) that fits the free
+        capacity at its start."""
+        self._untried: dict[str, None] = {}
+        """Queues with a waiting group not tried since it changed (``QueueInfo.untried`` above 0)."""
         self._rebuild_tree()
+
+    def _class_of(self, request: Resources) -> int:
+        """The need class of a pod request: one number per distinct request (dimensions sorted), so
+        a freeing event asks which classes fit its free capacity once instead of once per group."""
+        key = tuple(sorted(request.items()))
+        cls = self._class_ids.get(key)
+        if cls is None:
+            cls = self._class_ids[key] = len(self._class_reqs)
+            self._class_reqs.append(dict(request))
+            self._class_refs.append(0)
+        return cls
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -327,7 +380,10 @@ class VolcanoModel(NoClusterQueueQuota):
         self.waiting_queues, self.pending_queues = {}, {}
         self._chains = {}
         self._shares = {}
-        self._tour_built = [False, False]
+        self._tours = {}
+        self._class_refs = [0] * len(self._class_reqs)
+        self._present = {}
+        self._untried = {}
         for name in sorted(self.queues):
             info = self.queues[name]
             if info.parent is not None and info.parent in self.queues:
@@ -389,13 +445,13 @@ class VolcanoModel(NoClusterQueueQuota):
         """Recompute ``group``'s numbers and phase from its pods and move them into its queue; note
         what went down (capacity freed, a queue relaxed) for the next ``run`` and re-index it."""
         queue = self.queues.get(group.queue)
-        old_alloc, old_held = group.alloc, self._held(group)
-        old_pending, old_inq, old_elastic = group.pending, group.inq, group.elastic
+        old_alloc, old_pending, old_inq, old_elastic = group.alloc, group.pending, group.inq, group.elastic
         if queue is not None and group.phase != COMPLETED and group.pg is not None:
             queue.live -= 1
         alloc: Resources = {}
         pending: Resources = {}
         need: list[Resources] = []
+        kinds: dict[int, None] = {}
         running = 0
         finished = 0
         for key in group.pods:
@@ -406,9 +462,18 @@ class VolcanoModel(NoClusterQueueQuota):
             elif pod.state == POD_PENDING:
                 _add(pending, pod.request)
                 need.append(pod.request)
+                kinds[pod.cls] = None
             else:
                 finished += 1
         group.alloc, group.pending, group.need = alloc, pending, need
+        classes = tuple(sorted(kinds))
+        if classes != group.classes:
+            counted = group.indexed[1] == "waiting" and group.blocked == "cluster"
+            if counted:
+                self._count(self.queues[group.indexed[0]], group, "cluster", -1)
+            group.classes = classes
+            if counted:
+                self._count(self.queues[group.indexed[0]], group, "cluster", 1)
         pg = group.pg
         if pg is not None:
             if running and running >= pg.min_member:
@@ -435,23 +500,17 @@ class VolcanoModel(NoClusterQueueQuota):
             self._move(queue, d_alloc, d_request, _delta(group.inq, old_inq), _delta(group.elastic, old_elastic), 1)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live += 1
-            new_held = self._held(group)
             if any(alloc.get(r, 0) < v for r, v in old_alloc.items()):
                 self.freed = True
                 self._relax(queue)
-            elif any(new_held.get(r, 0) < v for r, v in old_held.items()):
-                self._relax(queue)
+            else:
+                old_held = _held(old_alloc, old_inq, old_elastic)
+                new_held = _held(alloc, group.inq, group.elastic)
+                if any(new_held.get(r, 0) < v for r, v in old_held.items()):
+                    self._relax(queue)
         if self.args.plugin == "proportion":
             self.stale = self.retry_all = True
         self._index(group)
-
-    @staticmethod
-    def _held(group: GroupInfo) -> Resources:
-        """What the group holds for enqueueing: ``allocated + inqueue - elastic``."""
-        held = dict(group.alloc)
-        _add(held, group.inq)
-        _add(held, group.elastic, -1)
-        return held
 
     def _relax(self, queue: QueueInfo) -> None:
         """``queue``'s (and its ancestors') held resources went down: its waiting groups are tried
@@ -480,7 +539,7 @@ class VolcanoModel(NoClusterQueueQuota):
         if old is not None:
             if old_kind == "waiting":
                 old.ordered = None
-                self._count(old, group.blocked, -1)
+                self._count(old, group, group.blocked, -1)
                 old.waiting.pop(group.key, None)
                 if not old.waiting:
                     self.waiting_queues.pop(old_q, None)
@@ -493,45 +552,63 @@ class VolcanoModel(NoClusterQueueQuota):
             if where[1] == "waiting":
                 queue.ordered = None
                 queue.waiting[group.key] = None
-                self._count(queue, group.blocked, 1)
+                self._count(queue, group, group.blocked, 1)
                 if queue.name not in self.waiting_queues:
                     self.waiting_queues[queue.name] = None
                     self._tour_touch(queue.name)
             else:
                 queue.pending[group.key] = None
-                self.pending_queues[queue.name] = None
+                if queue.name not in self.pending_queues:
+                    self._joined += 1
+                    queue.since = self._joined
+                    self.pending_queues[queue.name] = None
         group.indexed = where
 
     def _block(self, group: GroupInfo, why: str) -> None:
         """Set what stopped ``group``'s last allocation (``GroupInfo.blocked``), keeping its queue's
-        counts of candidates (``QueueInfo.untried`` / ``clustered``) when it is waiting."""
+        counts of candidates (``QueueInfo.untried`` / ``fits``) when it is waiting."""
         if why == group.blocked:
             return
         queue_name, kind = group.indexed
         if kind == "waiting":
             queue = self.queues[queue_name]
-            self._count(queue, group.blocked, -1)
-            self._count(queue, why, 1)
+            self._count(queue, group, group.blocked, -1)
+            self._count(queue, group, why, 1)
         group.blocked = why
 
-    def _count(self, queue: QueueInfo, why: str, sign: int) -> None:
-        """Count a waiting group of ``queue`` blocked by ``why`` in or out; a queue that gains its first
-        or loses its last candidate is re-evaluated in the tournament."""
+    def _count(self, queue: QueueInfo, group: GroupInfo, why: str, sign: int) -> None:
+        """Count a waiting group of ``queue`` blocked by ``why`` in or out (a cluster-stopped one with
+        its need classes); a queue that gains its first or loses its last need class is re-evaluated
+        in the tournaments."""
         if why == "":
             queue.untried += sign
-            if queue.untried == (1 if sign > 0 else 0):
-                self._tour_touch(queue.name)
+            if sign > 0:
+                self._untried[queue.name] = None
+            elif not queue.untried:
+                del self._untried[queue.name]
         elif why == "cluster":
-            queue.clustered += sign
-            if queue.clustered == (1 if sign > 0 else 0):
-                self._tour_touch(queue.name)
+            fits, refs = queue.fits, self._class_refs
+            for cls in group.classes:
+                n = fits.get(cls, 0) + sign
+                if n:
+                    fits[cls] = n
+                else:
+                    del fits[cls]
+                if n == (1 if sign > 0 else 0):
+                    self._tour_touch(queue.name)
+                refs[cls] += sign
+                if refs[cls] == (1 if sign > 0 else 0):
+                    if sign > 0:
+                        self._present[cls] = None
+                    else:
+                        del self._present[cls]
 
     def _derive(self) -> None:
         """Recompute capability, realCapability, guarantee and deserved of every queue (whoever made
         them stale also set ``retry_all``)."""
         self.stale = False
         self._shares.clear()
-        self._tour_built = [False, False]
+        self._tours = {}
         queues = self.queues
         total_g: Resources = {}
         for q in queues.values():
@@ -546,6 +623,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 q.capability, q.real = caps.get(name, {}), reals.get(name, {})
                 q.guarantee = gs.get(name, {})
                 q.deserved = {r: Fraction(v) for r, v in ds.get(name, {}).items()}
+                q.exact = [(r, v, 1) for r, v in ds.get(name, {}).items() if v > 0]
             return
         for q in queues.values():
             q.capability = effective_capability(dict(q.spec.capability))
@@ -561,6 +639,8 @@ class VolcanoModel(NoClusterQueueQuota):
                        if q.live]
             for name, deserved in water_fill(self.capacity, session).items():
                 queues[name].deserved = {r: v for r, v in deserved.items() if v}
+        for q in queues.values():
+            q.exact = [(r, d.numerator, d.denominator) for r, d in q.deserved.items() if d > 0]
 
     # -- validation (upstream webhooks, reference §6) ----------------------------------------------
 
@@ -726,7 +806,7 @@ class VolcanoModel(NoClusterQueueQuota):
         assert info.parent is not None
         bisect.insort(self.queues[info.parent].children, spec.name)
         self._shares.pop(info.parent, None)
-        self._tour_built = [False, False]
+        self._tours = {}
         self.stale = self.retry_all = True
 
     def delete_object(self, kind: str, key: str) -> bool:
@@ -800,6 +880,7 @@ class VolcanoModel(NoClusterQueueQuota):
         else:
             pod.obj = obj
             pod.request = {r: v for r, v in obj.requests if v}
+        pod.cls = self._class_of(pod.request)
         if obj.phase in ("Succeeded", "Failed"):
             pod.state = POD_FINISHED
         elif obj.node_name is not None and pod.state == POD_PENDING:
@@ -862,24 +943,27 @@ class VolcanoModel(NoClusterQueueQuota):
     def queue_share(self, queue: QueueInfo) -> Fraction:
         """``max`` over deserved's dimensions of ``allocated / deserved`` (upstream ``updateShare``); the
         capacity plugin's best-effort queue (no deserved) has share 1."""
+        num, den = self.share_ratio(queue)
+        return Fraction(num, den)
+
+    def share_ratio(self, queue: QueueInfo) -> tuple[int, int]:
+        """``queue_share`` as integers ``(numerator, denominator)``, denominator > 0, not reduced
+        (compared by cross-multiplying; cached until the queue's allocated or deserved changes)."""
         cached = self._shares.get(queue.name)
         if cached is not None:
             return cached
-        share = self._share(queue)
-        self._shares[queue.name] = share
-        return share
-
-    def _share(self, queue: QueueInfo) -> Fraction:
         allocated = queue.h_allocated if self.hierarchy else queue.allocated
         if not queue.deserved:
-            return _ONE if self.args.plugin == "capacity" else _ZERO
-        best = _ZERO
-        for r, d in queue.deserved.items():
-            if d > 0:
-                s = Fraction(allocated.get(r, 0)) / d
-                if s > best:
-                    best = s
-        return best
+            share = (1, 1) if self.args.plugin == "capacity" else (0, 1)
+        else:
+            num, den = 0, 1
+            for r, d_num, d_den in queue.exact:  # allocated / (d_num / d_den)
+                a = allocated.get(r, 0) * d_den
+                if a * den > num * d_num:
+                    num, den = a, d_num
+            share = (num, den)
+        self._shares[queue.name] = share
+        return share
 
     def _compare_queues(self, a: QueueInfo, b: QueueInfo) -> int:
         """``QueueOrderFn`` then the session's fallback (creation, name): negative when ``a`` goes first."""
@@ -901,9 +985,11 @@ class VolcanoModel(NoClusterQueueQuota):
         return -1 if a.name < b.name else (1 if a.name > b.name else 0)
 
     def _compare_share(self, a: QueueInfo, b: QueueInfo) -> int:
-        sa, sb = self.queue_share(a), self.queue_share(b)
-        if sa != sb:
-            return -1 if sa < sb else 1
+        na, da = self.share_ratio(a)
+        nb, db = self.share_ratio(b)
+        left, right = na * db, nb * da
+        if left != right:
+            return -1 if left < right else 1
         if self.args.plugin == "capacity" and bool(a.deserved) != bool(b.deserved):
             return -1 if a.deserved else 1
         return 0
@@ -998,7 +1084,16 @@ class VolcanoModel(NoClusterQueueQuota):
     def _enqueue(self, retry_all: bool, fresh: dict[str, None], relaxed: set[str]) -> list[str]:
         """Pending PodGroups become Inqueue (round-robin over queues in queue order); returns them."""
         per_queue: dict[str, list[GroupInfo]] = {}
-        for name in self.pending_queues:
+        if retry_all:
+            names = list(self.pending_queues)
+        else:  # only queues a group of which may enqueue now, in the order of pending_queues
+            chosen = {name: None for name in relaxed if name in self.pending_queues}
+            for key in fresh:
+                group = self.groups.get(key)
+                if group is not None and group.indexed[1] == "pending":
+                    chosen[group.indexed[0]] = None
+            names = sorted(chosen, key=lambda n: self.queues[n].since)
+        for name in names:
             queue = self.queues[name]
             whole = retry_all or queue.name in relaxed
             groups = [self.groups[k] for k in queue.pending if whole or k in fresh]
@@ -1050,20 +1145,26 @@ class VolcanoModel(NoClusterQueueQuota):
                   freed: bool) -> bool:
         """Bind pods of Inqueue / Running groups: the queue first in queue order (not overused, for
         proportion) gives its first group a try; a gang short of ``minMember`` is rolled back.  Only
-        groups that may succeed are looked at (``run``); each queue's next candidate is found lazily,
-        in job order, when the queue comes first; a queue without one leaves the action.
+        groups that may succeed are looked at (``run``): one not tried since it changed, any in a
+        relaxed queue or a queue holding a changed group (every one with ``retry_all``), and after an
+        event that freed capacity one stopped by the cluster.  A queue takes part only if, when the
+        action starts, it has such a candidate with a pending pod that fits the free capacity: the
+        queues of the first kinds are looked at once, in name order (their first fitting candidate
+        is kept), the cluster-stopped ones are found through their need classes (``QueueInfo.fits``,
+        ``_fitting``) without visiting the others.  A queue's next candidate is found lazily, in job
+        order, when it comes first again; a queue without one leaves the action.
 
-        The queue that goes first comes from a tournament over the queue tree (``_tour_sync``): each
-        queue's first participant is the first, by ``_compare_queues``, of itself and its children's
-        first participants.  Between participants of different children that comparison is a total
-        order (priority, the child's share, deserved first, creation, name), so the winner is well
-        defined; it is the queue ``_compare_queues`` puts before every other participant whenever
-        there is such a queue.  (At equal shares of sibling branches ``_compare_queues`` falls back to
-        the leaves' creation and name and can be cyclic; upstream's heap, like a linear scan, then
-        picks by visiting order.)  Only queues with a group that may bind take part: one not tried
-        since it changed, one stopped by the cluster when the event freed capacity, any in a relaxed
-        queue or a group that changed.  So an event costs O(depth × log siblings) per queue it
-        visits, not a pass over every queue with waiting groups."""
+        The queue that goes first comes from a tournament over the queue tree (``_tour_sync``, one kept
+        per set of fitting need classes; ``_winner`` over the entrants' chains when no class fits):
+        each queue's first participant is the first, by ``_compare_queues``, of itself and its
+        children's first participants.  Between participants of different children that comparison
+        is a total order (priority, the child's share, deserved first, creation, name), so the winner
+        is well defined; it is the queue ``_compare_queues`` puts before every other participant
+        whenever there is such a queue.  (At equal shares of sibling branches ``_compare_queues``
+        falls back to the leaves' creation and name and can be cyclic; upstream's heap, like a linear
+        scan, then picks by visiting order.)  So an event costs O(depth × log siblings) per queue
+        that takes part and per kept tournament its changes touch, not a pass over every queue with
+        waiting groups."""
         free = {r: v - self.used.get(r, 0) for r, v in self.capacity.items()}
         lists: dict[str, list[GroupInfo]] = {}
         at: dict[str, int] = {}
@@ -1092,23 +1193,38 @@ class VolcanoModel(NoClusterQueueQuota):
         heads: dict[str, GroupInfo] = {}
         changed = False
         off = self._tour_off
-        extra = self._tour_extra
+        entrants = self._tour_in
         if retry_all:
-            self._tour_all, self._tour_built = True, [False, False]
+            self._tours = {}  # every waiting queue may enter: built again, O(queues), as after a tree change
+            looked: list[str] = sorted(self.waiting_queues)
         else:
+            names: dict[str, None] = dict.fromkeys(self._untried)
             for name in relaxed:
-                extra[name] = None
+                names[name] = None
             for key in fresh:
                 group = self.groups.get(key)
                 if group is not None and group.indexed[1] == "waiting":
-                    extra[group.indexed[0]] = None
-            for name in extra:
+                    names[group.indexed[0]] = None
+            looked = sorted(n for n in names if n in self.waiting_queues)
+        for name in looked:
+            head = advance(name)
+            if head is not None:
+                heads[name] = head
+                entrants[name] = None
+        classes = self._fitting(free) if freed or retry_all else ()
+        if not entrants and not classes:
+            return False  # no queue has a candidate that fits the free capacity
+        tour = self._tournament(classes) if classes else None
+        if tour is not None and not retry_all:
+            for name in entrants:
                 self._tour_touch(name)
-        mode = 1 if freed or retry_all else 0
         try:
             while True:
-                self._tour_sync(mode)
-                first = self._tour_best[mode].get("")
+                if tour is not None:
+                    self._tour_sync(tour)
+                    first = tour.best.get("")
+                else:
+                    first = self._winner([name for name in entrants if name not in off])
                 if first is None:
                     break
                 queue = self.queues[first]
@@ -1140,15 +1256,39 @@ class VolcanoModel(NoClusterQueueQuota):
                     off[first] = None
                     self._tour_touch(first)
         finally:
-            for name in off:
-                self._tour_touch(name)
-            for name in extra:
-                self._tour_touch(name)
+            if retry_all:
+                self._tours = {}
+            elif tour is not None:  # (without a tournament no kept one looked at the entrants)
+                for name in off:
+                    self._tour_touch(name)
+                for name in entrants:
+                    self._tour_touch(name)
             off.clear()
-            extra.clear()
-            if self._tour_all:
-                self._tour_all, self._tour_built = False, [False, False]
+            entrants.clear()
         return changed
+
+    def _fitting(self, free: Resources) -> tuple[int, ...]:
+        """The need classes of cluster-stopped groups whose request fits ``free`` (sorted)."""
+        reqs = self._class_reqs
+        out = []
+        for cls in self._present:
+            for r, v in reqs[cls].items():
+                if v > free.get(r, 0):
+                    break
+            else:
+                out.append(cls)
+        out.sort()
+        return tuple(out)
+
+    def _tournament(self, classes: tuple[int, ...]) -> QueueTournament:
+        """The tournament for these need classes, most recently used from now on."""
+        tour = self._tours.pop(classes, None)
+        if tour is None:
+            tour = QueueTournament(frozenset(classes))
+            if len(self._tours) >= MAX_TOURNAMENTS:
+                del self._tours[next(iter(self._tours))]
+        self._tours[classes] = tour
+        return tour
 
     # -- queue order as a tournament ------------------------------------------------------------------
 
@@ -1156,25 +1296,24 @@ class VolcanoModel(NoClusterQueueQuota):
         """The entry of ``node`` (whose first participant is ``winner``) in its parent's heap."""
         of = node if self.hierarchy else winner
         flag = (0 if of.deserved else 1) if self.args.plugin == "capacity" else 0
-        share = self.queue_share(of)
-        return TourEntry(-winner.spec.priority, share.numerator, share.denominator, flag, winner.spec.creation_ms,
-                         winner.name, node.name)
+        num, den = self.share_ratio(of)
+        return TourEntry(-winner.spec.priority, num, den, flag, winner.spec.creation_ms, winner.name, node.name)
 
-    def _tour_sync(self, mode: int) -> None:
+    def _tour_sync(self, tour: QueueTournament) -> None:
         """Bring the tournament up to date: each queue keeps its first participant (a queue with
         waiting groups not left out of the running action) of its subtree in queue order, from a heap
         of its children's entries and itself; a change re-evaluates its chain only
         (O(depth × log siblings)).  Built again when the tree or the deserved changed."""
         queues = self.queues
-        if not self._tour_built[mode]:
-            self._tour_built[mode] = True
-            self._tour_heaps[mode], self._tour_entry[mode], self._tour_best[mode] = {}, {}, {}
+        if not tour.built:
+            tour.built = True
+            tour.heaps, tour.entry, tour.best = {}, {}, {}
             dirty: dict[str, None] = dict.fromkeys(sorted(queues))
         else:
-            dirty = self._tour_dirty[mode]
+            dirty = tour.dirty
             if not dirty:
                 return
-        self._tour_dirty[mode] = {}
+        tour.dirty = {}
         todo: dict[str, int] = {}
         for name in dirty:
             q = queues.get(name)
@@ -1186,17 +1325,47 @@ class VolcanoModel(NoClusterQueueQuota):
                     break
                 todo[node.name] = len(chain) - k
         for name in sorted(todo, key=lambda n: (-todo[n], n)):
-            self._tour_eval(mode, name)
-        self._tour_eval(mode, "")
+            self._tour_eval(tour, name)
+        self._tour_eval(tour, "")
+
+    def _winner(self, names: list[str]) -> str | None:
+        """The tournament's first queue when only ``names`` take part (the entrants of an action with no
+        fitting need class): the same comparisons as ``_tour_eval``, over the chains of ``names`` only
+        (O(len(names) × depth)), so no kept tournament is needed."""
+        if len(names) <= 1:
+            return names[0] if names else None
+        depth: dict[str, int] = {}
+        for name in names:
+            chain = self._chain(self.queues[name])
+            for k, node in enumerate(chain):
+                if node.name in depth:
+                    break
+                depth[node.name] = len(chain) - k
+        below: dict[str, TourEntry] = {}  # per queue ("": above the tops), its children's best entry so far
+        taking = dict.fromkeys(names)
+        for name in sorted(depth, key=lambda n: (-depth[n], n)):
+            q = self.queues[name]
+            best = below.get(name)
+            if name in taking:
+                own = self._tour_key(q, q)
+                if best is None or own < best:
+                    best = own
+            assert best is not None
+            entry = self._tour_key(q, self.queues[best.name])
+            parent = q.parent if q.parent is not None and q.parent in self.queues else ""
+            other = below.get(parent)
+            if other is None or entry < other:
+                below[parent] = entry
+        return below[""].name
 
     def _tour_touch(self, name: str) -> None:
-        """``name``'s share or participation changed: re-evaluate it in both tournaments."""
-        self._tour_dirty[0][name] = None
-        self._tour_dirty[1][name] = None
+        """``name``'s share or participation changed: re-evaluate it in every tournament."""
+        for tour in self._tours.values():
+            tour.dirty[name] = None
 
-    def _tour_eval(self, mode: int, name: str) -> None:
+    def _tour_eval(self, tour: QueueTournament, name: str) -> None:
         """Re-evaluate one queue (``""``: the tops) and its entry in its parent's heap."""
-        heaps, entry = self._tour_heaps[mode], self._tour_entry[mode]
+        heaps, entry = tour.heaps, tour.entry
         best: TourEntry | None = None
         heap = heaps.get(name)
         if heap:
@@ -1208,16 +1377,16 @@ class VolcanoModel(NoClusterQueueQuota):
             if heap:
                 best = heap[0]
         if not name:
-            self._tour_best[mode][name] = best.name if best is not None else None
+            tour.best[name] = best.name if best is not None else None
             return
         q = self.queues[name]
         if (name in self.waiting_queues and name not in self._tour_off
-                and (q.untried or (mode and q.clustered) or self._tour_all or name in self._tour_extra)):
+                and (name in self._tour_in or (q.fits and not tour.classes.isdisjoint(q.fits)))):
             own = self._tour_key(q, q)
             if best is None or own < best:
                 best = own
         winner = best.name if best is not None else None
-        self._tour_best[mode][name] = winner
+        tour.best[name] = winner
         new = self._tour_key(q, self.queues[winner]) if winner is not None else None
         old = entry.get(name)
         if new is None:
@@ -1594,6 +1763,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 g.queue = g.pg.queue
         for raw, group, state, observed in doc["pods"]:
             pod = PodInfo(_dec_pod(raw), group)
+            pod.cls = self._class_of(pod.request)
             pod.state, pod.observed = state, observed
             self.pods[pod.key] = pod
             self.groups[group].pods[pod.key] = None

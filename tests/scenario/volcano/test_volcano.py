@@ -408,3 +408,31 @@ def test_story4_ancestor_reclaim_level(level: int, p2_deserved: int, expected: l
     s.run()
     s.job("ns/a", "a", pods=1, cpu=1)
     assert evicted(s.run()) == expected
+
+
+def test_a_queue_that_cannot_use_the_freed_capacity_does_not_decide_a_tie_between_branches() -> None:
+    # 5 cpu. px (deserved 2: z 1, b 1) and py (deserved 2: m 2) under root, pw (deserved 1: w 1) beside them,
+    # all created in one Batch (same creation). b runs 2 x 1 cpu, m runs 2 cpu, w runs 1 cpu: full. Then
+    # z waits for 2 cpu, b and m for 1 cpu each, all stopped by the cluster. w's job finishing frees 1
+    # cpu: px and py both have share 2/2 = 1, so the branches tie and the first queue of each decides by
+    # creation, then name. z (share 0/1) is px's first queue of all, but its 2 cpu cannot fit: among the
+    # queues that can bind something px's first is b (share 2/1), and "b" < "m": b's group takes the cpu.
+    # (Counting z in, px's first would be z, and "m" < "z" would give the cpu to m.)
+    s = VolcanoScenario(capacity={"cpu": 5}, **HIER)
+    with s.batch():
+        s.queue("px", deserved={"cpu": 2})
+        s.queue("py", deserved={"cpu": 2})
+        s.queue("pw", deserved={"cpu": 1})
+        s.queue("z", parent="px", deserved={"cpu": 1})
+        s.queue("b", parent="px", deserved={"cpu": 1})
+        s.queue("m", parent="py", deserved={"cpu": 2})
+        s.queue("w", parent="pw", deserved={"cpu": 1})
+    for key, queue, cpu in (("ns/b1", "b", 1), ("ns/b2", "b", 1), ("ns/m1", "m", 2), ("ns/w1", "w", 1)):
+        s.job(key, queue, cpu=cpu)
+    assert admitted(s.run()) == ["ns/b1", "ns/b2", "ns/m1", "ns/w1"]
+    for key, queue, cpu in (("ns/z2", "z", 2), ("ns/b3", "b", 1), ("ns/m3", "m", 1)):
+        s.job(key, queue, cpu=cpu)
+    assert s.run() == []
+    assert (s.q("px")["share"], s.q("py")["share"], s.q("z")["share"], s.q("b")["share"]) == ("1", "1", "0", "2")
+    s.finish("ns/w1")
+    assert _decisions(s.run()) == [("Admitted", "ns/b3")]
