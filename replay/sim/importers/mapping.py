@@ -60,7 +60,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal, TypeVar, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -244,8 +244,11 @@ def parse_iso_ms(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-def load_mapping(path: str | Path) -> Mapping:
-    """Read and validate a mapping YAML file.
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def load_yaml_model(path: str | Path, model: type[Model], what: str = "mapping") -> Model:
+    """Read the YAML file ``path`` and validate it as ``model`` (``what`` names it in messages).
 
     Raises:
         MappingError: unreadable file, not YAML, or invalid (every pydantic error, with its field path).
@@ -253,14 +256,23 @@ def load_mapping(path: str | Path) -> Mapping:
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise MappingError(f"cannot read mapping {path}: {exc}") from exc
+        raise MappingError(f"cannot read {what} {path}: {exc}") from exc
     except yaml.YAMLError as exc:
-        raise MappingError(f"mapping {path} is not valid YAML: {exc}") from exc
+        raise MappingError(f"{what} {path} is not valid YAML: {exc}") from exc
     try:
-        return Mapping.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
-        raise MappingError(f"mapping {path} is invalid: {problems}") from exc
+        raise MappingError(f"{what} {path} is invalid: {problems}") from exc
+
+
+def load_mapping(path: str | Path) -> Mapping:
+    """Read and validate a mapping YAML file.
+
+    Raises:
+        MappingError: unreadable file, not YAML, or invalid (every pydantic error, with its field path).
+    """
+    return load_yaml_model(path, Mapping)
 
 
 # --------------------------------------------------------------------------- applying a mapping

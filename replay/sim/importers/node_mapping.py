@@ -37,8 +37,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from replay.sim.importers.csvrows import iter_rows
 from replay.sim.importers.inventory import (
@@ -46,7 +45,7 @@ from replay.sim.importers.inventory import (
 )
 from replay.sim.importers.jobs import BadRow, TraceImportError, bad_row_summary, decimal_of, slug, to_units
 from replay.sim.importers.mapping import (
-    RESOURCE_UNITS, Condition, MappingError, ValueSpec, condition_holds, is_empty, value_text,
+    RESOURCE_UNITS, Condition, MappingError, ValueSpec, condition_holds, is_empty, load_yaml_model, value_text,
 )
 
 __all__ = ["NodeMapping", "load_node_mapping", "import_nodes", "POOL_LABEL"]
@@ -156,17 +155,7 @@ def load_node_mapping(path: str | Path) -> NodeMapping:
     Raises:
         MappingError: unreadable file, not YAML, or invalid (every pydantic error, with its field path).
     """
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MappingError(f"cannot read node mapping {path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise MappingError(f"node mapping {path} is not valid YAML: {exc}") from exc
-    try:
-        return NodeMapping.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
-        raise MappingError(f"node mapping {path} is invalid: {problems}") from exc
+    return load_yaml_model(path, NodeMapping, "node mapping")
 
 
 def _read_row(m: NodeMapping, row: dict[str, str]) -> tuple[str, dict[str, str], dict[str, int]]:
