@@ -381,16 +381,17 @@ class Placer:
         return False
 
     def _binpack_everywhere(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
-        """A pod set without node constraints on all nodes in binpack order: walk the ledger's
-        sorted binpack order (``statemodel.placement.node_order``) instead of every node, and charge
-        the first nodes that can hold the pods — the same nodes, in the same order, as the scan of
+        """A pod set on all nodes in binpack order without a preferred level: walk a sorted binpack
+        order the ledger keeps (``statemodel.placement.node_order``) instead of every node — the
+        open nodes for a pod set without node constraints, else the nodes its constraints admit
+        (``NodeLedger.filtered_order``, keyed by ``_filter_signature``) — and charge the first
+        nodes that can hold the pods: the same nodes, in the same order, as the scan of
         ``_eligible`` + ``_allocate`` picks.  ``None`` (nothing charged) when it does not apply;
         ``[]`` (nothing charged, the gang failure recorded as ``_eligible`` words it) when the pods
-        do not all fit; with no open node at all, ``None`` so that the scan says why."""
+        do not all fit; with no matching node at all, ``None`` so that the scan says why."""
         c = ps.constraint
         if (node_set.domain is not None or node_set.tree is not None or self.node_order != BINPACK
-                or ps.node_labels or (c is not None and (c.node_selector or c.affinity or c.tolerations
-                                                         or c.preferred))):
+                or (c is not None and c.preferred)):
             return None
         resources = key_resources([res for res, amount in ps.requests.items() if amount > 0])
         wanted = [(res, ps.requests[res]) for res in resources]
@@ -398,7 +399,12 @@ class Placer:
         free_of = ledger.free_of()
         left = ps.count
         chosen: list[tuple[str, int]] = []
-        order = ledger.binpack_order(resources)
+        signature = _filter_signature(ps)
+        if signature is None:
+            order = ledger.binpack_order(resources)
+        else:
+            order = ledger.filtered_order(resources, signature,
+                                          lambda node, labels: node_matches(node, labels, ps) is None)
         entries = order.entries
         start = order.start(wanted[0][1], ledger.largest_allocatable(wanted[0][0])) if wanted else 0
         for i in range(start, len(entries)):
@@ -417,7 +423,7 @@ class Placer:
                 if not left:
                     break
         if left:
-            matched = len(ledger.plain())
+            matched = len(order.keys)
             if not matched:
                 return None
             self.room = room = ps.count - left
@@ -634,6 +640,16 @@ def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool
             out.setdefault(d.level, []).append(d)
         frontier = nxt
     return out
+
+
+def _filter_signature(ps: PodSetRequest) -> tuple | None:
+    """What ``node_matches`` reads of ``ps`` — flavor ``nodeLabels``, ``nodeSelector``, required
+    node affinity, tolerations — as a hashable key; ``None`` when it has none of them (the open
+    nodes are its nodes)."""
+    c = ps.constraint
+    if c is None or not (c.node_selector or c.affinity or c.tolerations):
+        return (ps.node_labels, (), (), ()) if ps.node_labels else None
+    return (ps.node_labels, c.node_selector, c.affinity, c.tolerations)
 
 
 def _negated(key: tuple[int, ...]) -> tuple[int, ...]:
