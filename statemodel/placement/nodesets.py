@@ -46,6 +46,7 @@ scheduling``).  Pure and deterministic.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Final
 
@@ -554,13 +555,16 @@ class Placer:
     # -- the topology plugin ---------------------------------------------------------------
 
     def _topology_sets(self, pod_set: str | None, topology: str, required: str | None, preferred: str | None,
-                       incoming: NodeSet, total: dict[str, int], count: int) -> list[NodeSet]:
-        """KAI ``subSetNodesFn`` for one (sub)group (module docstring); ``[]`` with attempts recorded
-        when no domain can hold it."""
+                       incoming: NodeSet, total: dict[str, int], count: int) -> Iterator[NodeSet]:
+        """KAI ``subSetNodesFn`` for one (sub)group (module docstring), yielded lazily: a domain's
+        children are sorted only when the walk reaches it, so the sets after the first that fits
+        cost nothing.  The caller must leave the ledger as it found it between two sets (a set
+        that fails is rolled back), so the order is the one computed up front.  Yields nothing,
+        with attempts recorded, when no domain can hold the (sub)group."""
         tree = self.ledger.topologies.get(topology)
         if tree is None:
             self.attempts.append(Attempt("topology", pod_set, "all nodes", f"Requested topology {topology} does not exist"))
-            return []
+            return
         lowest = preferred if preferred is not None else required
         lo = tree.level_index(lowest) if lowest is not None else None
         hi = tree.level_index(required) if required is not None else -1
@@ -568,7 +572,7 @@ class Placer:
             missing = lowest if lo is None else required
             self.attempts.append(Attempt("topology", pod_set, "all nodes",
                                          f"topology {topology} has no level {missing}"))
-            return []
+            return
         if hi > lo:  # a required level below the preferred one bounds the search at itself
             lo = hi
         scope = incoming.domain if incoming.tree is tree and incoming.domain is not None else tree.root
@@ -579,27 +583,23 @@ class Placer:
                                          f"topology {topology}, requirement {requirement} couldn't be satisfied: "
                                          f"not enough resources in {where} to allocate the job: "
                                          f"{_shortage(total, scope.free)}"))
-            return []
+            return
         inside = None if incoming.domain is None and incoming.tree is None else set(incoming.nodes)
-        if scope.level >= lo:
-            levels = {scope.level: [scope]}
-            top = scope.level
-        else:
-            levels = _level_order(scope, lo, total, prune=True)
-            levels[scope.level] = [scope]
-            top = max(hi, scope.level)
-        sets: list[NodeSet] = []
-        for level in range(lo, top - 1, -1):
-            for d in levels.get(level, ()):
+        top = scope.level if scope.level >= lo else max(hi, scope.level)
+        memo: dict[str, list[Domain]] = {}
+        found = False
+        for level in range(max(lo, scope.level), top - 1, -1):
+            for d in _domains_at(scope, level, total, memo):
                 if inside is None:
-                    sets.append(NodeSet(d.id, d, tree, None))
+                    found = True
+                    yield NodeSet(d.id, d, tree, None)
                     continue
                 nodes = sorted(n for n in d.nodes if n in inside)
                 if nodes:
-                    sets.append(NodeSet(d.id, d, tree, nodes))
-        if not sets:
+                    found = True
+                    yield NodeSet(d.id, d, tree, nodes)
+        if not found:
             self._fragmented(pod_set, tree, scope, top, total, count, requirement or ROOT)
-        return sets
 
     def _fragmented(self, pod_set: str | None, tree: TopologyTree, scope: Domain, top: int, total: dict[str, int],
                     count: int, requirement: str) -> None:
@@ -632,15 +632,38 @@ def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool
         for d in frontier:
             if d.level >= deepest:
                 continue
-            children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
-            children.sort(key=lambda c: c.id)
-            children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
-            nxt.extend(children)
+            nxt.extend(_sorted_children(d, total, prune))
         for d in nxt:
             out.setdefault(d.level, []).append(d)
         frontier = nxt
     return out
 
+
+def _sorted_children(d: Domain, total: dict[str, int], prune: bool) -> list[Domain]:
+    """The children of ``d`` in packing order (``_level_order``), with ``prune`` only those whose
+    free capacity covers ``total``."""
+    children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
+    children.sort(key=lambda c: c.id)
+    children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
+    return children
+
+
+def _domains_at(scope: Domain, level: int, total: dict[str, int], memo: dict[str, list[Domain]]) -> Iterator[Domain]:
+    """The domains at ``level`` under ``scope`` whose free capacity covers ``total``, in the order
+    ``_level_order(scope, level, total, prune=True)[level]`` lists them (``scope`` itself at its
+    own level), yielded lazily: a domain's children are sorted (and kept in ``memo`` by domain ID)
+    when the walk first enters it — left to right at every level is a depth-first walk."""
+    if scope.level >= level:
+        yield scope
+        return
+    children = memo.get(scope.id)
+    if children is None:
+        children = memo[scope.id] = _sorted_children(scope, total, prune=True)
+    for c in children:
+        if c.level == level:
+            yield c
+        else:
+            yield from _domains_at(c, level, total, memo)
 
 def _filter_signature(ps: PodSetRequest) -> tuple | None:
     """What ``node_matches`` reads of ``ps`` — flavor ``nodeLabels``, ``nodeSelector``, required

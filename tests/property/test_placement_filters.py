@@ -86,3 +86,33 @@ def test_the_kept_filtered_orders_pick_what_the_scan_picks(ops):
     finally:
         nodesets.Placer._binpack_everywhere = original
     assert orjson.dumps(scanned) == orjson.dumps(with_index)
+
+
+tree_node = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 16), st.integers(0, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(tree_node, min_size=1, max_size=24), st.integers(1, 12), st.integers(0, 2),
+       st.integers(-1, 2), st.integers(0, 8))
+def test_the_lazy_domain_walk_lists_the_pruned_packing_order(nodes, cpu, gpu, level, cut):
+    """``_domains_at`` (the topology plugin's lazy walk) yields, at every level under every scope,
+    exactly the pruned packing order ``_level_order`` lists: the same domains in the same order,
+    and a walk stopped early yields a prefix of it."""
+    from statemodel.objects import Topology
+    from statemodel.placement.nodesets import _domains_at, _level_order
+    from statemodel.placement.topology import TopologyTree
+
+    tree = TopologyTree(Topology("t", ("block", "rack", "host")))
+    for i, (block, rack, free_cpu, free_gpu) in enumerate(nodes):
+        tree.add(f"n{i}", {"block": f"b{block}", "rack": f"r{rack}", "host": f"n{i}"},
+                 {"cpu": free_cpu, "gpu": free_gpu} if free_gpu else {"cpu": free_cpu})
+    total = {"cpu": cpu, "gpu": gpu} if gpu else {"cpu": cpu}
+    scopes = [tree.root] + [d for depth in tree.by_level for _, d in sorted(depth.items())]
+    for scope in scopes:
+        for deepest in range(scope.level + 1, len(tree.levels)):
+            want = _level_order(scope, deepest, total, prune=True).get(deepest, [])
+            assert [d.id for d in _domains_at(scope, deepest, total, {})] == [d.id for d in want]
+            walk = _domains_at(scope, deepest, total, {})
+            assert [next(walk).id for _ in range(min(cut, len(want)))] == [d.id for d in want[:cut]]
+        if level <= scope.level:
+            assert list(_domains_at(scope, level, total, {})) == [scope]
