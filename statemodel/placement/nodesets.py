@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from fractions import Fraction
+from functools import cmp_to_key
 from typing import Final
 
 from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
@@ -58,7 +58,7 @@ from statemodel.quantity import format_quantity
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
-MISSING_RATIO: Final = Fraction(1000)
+MISSING_RATIO: Final = 1000
 """KAI's ratio for a resource a domain does not have."""
 SCORE_BUCKETS: Final = 10
 """KAI's topology node-score resolution (``floor((i+1)/n*10)``)."""
@@ -245,17 +245,25 @@ def _covers(free: dict[str, int], total: dict[str, int]) -> bool:
     return True
 
 
-def _ratio(total: dict[str, int], free: dict[str, int]) -> Fraction:
-    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested resources."""
-    worst = Fraction(0)
+def _ratio(total: dict[str, int], free: dict[str, int]) -> tuple[int, int]:
+    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested
+    resources, exactly, as ``(numerator, denominator)`` (denominator > 0; ``(0, 1)`` for no
+    request); compare two with ``_by_ratio_descending``."""
+    num, den = 0, 1
     for res, amount in total.items():
         if amount <= 0:
             continue
         have = free.get(res, 0)
-        r = MISSING_RATIO if have <= 0 else Fraction(amount, have)
-        if r > worst:
-            worst = r
-    return worst
+        n, d = (MISSING_RATIO, 1) if have <= 0 else (amount, have)
+        if n * den > num * d:
+            num, den = n, d
+    return num, den
+
+
+def _by_ratio_descending(a: tuple[tuple[int, int], Domain], b: tuple[tuple[int, int], Domain]) -> int:
+    """Order two ``(_ratio, domain)`` pairs by ratio, largest first (integer cross-multiplication)."""
+    (an, ad), (bn, bd) = a[0], b[0]
+    return bn * ad - an * bd
 
 
 def _shortage(total: dict[str, int], free: dict[str, int]) -> str:
@@ -642,10 +650,10 @@ def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool
 def _sorted_children(d: Domain, total: dict[str, int], prune: bool) -> list[Domain]:
     """The children of ``d`` in packing order (``_level_order``), with ``prune`` only those whose
     free capacity covers ``total``."""
-    children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
-    children.sort(key=lambda c: c.id)
-    children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
-    return children
+    keyed = [(_ratio(total, c.free), c) for c in d.children.values() if not prune or _covers(c.free, total)]
+    keyed.sort(key=lambda k: k[1].id)
+    keyed.sort(key=cmp_to_key(_by_ratio_descending))  # stable: equal ratios stay in ID order
+    return [c for _, c in keyed]
 
 
 def _domains_at(scope: Domain, level: int, total: dict[str, int], memo: dict[str, list[Domain]]) -> Iterator[Domain]:
