@@ -8,7 +8,10 @@ The binpack key of a node for the resources ``R`` a pod asks for is, per resourc
 smaller (fuller) first.  ``BinpackOrder`` keeps the *open* nodes (schedulable, no ``NoSchedule`` /
 ``NoExecute`` taint: any pod without node constraints may go there) sorted by ``(key, name)`` for
 one ``R``; the ledger updates it whenever a node's free capacity changes (a bisection plus a
-C-level list shift).  A node can take a pod only if its first key component is at least
+C-level list shift).  The ledger keeps one such order per set of requested resources over the open
+nodes, and one per (resources, node filter) over the nodes a pod set's node constraints admit
+(flavor ``nodeLabels``, ``nodeSelector``, required node affinity, tolerations: ``admits``), so a
+constrained pod set does not match every node again either.  A node can take a pod only if its first key component is at least
 ``request · 10000 // the largest allocatable of that resource``, so a walk starts there
 (``start``); walking on gives exactly the binpack order of a scan over every open node.
 """
@@ -16,6 +19,9 @@ C-level list shift).  A node can take a pod only if its first key component is a
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Callable
+
+from statemodel.objects import Node
 
 _LAST = {"cpu": 1, "memory": 2}
 
@@ -35,13 +41,16 @@ def fullness(free: dict[str, int], allocatable: dict[str, int], resources: tuple
 
 
 class BinpackOrder:
-    """Open nodes sorted by ``(binpack key for resources, name)``.  ``entries`` is the sorted list
-    (read only); ``keys`` node -> its key."""
+    """Nodes sorted by ``(binpack key for resources, name)``: the open nodes, or — with ``admits``
+    (``admits(node, labels)``: whether a pod set's node constraints let its pods on the node) —
+    the nodes it admits.  ``entries`` is the sorted list (read only); ``keys`` node -> its key."""
 
-    __slots__ = ("resources", "entries", "keys")
+    __slots__ = ("resources", "admits", "entries", "keys")
 
-    def __init__(self, resources: tuple[str, ...]) -> None:
+    def __init__(self, resources: tuple[str, ...],
+                 admits: Callable[[Node, dict[str, str]], bool] | None = None) -> None:
         self.resources = resources
+        self.admits = admits
         self.entries: list[tuple[tuple[int, ...], str]] = []
         self.keys: dict[str, tuple[int, ...]] = {}
 

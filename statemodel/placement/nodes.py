@@ -20,6 +20,8 @@ Determinism: every listing is sorted by node name or resource name; insertion or
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 from statemodel.objects import Node, Taint, Topology
 from statemodel.placement.node_order import BinpackOrder
 from statemodel.placement.topology import TopologyTree
@@ -54,7 +56,7 @@ class NodeLedger:
     """
 
     __slots__ = ("_nodes", "_totals", "_allocated", "_holders", "_free", "_node_free", "_labels", "_names",
-                 "_plain", "_allocatable", "_largest", "_orders", "topologies", "_topology_objects")
+                 "_plain", "_allocatable", "_largest", "_orders", "_filtered", "topologies", "_topology_objects")
 
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
@@ -78,6 +80,9 @@ class NodeLedger:
         """resource -> largest allocatable over the nodes (``None`` until computed again)"""
         self._orders: dict[tuple[str, ...], BinpackOrder] = {}
         """requested resources -> the open nodes in binpack order (built on first use)"""
+        self._filtered: dict[tuple[tuple[str, ...], Hashable], BinpackOrder] = {}
+        """(requested resources, node filter) -> the nodes the filter admits in binpack order
+        (built on first use; a node's membership is decided again only when it is applied)"""
         self._names: list[str] | None = []
         """the node names, sorted (``None`` until listed again after a node came or went)"""
         self.topologies: dict[str, TopologyTree] = {}
@@ -104,6 +109,12 @@ class NodeLedger:
             self._plain[node.name] = None
             for order in self._orders.values():
                 order.put(node.name, self._node_free[node.name], self._allocatable[node.name])
+        labels = self._labels[node.name]
+        for order in self._filtered.values():
+            if order.admits(node, labels):  # type: ignore[misc]
+                order.put(node.name, self._node_free[node.name], self._allocatable[node.name])
+            else:
+                order.drop(node.name)
         self._count(node, 1)
 
     def delete(self, name: str) -> Node | None:
@@ -119,6 +130,8 @@ class NodeLedger:
             self._largest = None
             self._plain.pop(name, None)
             for order in self._orders.values():
+                order.drop(name)
+            for order in self._filtered.values():
                 order.drop(name)
             self._allocated.pop(name, None)
             self._holders.pop(name, None)
@@ -189,6 +202,22 @@ class NodeLedger:
                 order.put(name, self._node_free[name], self._allocatable[name])
         return order
 
+    def filtered_order(self, resources: tuple[str, ...], signature: Hashable,
+                       admits: Callable[[Node, dict[str, str]], bool]) -> BinpackOrder:
+        """The nodes ``admits(node, labels)`` lets pods on, in binpack order for pods requesting
+        ``resources`` (as ``binpack_order``); ``signature`` names the filter (equal signatures must
+        mean equal filters).  Built on first use, O(nodes log nodes); after that kept up to date on
+        every charge and release (O(log nodes) per order holding the node) and node change (the
+        filter is asked again for that node only).  The ledger's own: read only."""
+        order = self._filtered.get((resources, signature))
+        if order is None:
+            order = self._filtered[(resources, signature)] = BinpackOrder(resources, admits)
+            labels = self._labels
+            for name, node in self._nodes.items():
+                if admits(node, labels[name]):
+                    order.put(name, self._node_free[name], self._allocatable[name])
+        return order
+
     def largest_allocatable(self, resource: str) -> int:
         """The largest allocatable of ``resource`` over the nodes (0 when none has it); O(nodes)
         after a node came, went or changed, else cached."""
@@ -241,6 +270,9 @@ class NodeLedger:
         _add(self._node_free[name], amounts, -sign)
         if name in self._plain:
             for order in self._orders.values():
+                order.put(name, self._node_free[name], self._allocatable[name])
+        for order in self._filtered.values():
+            if name in order.keys:
                 order.put(name, self._node_free[name], self._allocatable[name])
         _add(self._free, amounts, -sign)
         for tree in self.topologies.values():

@@ -46,7 +46,8 @@ scheduling``).  Pure and deterministic.
 from __future__ import annotations
 
 import heapq
-from fractions import Fraction
+from collections.abc import Iterator
+from functools import cmp_to_key
 from typing import Final
 
 from statemodel.objects import Node, NodeSelectorRequirement, PodSetPlacement, Toleration
@@ -57,7 +58,7 @@ from statemodel.quantity import format_quantity
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
-MISSING_RATIO: Final = Fraction(1000)
+MISSING_RATIO: Final = 1000
 """KAI's ratio for a resource a domain does not have."""
 SCORE_BUCKETS: Final = 10
 """KAI's topology node-score resolution (``floor((i+1)/n*10)``)."""
@@ -244,17 +245,25 @@ def _covers(free: dict[str, int], total: dict[str, int]) -> bool:
     return True
 
 
-def _ratio(total: dict[str, int], free: dict[str, int]) -> Fraction:
-    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested resources."""
-    worst = Fraction(0)
+def _ratio(total: dict[str, int], free: dict[str, int]) -> tuple[int, int]:
+    """KAI ``getJobRatioToFreeResources``: the largest ``request / free`` over the requested
+    resources, exactly, as ``(numerator, denominator)`` (denominator > 0; ``(0, 1)`` for no
+    request); compare two with ``_by_ratio_descending``."""
+    num, den = 0, 1
     for res, amount in total.items():
         if amount <= 0:
             continue
         have = free.get(res, 0)
-        r = MISSING_RATIO if have <= 0 else Fraction(amount, have)
-        if r > worst:
-            worst = r
-    return worst
+        n, d = (MISSING_RATIO, 1) if have <= 0 else (amount, have)
+        if n * den > num * d:
+            num, den = n, d
+    return num, den
+
+
+def _by_ratio_descending(a: tuple[tuple[int, int], Domain], b: tuple[tuple[int, int], Domain]) -> int:
+    """Order two ``(_ratio, domain)`` pairs by ratio, largest first (integer cross-multiplication)."""
+    (an, ad), (bn, bd) = a[0], b[0]
+    return bn * ad - an * bd
 
 
 def _shortage(total: dict[str, int], free: dict[str, int]) -> str:
@@ -381,16 +390,17 @@ class Placer:
         return False
 
     def _binpack_everywhere(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
-        """A pod set without node constraints on all nodes in binpack order: walk the ledger's
-        sorted binpack order (``statemodel.placement.node_order``) instead of every node, and charge
-        the first nodes that can hold the pods — the same nodes, in the same order, as the scan of
+        """A pod set on all nodes in binpack order without a preferred level: walk a sorted binpack
+        order the ledger keeps (``statemodel.placement.node_order``) instead of every node — the
+        open nodes for a pod set without node constraints, else the nodes its constraints admit
+        (``NodeLedger.filtered_order``, keyed by ``_filter_signature``) — and charge the first
+        nodes that can hold the pods: the same nodes, in the same order, as the scan of
         ``_eligible`` + ``_allocate`` picks.  ``None`` (nothing charged) when it does not apply;
         ``[]`` (nothing charged, the gang failure recorded as ``_eligible`` words it) when the pods
-        do not all fit; with no open node at all, ``None`` so that the scan says why."""
+        do not all fit; with no matching node at all, ``None`` so that the scan says why."""
         c = ps.constraint
         if (node_set.domain is not None or node_set.tree is not None or self.node_order != BINPACK
-                or ps.node_labels or (c is not None and (c.node_selector or c.affinity or c.tolerations
-                                                         or c.preferred))):
+                or (c is not None and c.preferred)):
             return None
         resources = key_resources([res for res, amount in ps.requests.items() if amount > 0])
         wanted = [(res, ps.requests[res]) for res in resources]
@@ -398,7 +408,12 @@ class Placer:
         free_of = ledger.free_of()
         left = ps.count
         chosen: list[tuple[str, int]] = []
-        order = ledger.binpack_order(resources)
+        signature = _filter_signature(ps)
+        if signature is None:
+            order = ledger.binpack_order(resources)
+        else:
+            order = ledger.filtered_order(resources, signature,
+                                          lambda node, labels: node_matches(node, labels, ps) is None)
         entries = order.entries
         start = order.start(wanted[0][1], ledger.largest_allocatable(wanted[0][0])) if wanted else 0
         for i in range(start, len(entries)):
@@ -417,7 +432,7 @@ class Placer:
                 if not left:
                     break
         if left:
-            matched = len(ledger.plain())
+            matched = len(order.keys)
             if not matched:
                 return None
             self.room = room = ps.count - left
@@ -548,13 +563,16 @@ class Placer:
     # -- the topology plugin ---------------------------------------------------------------
 
     def _topology_sets(self, pod_set: str | None, topology: str, required: str | None, preferred: str | None,
-                       incoming: NodeSet, total: dict[str, int], count: int) -> list[NodeSet]:
-        """KAI ``subSetNodesFn`` for one (sub)group (module docstring); ``[]`` with attempts recorded
-        when no domain can hold it."""
+                       incoming: NodeSet, total: dict[str, int], count: int) -> Iterator[NodeSet]:
+        """KAI ``subSetNodesFn`` for one (sub)group (module docstring), yielded lazily: a domain's
+        children are sorted only when the walk reaches it, so the sets after the first that fits
+        cost nothing.  The caller must leave the ledger as it found it between two sets (a set
+        that fails is rolled back), so the order is the one computed up front.  Yields nothing,
+        with attempts recorded, when no domain can hold the (sub)group."""
         tree = self.ledger.topologies.get(topology)
         if tree is None:
             self.attempts.append(Attempt("topology", pod_set, "all nodes", f"Requested topology {topology} does not exist"))
-            return []
+            return
         lowest = preferred if preferred is not None else required
         lo = tree.level_index(lowest) if lowest is not None else None
         hi = tree.level_index(required) if required is not None else -1
@@ -562,7 +580,7 @@ class Placer:
             missing = lowest if lo is None else required
             self.attempts.append(Attempt("topology", pod_set, "all nodes",
                                          f"topology {topology} has no level {missing}"))
-            return []
+            return
         if hi > lo:  # a required level below the preferred one bounds the search at itself
             lo = hi
         scope = incoming.domain if incoming.tree is tree and incoming.domain is not None else tree.root
@@ -573,27 +591,23 @@ class Placer:
                                          f"topology {topology}, requirement {requirement} couldn't be satisfied: "
                                          f"not enough resources in {where} to allocate the job: "
                                          f"{_shortage(total, scope.free)}"))
-            return []
+            return
         inside = None if incoming.domain is None and incoming.tree is None else set(incoming.nodes)
-        if scope.level >= lo:
-            levels = {scope.level: [scope]}
-            top = scope.level
-        else:
-            levels = _level_order(scope, lo, total, prune=True)
-            levels[scope.level] = [scope]
-            top = max(hi, scope.level)
-        sets: list[NodeSet] = []
-        for level in range(lo, top - 1, -1):
-            for d in levels.get(level, ()):
+        top = scope.level if scope.level >= lo else max(hi, scope.level)
+        memo: dict[str, list[Domain]] = {}
+        found = False
+        for level in range(max(lo, scope.level), top - 1, -1):
+            for d in _domains_at(scope, level, total, memo):
                 if inside is None:
-                    sets.append(NodeSet(d.id, d, tree, None))
+                    found = True
+                    yield NodeSet(d.id, d, tree, None)
                     continue
                 nodes = sorted(n for n in d.nodes if n in inside)
                 if nodes:
-                    sets.append(NodeSet(d.id, d, tree, nodes))
-        if not sets:
+                    found = True
+                    yield NodeSet(d.id, d, tree, nodes)
+        if not found:
             self._fragmented(pod_set, tree, scope, top, total, count, requirement or ROOT)
-        return sets
 
     def _fragmented(self, pod_set: str | None, tree: TopologyTree, scope: Domain, top: int, total: dict[str, int],
                     count: int, requirement: str) -> None:
@@ -626,14 +640,47 @@ def _level_order(scope: Domain, deepest: int, total: dict[str, int], prune: bool
         for d in frontier:
             if d.level >= deepest:
                 continue
-            children = [c for c in d.children.values() if not prune or _covers(c.free, total)]
-            children.sort(key=lambda c: c.id)
-            children.sort(key=lambda c: _ratio(total, c.free), reverse=True)
-            nxt.extend(children)
+            nxt.extend(_sorted_children(d, total, prune))
         for d in nxt:
             out.setdefault(d.level, []).append(d)
         frontier = nxt
     return out
+
+
+def _sorted_children(d: Domain, total: dict[str, int], prune: bool) -> list[Domain]:
+    """The children of ``d`` in packing order (``_level_order``), with ``prune`` only those whose
+    free capacity covers ``total``."""
+    keyed = [(_ratio(total, c.free), c) for c in d.children.values() if not prune or _covers(c.free, total)]
+    keyed.sort(key=lambda k: k[1].id)
+    keyed.sort(key=cmp_to_key(_by_ratio_descending))  # stable: equal ratios stay in ID order
+    return [c for _, c in keyed]
+
+
+def _domains_at(scope: Domain, level: int, total: dict[str, int], memo: dict[str, list[Domain]]) -> Iterator[Domain]:
+    """The domains at ``level`` under ``scope`` whose free capacity covers ``total``, in the order
+    ``_level_order(scope, level, total, prune=True)[level]`` lists them (``scope`` itself at its
+    own level), yielded lazily: a domain's children are sorted (and kept in ``memo`` by domain ID)
+    when the walk first enters it — left to right at every level is a depth-first walk."""
+    if scope.level >= level:
+        yield scope
+        return
+    children = memo.get(scope.id)
+    if children is None:
+        children = memo[scope.id] = _sorted_children(scope, total, prune=True)
+    for c in children:
+        if c.level == level:
+            yield c
+        else:
+            yield from _domains_at(c, level, total, memo)
+
+def _filter_signature(ps: PodSetRequest) -> tuple | None:
+    """What ``node_matches`` reads of ``ps`` — flavor ``nodeLabels``, ``nodeSelector``, required
+    node affinity, tolerations — as a hashable key; ``None`` when it has none of them (the open
+    nodes are its nodes)."""
+    c = ps.constraint
+    if c is None or not (c.node_selector or c.affinity or c.tolerations):
+        return (ps.node_labels, (), (), ()) if ps.node_labels else None
+    return (ps.node_labels, c.node_selector, c.affinity, c.tolerations)
 
 
 def _negated(key: tuple[int, ...]) -> tuple[int, ...]:
