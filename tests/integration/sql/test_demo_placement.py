@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from quotaledger.cli import app
 from replay.sim.gangs import GangRule, gang_trace
+from replay.sim.importers.jobs import TraceImportError
 from replay.sim.nodes import enable_placement, load_nodes
 from replay.sim.quota_tree import generate_quota
 from statemodel.events.decode import parse_event
@@ -78,7 +80,11 @@ def test_demo_with_nodes_and_placement(tmp_path: Path) -> None:
 
 
 def test_the_generated_inventory_and_gang_events_decode_with_no_rejection() -> None:
-    trace = gang_trace(load_nodes("lingjun"), GangRule(jobs=40))
+    try:
+        lingjun = load_nodes("lingjun")
+    except TraceImportError:
+        pytest.skip("the node inventories are not shipped: needs shared/data/traces or $QUOTALEDGER_TRACES")
+    trace = gang_trace(lingjun, GangRule(jobs=40))
     config = enable_placement(generate_quota(trace))
     from replay.sim.manifests import queue_names
     from replay.sim.simulator import workload_object
