@@ -46,7 +46,7 @@ scheduling``).  Pure and deterministic.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cmp_to_key
 from typing import Final
 
@@ -327,6 +327,7 @@ class Placer:
                 f"unschedulable on cluster: not enough resources in the cluster to allocate the job: "
                 f"{_shortage(total, cluster_free)}", [])
         everything = NodeSet("all nodes", None, None, self.ledger.names())
+        root_sets: Iterable[NodeSet]
         if gang.topology is None:
             root_sets = [everything]
         else:
@@ -370,7 +371,7 @@ class Placer:
     def _place_pod_set(self, ps: PodSetRequest, parent: NodeSet) -> bool:
         c = ps.constraint
         total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
-        sets = [parent]
+        sets: Iterable[NodeSet] = [parent]
         if c is not None and ps.topology is not None and (c.required or c.preferred):
             sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
         for node_set in sets:
