@@ -115,13 +115,16 @@ class QueueInfo:
 
     __slots__ = ("name", "spec", "parent", "children", "groups", "allocated", "request", "inqueue", "elastic",
                  "h_allocated", "h_request", "h_inqueue", "h_elastic", "capability", "real", "guarantee",
-                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits", "since")
+                 "deserved", "exact", "live", "waiting", "pending", "ordered", "untried", "fits", "since", "sums")
 
     def __init__(self, spec: Queue) -> None:
         self.name = spec.name
         self.spec = spec
         self.parent: str | None = None if spec.name == ROOT else spec.parent
         self.children: list[str] = []
+        self.sums: tuple[Resources, Resources] | None = None
+        """Σ ``spec.guarantee`` and Σ ``spec.deserved`` of ``children`` (the webhook's sibling check;
+        computed when first asked, kept up to date as children are added)."""
         self.groups: dict[str, None] = {}
         self.allocated: Resources = {}
         self.request: Resources = {}
@@ -678,7 +681,8 @@ class VolcanoModel(NoClusterQueueQuota):
                 touched.append(obj.name)
         if not touched and not new_groups:
             return
-        kids = self._kids(specs, touched, [pg.queue for pg in new_groups])
+        additive = all(name in specs and name not in self.specs for name in touched)
+        kids = self._kids(specs, touched, [pg.queue for pg in new_groups], additive)
         for name in touched:
             if name not in specs:
                 if kids.get(name):
@@ -687,7 +691,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 continue
             if name == ROOT:
                 continue
-            self._check_queue(name, specs, kids)
+            self._check_queue(name, specs, kids, additive)
         for pg in new_groups:
             q = specs.get(pg.queue)
             if q is None:
@@ -699,12 +703,13 @@ class VolcanoModel(NoClusterQueueQuota):
                 raise EventError("object.spec.queue", f"can only submit PodGroup to queue with state `Open`, "
                                                       f"queue `{pg.queue}` status is `{q.state}`")
 
-    def _kids(self, specs: dict[str, Queue], touched: list[str], looked_at: list[str]) -> dict[str, list[str]]:
+    def _kids(self, specs: dict[str, Queue], touched: list[str], looked_at: list[str],
+              additive: bool) -> dict[str, list[str]]:
         """Children (sorted names) per queue of ``specs``, the tree after the change.  When the change
-        only adds queues or PodGroups (the usual case) the lists come from the current tree plus the
-        new queues, for the queues the checks look at (the touched queues, their parents and
-        ``looked_at``); otherwise from every spec."""
-        if all(name in specs and name not in self.specs for name in touched):
+        only adds queues or PodGroups (``additive``, the usual case) the lists come from the current
+        tree plus the new queues, for the queues the checks look at (the touched queues, their
+        parents and ``looked_at``); otherwise from every spec."""
+        if additive:
             kids: dict[str, list[str]] = {}
             new = {name: specs[name].parent for name in touched}
             for key in [k for name in touched for k in (name, specs[name].parent)] + looked_at:
@@ -719,7 +724,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 kids.setdefault(specs[name].parent, []).append(name)
         return kids
 
-    def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
+    def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]], additive: bool) -> None:
         q = specs[name]
         seen = {name}
         depth = 1
@@ -749,14 +754,37 @@ class VolcanoModel(NoClusterQueueQuota):
             if parent == ROOT or not kids.get(parent):
                 continue
             p = specs[parent]
-            for field, own in (("guarantee", dict(p.guarantee)), ("deserved", dict(p.deserved))):
-                total: Resources = {}
-                for child in kids[parent]:
-                    _add(total, dict(getattr(specs[child], field)))
+            guarantees, deserveds = self._kid_sums(parent, specs, kids[parent], additive)
+            for field, own, total in (("guarantee", dict(p.guarantee), guarantees),
+                                      ("deserved", dict(p.deserved), deserveds)):
                 for r, v in sorted(total.items()):
                     if v > own.get(r, 0):
                         raise EventError(f"object.spec.{field}", f"the children of queue {parent!r} ask {field} "
                                                                   f"{r} {v}, above its {own.get(r, 0)}")
+
+    def _kid_sums(self, parent: str, specs: dict[str, Queue], kids: list[str],
+                  additive: bool) -> tuple[Resources, Resources]:
+        """Σ ``spec.guarantee`` and Σ ``spec.deserved`` over ``kids`` (``parent``'s children after the
+        change, as ``specs`` has them).  When the change only adds queues the current children's sums
+        are the ones ``QueueInfo.sums`` keeps and only the new children are added to them, so adding
+        the n-th child of a queue does not sum the n - 1 before it again."""
+        queue = self.queues.get(parent)
+        guarantees: Resources = {}
+        deserveds: Resources = {}
+        if additive and queue is not None:
+            if queue.sums is None:
+                kept: tuple[Resources, Resources] = ({}, {})
+                for child in queue.children:
+                    _add(kept[0], dict(self.specs[child].guarantee))
+                    _add(kept[1], dict(self.specs[child].deserved))
+                queue.sums = kept
+            _add(guarantees, queue.sums[0])
+            _add(deserveds, queue.sums[1])
+            kids = [child for child in kids if child not in self.specs]
+        for child in kids:
+            _add(guarantees, dict(specs[child].guarantee))
+            _add(deserveds, dict(specs[child].deserved))
+        return guarantees, deserveds
 
     def _check_child_capability(self, child: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
         """A descendant of a changed queue still within its nearest capped ancestor's capability (depth
@@ -804,7 +832,11 @@ class VolcanoModel(NoClusterQueueQuota):
         self.specs[spec.name] = spec
         info = self.queues[spec.name] = QueueInfo(spec)
         assert info.parent is not None
-        bisect.insort(self.queues[info.parent].children, spec.name)
+        parent = self.queues[info.parent]
+        bisect.insort(parent.children, spec.name)
+        if parent.sums is not None:
+            _add(parent.sums[0], dict(spec.guarantee))
+            _add(parent.sums[1], dict(spec.deserved))
         self._shares.pop(info.parent, None)
         self._tours = {}
         self.stale = self.retry_all = True

@@ -337,6 +337,26 @@ def test_story1_children_are_bounded_by_their_parent() -> None:
     assert s.q("x")["realCapability"] == {"cpu": 4000}
 
 
+def test_children_arriving_one_at_a_time_are_summed_against_their_parent() -> None:
+    # The queue webhook: the children's deserved together at most the parent's, checked at every
+    # change, whether the other children arrived earlier, were updated or deleted in between.
+    s = VolcanoScenario(capacity={"cpu": 10}, **HIER)
+    s.queue("p", deserved={"cpu": 5})
+    s.queue("a", parent="p", deserved={"cpu": 2})
+    s.queue("b", parent="p", deserved={"cpu": 2})
+    s.queue("c", parent="p", deserved={"cpu": 2})  # 2 + 2 + 2 = 6 > 5: refused
+    s.queue("a", parent="p", deserved={"cpu": 1})  # an update: 1 + 2
+    s.queue("c", parent="p", deserved={"cpu": 2})  # 1 + 2 + 2 = 5: taken
+    s.queue("d", parent="p", deserved={"cpu": 1})  # 6 > 5: refused
+    s.delete_queue("b")
+    s.queue("d", parent="p", deserved={"cpu": 1})  # 1 + 2 + 1 = 4: taken
+    s.queue("e", parent="p", deserved={"cpu": 2})  # 4 + 2 = 6 > 5: refused
+    s.run()
+    refused = ("object.spec.deserved", "the children of queue 'p' ask deserved cpu 6000, above its 5000")
+    assert [(e.path, e.problem) for e in s.rejections] == [refused] * 3
+    assert s.q("p")["children"] == ["a", "c", "d"]
+
+
 def test_story5_parent_numbers_are_the_sums_of_its_children() -> None:
     s = VolcanoScenario(capacity={"cpu": 6}, **HIER)
     _org_tree(s)
