@@ -515,6 +515,28 @@ class VolcanoModel(NoClusterQueueQuota):
             self.stale = self.retry_all = True
         self._index(group)
 
+    def _inqueue(self, group: GroupInfo, queue: QueueInfo) -> None:
+        """``group`` (Pending, in ``queue``, its numbers current) enters Inqueue.  What ``_refresh``
+        would do after setting the phase, without going over the pods that did not change: the phase
+        stays Inqueue (a Pending group that is current has fewer running pods than ``minMember`` and
+        is not finished), ``inq`` becomes its ``minResources``, ``alloc``, ``pending`` and
+        ``elastic`` stay, and the queue gets the change of ``inq``."""
+        group.phase = INQUEUE
+        pg = group.pg
+        assert pg is not None
+        old_inq = group.inq
+        group.inq = {r: v for r, v in (pg.min_resources or ()) if v}
+        d_inq = _delta(group.inq, old_inq)
+        if d_inq:
+            self._move(queue, {}, {}, d_inq, {}, 1)
+            old_held = _held(group.alloc, old_inq, group.elastic)
+            new_held = _held(group.alloc, group.inq, group.elastic)
+            if any(new_held.get(r, 0) < v for r, v in old_held.items()):
+                self._relax(queue)
+        if self.args.plugin == "proportion":
+            self.stale = self.retry_all = True
+        self._index(group)
+
     def _relax(self, queue: QueueInfo) -> None:
         """``queue``'s (and its ancestors') held resources went down: its waiting groups are tried
         again; an inner queue with a finite realCapability relaxes every leaf below (all are tried)."""
@@ -898,7 +920,11 @@ class VolcanoModel(NoClusterQueueQuota):
     def _apply_group(self, pg: PodGroup) -> None:
         group = self._group(pg.key)
         self._set_queue(group, pg)
-        self._refresh(group)
+        if group.pods or group.phase != PENDING or group.alloc or group.pending or group.inq or group.elastic:
+            self._refresh(group)
+        # else: a PodGroup without pods yet (it comes before them in its Batch) whose numbers are the
+        # empty ones; a refresh would compute the same empty numbers and Pending phase, and
+        # ``_set_queue`` already indexed it and marked what it changed.
 
     def _apply_pod(self, obj: Pod, group_key: str) -> None:
         pod = self.pods.get(obj.key)
@@ -1156,9 +1182,8 @@ class VolcanoModel(NoClusterQueueQuota):
                         for q, r, n, a in blocked)
                     group.shortfalls = [_short(*b) for b in blocked]
                     continue
-                group.phase = INQUEUE
                 group.reason, group.message, group.shortfalls = "", "", []
-                self._refresh(group)
+                self._inqueue(group, queue)
                 enqueued.append(group.key)
         return enqueued
 
