@@ -14,7 +14,8 @@ the leaves, each PodGroup and its Pod in one ``Batch``; closed loop: every admit
 
 The event files are generated closed-loop, then the engine alone (``decode_event`` +
 ``Engine.apply``) is timed over them (best of 2 passes, the cyclic GC paused).  The ``kueue`` model
-runs ``kueue_scale.py``'s file of the same size.  Prints events/s and µs per admission for both and
+runs ``kueue_scale.py``'s file of the same size.  Prints events/s and µs per admission for both (and
+the volcano file's decision hash, to compare runs of two builds) and
 the ratios the model must meet: volcano events/s ≥ 0.5 × kueue's, µs/admission at the largest size
 ≤ 2 × at the smallest.
 
@@ -133,7 +134,8 @@ def main() -> None:
         result = best_replay(path, args.passes)
         assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
         line = (f"{n:>6} queues  volcano {result['events']:>7} events {result['admissions']:>7} admissions "
-                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission")
+                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission "
+                f"hash {result['hash'][:8]}…")
         if not args.no_kueue:
             kpath = args.workdir / f"kueue-scale-{n}.ndjson"
             kgen = generate_kueue(n, kpath, False, args.groups)
