@@ -36,6 +36,8 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
+from collections import ChainMap
+from collections.abc import Mapping
 from fractions import Fraction
 
 from statemodel.errors import EventError
@@ -210,7 +212,7 @@ class PodInfo:
         return (-self.obj.priority, self.obj.creation_ms, self.key)
 
 
-def _ancestor_limit(specs: dict[str, Queue], start: str, resource: str) -> tuple[str, int] | None:
+def _ancestor_limit(specs: Mapping[str, Queue], start: str, resource: str) -> tuple[str, int] | None:
     """``(queue, capability)`` of the nearest queue from ``start`` up (``root`` excluded) whose
     capability names ``resource``, or ``None`` when none does (Volcano's webhook compares a queue's
     capability with its nearest capped ancestor's)."""
@@ -684,14 +686,13 @@ class VolcanoModel(NoClusterQueueQuota):
         Raises:
             EventError: naming the field and the rule broken; nothing was changed.
         """
-        specs = self.specs
         touched: list[str] = []
         new_groups: list[PodGroup] = []
+        applied: dict[str, Queue] = {}
+        deletes = False
         for obj in changes:
-            if isinstance(obj, (Queue, ObjectRef)) and specs is self.specs:
-                specs = dict(self.specs)
             if isinstance(obj, Queue):
-                specs[obj.name] = obj
+                applied[obj.name] = obj
                 touched.append(obj.name)
             elif isinstance(obj, PodGroup):
                 if obj.key not in self.groups or self.groups[obj.key].pg is None:
@@ -699,10 +700,21 @@ class VolcanoModel(NoClusterQueueQuota):
             elif isinstance(obj, ObjectRef) and obj.kind == "Queue":
                 if obj.name in (ROOT, DEFAULT_QUEUE):
                     raise EventError("object.metadata.name", f"the {obj.name} queue can not be deleted")
-                specs.pop(obj.name, None)
+                deletes = True
                 touched.append(obj.name)
         if not touched and not new_groups:
             return
+        # the specs after the change: the applied Queues over the current specs (not a copy of all
+        # of them per Queue event), or, when the change deletes a queue, a copy changed in order
+        specs: Mapping[str, Queue] = ChainMap(applied, self.specs)
+        if deletes:
+            after = dict(self.specs)
+            for obj in changes:
+                if isinstance(obj, Queue):
+                    after[obj.name] = obj
+                elif isinstance(obj, ObjectRef) and obj.kind == "Queue":
+                    after.pop(obj.name, None)
+            specs = after
         additive = all(name in specs and name not in self.specs for name in touched)
         kids = self._kids(specs, touched, [pg.queue for pg in new_groups], additive)
         for name in touched:
@@ -725,7 +737,7 @@ class VolcanoModel(NoClusterQueueQuota):
                 raise EventError("object.spec.queue", f"can only submit PodGroup to queue with state `Open`, "
                                                       f"queue `{pg.queue}` status is `{q.state}`")
 
-    def _kids(self, specs: dict[str, Queue], touched: list[str], looked_at: list[str],
+    def _kids(self, specs: Mapping[str, Queue], touched: list[str], looked_at: list[str],
               additive: bool) -> dict[str, list[str]]:
         """Children (sorted names) per queue of ``specs``, the tree after the change.  When the change
         only adds queues or PodGroups (``additive``, the usual case) the lists come from the current
@@ -746,7 +758,8 @@ class VolcanoModel(NoClusterQueueQuota):
                 kids.setdefault(specs[name].parent, []).append(name)
         return kids
 
-    def _check_queue(self, name: str, specs: dict[str, Queue], kids: dict[str, list[str]], additive: bool) -> None:
+    def _check_queue(self, name: str, specs: Mapping[str, Queue], kids: dict[str, list[str]],
+                     additive: bool) -> None:
         q = specs[name]
         seen = {name}
         depth = 1
@@ -784,7 +797,7 @@ class VolcanoModel(NoClusterQueueQuota):
                         raise EventError(f"object.spec.{field}", f"the children of queue {parent!r} ask {field} "
                                                                   f"{r} {v}, above its {own.get(r, 0)}")
 
-    def _kid_sums(self, parent: str, specs: dict[str, Queue], kids: list[str],
+    def _kid_sums(self, parent: str, specs: Mapping[str, Queue], kids: list[str],
                   additive: bool) -> tuple[Resources, Resources]:
         """Σ ``spec.guarantee`` and Σ ``spec.deserved`` over ``kids`` (``parent``'s children after the
         change, as ``specs`` has them).  When the change only adds queues the current children's sums
@@ -808,7 +821,7 @@ class VolcanoModel(NoClusterQueueQuota):
             _add(deserveds, dict(specs[child].deserved))
         return guarantees, deserveds
 
-    def _check_child_capability(self, child: str, specs: dict[str, Queue], kids: dict[str, list[str]]) -> None:
+    def _check_child_capability(self, child: str, specs: Mapping[str, Queue], kids: dict[str, list[str]]) -> None:
         """A descendant of a changed queue still within its nearest capped ancestor's capability (depth
         ≤ ``MAX_QUEUE_DEPTH``, so the recursion is bounded)."""
         cap = effective_capability(dict(specs[child].capability))
