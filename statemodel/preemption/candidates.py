@@ -30,7 +30,7 @@ from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, Preempt
 from statemodel.preemption.candidate_index import CandidateIndex, OrderedQueue, QueueKey, queue_key
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import quantities_fit_in_quota, within_nominal
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, QuotaModel
 from statemodel.reasons import (
     IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION, PreemptionReason,
 )
@@ -508,25 +508,24 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
     widest = _priority_bound(ctx, False, True, True)  # the policy's own bound: no level's is wider
     if floor is None or (widest is not None and floor >= widest):
         return False
-    without_borrowing = can_fit_without_borrowing(ctx, [])
-    # the hierarchical advantage at a level: the request fits in the quota of a node below it
-    # (``quantities_fit_in_quota`` folded up the path, computed here without building dicts)
+    # the preemptor's ClusterQueue: its numbers answer both "can it fit without borrowing" (a
+    # ClusterQueue's subtree quota is its nominal quota: ``can_fit_without_borrowing`` without own
+    # candidates) and the hierarchical advantage at its parent; further up the advantage is the
+    # request fitting in a node's subtree quota (``quantities_fit_in_quota`` folded up the path,
+    # without building dicts), read only while it can change a level's bound: it is sticky, and
+    # without borrowing every level has the policy's own bound
     needs = list(ctx.usage.items())
-    advantage = False
+    without_borrowing = _fold_needs(model, path[0][0], path[0][1], needs)
+    advantage = without_borrowing
+    plain = _priority_bound(ctx, False, False, without_borrowing)
+    ahead = widest if without_borrowing else _priority_bound(ctx, False, True, False)
     previous: str | None = None
     for i in range(1, len(path)):
-        kind, name = path[i - 1]
-        fits = True
-        for j in range(len(needs)):
-            fr, amount = needs[j]
-            subtree, local, usage = model.quota_numbers(kind, name, fr)
-            if subtree < usage + amount:
-                fits = False
-            free = local - usage if local > usage else 0
-            needs[j] = (fr, amount - free if amount > free else 0)
-        advantage = advantage or fits
+        if i > 1 and not advantage and plain != ahead:
+            kind, name = path[i - 1]
+            advantage = _fold_needs(model, kind, name, needs)
         cohort = path[i][1]
-        bound = _priority_bound(ctx, False, advantage, without_borrowing)
+        bound = ahead if advantage else plain
         if bound is None or floor < bound:
             for kind, name in model.over_quota_children(cohort, ctx.frs):
                 if kind == COHORT:
@@ -541,6 +540,22 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
                     return True
         previous = cohort
     return False
+
+
+def _fold_needs(model: QuotaModel, kind: str, name: str, needs: list[tuple[FlavorResource, int]]) -> bool:
+    """Whether every ``(flavor-resource, amount)`` of ``needs`` fits in the subtree quota of node
+    ``(kind, name)`` on top of its usage (``hierarchical.quantities_fit_in_quota``); ``needs`` is
+    left holding what remains for the node's parent (each amount less the node's unused local
+    quota, clamped at 0)."""
+    fits = True
+    for j in range(len(needs)):
+        fr, amount = needs[j]
+        subtree, local, usage = model.quota_numbers(kind, name, fr)
+        if subtree < usage + amount:
+            fits = False
+        free = local - usage if local > usage else 0
+        needs[j] = (fr, amount - free if amount > free else 0)
+    return fits
 
 
 def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:

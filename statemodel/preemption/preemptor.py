@@ -76,8 +76,9 @@ class PreemptionOracle:
 
     def __call__(self, fr: FlavorResource, amount: int) -> tuple[int, int]:
         model, leaf = self.model, self.spec.name
-        nominal = model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0]
-        if not (nominal >= amount or self.while_borrowing or model.lowest_fitting_subtree(leaf, fr, amount)[1]):
+        # the policy first: when it allows preempting while borrowing, the quota is not read
+        if not (self.while_borrowing or model.quota_numbers(CLUSTER_QUEUE, leaf, fr)[0] >= amount
+                or model.lowest_fitting_subtree(leaf, fr, amount)[1]):
             return NO_FIT, 0
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
                                 [fr], {fr: amount}, self.index)
