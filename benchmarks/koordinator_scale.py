@@ -24,16 +24,12 @@ the smallest.
 from __future__ import annotations
 
 import argparse
-import heapq
 from pathlib import Path
 
-import orjson
-
-from kueue_scale import CLASSES, EPOCH_MS
+from closed_loop import ClosedLoop
+from kueue_scale import CLASSES
 from kueue_scale import best_replay
 from kueue_scale import generate as generate_kueue
-from statemodel.engine import Engine
-from statemodel.events.decode import decode_event
 
 EQ_API = "scheduling.sigs.k8s.io/v1alpha1"
 LABELS = "quota.scheduling.koordinator.sh/"
@@ -77,44 +73,19 @@ def config_events(n_groups: int) -> list[dict]:
 
 def generate(n_groups: int, path: Path, total: int = 50_000) -> dict:
     """Write the closed-loop event file for ``n_groups`` leaf groups; return counts and the hash."""
-    engine = Engine()
-    seq = 0
-    lines: list[bytes] = []
-
-    def emit(event: dict, at_ms: int) -> list:
-        nonlocal seq
-        seq += 1
-        line = orjson.dumps({"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event})
-        lines.append(line)
-        return engine.apply(decode_event(line))
-
+    loop = ClosedLoop()
     for event in config_events(n_groups):
-        emit(event, 0)
-    pending: list[tuple[int, int, str, dict | str]] = []
-    order = 0
-    runtimes: dict[str, int] = {}
+        loop.emit(event, 0)
     for cls, cpu, run_ms, prio, every, count in CLASSES:
         for j in range(total * count // 50):
             i, k = j % n_groups, j // n_groups
             name = f"{cls}-{k}"
-            runtimes[f"ns{i}/{name}"] = run_ms
-            order += 1
             pod = {"type": "Applied", "object": {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "namespace": f"ns{i}", "labels": {LABELS + "name": f"q{i}"}},
                 "spec": {"priority": prio, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}
-            heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit", pod))
-    admissions = 0
-    while pending:
-        at, _, what, payload = heapq.heappop(pending)
-        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
-        for decision in emit(event, at):
-            if decision.kind == "Admitted":
-                admissions += 1
-                order += 1
-                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+            loop.submit(1000 + k * every + i % 97, pod, f"ns{i}/{name}", run_ms)
+    return loop.run(path)
 
 
 def main() -> None:

@@ -31,17 +31,13 @@ admissions/s with placement ≥ 0.3 × without it at 1,523 nodes.
 from __future__ import annotations
 
 import argparse
-import heapq
 import time
 from pathlib import Path
 
-import orjson
-
-from kueue_scale import EPOCH_MS, best_replay
+from closed_loop import ClosedLoop
+from kueue_scale import best_replay
 from replay.sim.importers.openb import NODES_FILE, read_nodes
 from replay.sim.traces import trace_dir
-from statemodel.engine import Engine
-from statemodel.events.decode import decode_event
 from statemodel.quantity import parse_quantity
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -105,47 +101,22 @@ def config_events(total: dict[str, int], placement: bool) -> list[dict]:
 
 def generate(n_nodes: int, path: Path, placement: bool = True, workloads: int = 50_000) -> dict:
     """Write the closed-loop event file for ``n_nodes`` nodes (module docstring); return counts and hash."""
-    engine = Engine()
-    lines: list[bytes] = []
-    seq = 0
-
-    def emit(event: dict, at_ms: int) -> list:
-        nonlocal seq
-        seq += 1
-        line = orjson.dumps({"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event})
-        lines.append(line)
-        return engine.apply(decode_event(line))
-
+    loop = ClosedLoop()
     node_objects, total = nodes(n_nodes)
     for obj in config_events(total, placement) + node_objects:
-        emit({"type": "Applied", "object": obj}, 0)
+        loop.emit({"type": "Applied", "object": obj}, 0)
     gap_us = GPU_MS_PER_WORKLOAD * 1000 * 100 // max(1, total.get("nvidia.com/gpu", 1) * LOAD_PERCENT)
     mix = [c for c in CLASSES for _ in range(c[4])]
-    runtimes: dict[str, int] = {}
-    pending: list[tuple[int, int, str, object]] = []
-    order = 0
     for j in range(workloads):
         name, pods, req, run_ms, _ = mix[j % len(mix)]
         ns, wl = f"ns{j % QUEUES}", f"{name}-{j}"
         pod_set: dict = {"name": "main", "count": pods, "requests": req}
         if j % 2 == 0:
             pod_set["topologyRequest"] = {"required": RACK}
-        runtimes[f"{ns}/{wl}"] = run_ms
-        order += 1
-        heapq.heappush(pending, (1000 + j * gap_us // 1000, order, "submit", {"type": "Applied", "object": {
+        loop.submit(1000 + j * gap_us // 1000, {"type": "Applied", "object": {
             "apiVersion": API, "kind": "Workload", "metadata": {"name": wl, "namespace": ns},
-            "spec": {"queueName": "lq", "podSets": [pod_set]}}}))
-    admissions = 0
-    while pending:
-        at, _, what, payload = heapq.heappop(pending)
-        event = {"type": "WorkloadFinished", "workload": payload} if what == "finish" else payload
-        for decision in emit(event, at):  # type: ignore[arg-type]
-            if decision.kind == "Admitted":
-                admissions += 1
-                order += 1
-                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+            "spec": {"queueName": "lq", "podSets": [pod_set]}}}, f"{ns}/{wl}", run_ms)
+    return loop.run(path)
 
 
 def main() -> None:

@@ -26,16 +26,12 @@ the ratios the model must meet: volcano events/s ≥ 0.5 × kueue's, µs/admissi
 from __future__ import annotations
 
 import argparse
-import heapq
 from pathlib import Path
 
-import orjson
-
-from kueue_scale import CLASSES, EPOCH_MS
+from closed_loop import ClosedLoop
+from kueue_scale import CLASSES
 from kueue_scale import best_replay
 from kueue_scale import generate as generate_kueue
-from statemodel.engine import Engine
-from statemodel.events.decode import decode_event
 
 VC_API = "scheduling.volcano.sh/v1beta1"
 GROUP = "scheduling.k8s.io/group-name"
@@ -73,28 +69,14 @@ def config_events(n_queues: int, reclaim: bool) -> list[dict]:
 
 def generate(n_queues: int, path: Path, total: int = 50_000, reclaim: bool = False) -> dict:
     """Write the closed-loop event file for ``n_queues`` leaf queues; return counts and the hash."""
-    engine = Engine()
-    seq = 0
-    lines: list[bytes] = []
-
-    def emit(event: dict, at_ms: int) -> list:
-        nonlocal seq
-        seq += 1
-        line = orjson.dumps({"id": f"e{seq}", "time": EPOCH_MS + at_ms, **event})
-        lines.append(line)
-        return engine.apply(decode_event(line))
-
+    loop = ClosedLoop()
     for event in config_events(n_queues, reclaim):
-        emit(event, 0)
-    pending: list[tuple[int, int, str, dict | str]] = []
-    order = 0
-    runtimes: dict[str, int] = {}
+        loop.emit(event, 0)
     for cls, cpu, run_ms, prio, every, count in CLASSES:
         for j in range(total * count // 50):
             i, k = j % n_queues, j // n_queues
             name = f"{cls}-{k}"
-            runtimes[f"ns{i}/{name}"] = run_ms
-            order += 1
+            order = loop.order + 1
             group = {"id": f"g{order}", "type": "Applied", "object": {
                 "apiVersion": VC_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": f"ns{i}"},
                 "spec": {"queue": f"q{i}", "minMember": 1, "minResources": {"cpu": cpu}}}}
@@ -102,19 +84,8 @@ def generate(n_queues: int, path: Path, total: int = 50_000, reclaim: bool = Fal
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "namespace": f"ns{i}", "annotations": {GROUP: name}},
                 "spec": {"priority": prio, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}
-            heapq.heappush(pending, (1000 + k * every + i % 97, order, "submit",
-                                     {"type": "Batch", "events": [group, pod]}))
-    admissions = 0
-    while pending:
-        at, _, what, payload = heapq.heappop(pending)
-        event = payload if what == "submit" else {"type": "WorkloadFinished", "workload": payload}
-        for decision in emit(event, at):
-            if decision.kind == "Admitted":
-                admissions += 1
-                order += 1
-                heapq.heappush(pending, (at + runtimes[decision.workload], order, "finish", decision.workload))
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    return {"events": len(lines), "admissions": admissions, "hash": engine.hash}
+            loop.submit(1000 + k * every + i % 97, {"type": "Batch", "events": [group, pod]}, f"ns{i}/{name}", run_ms)
+    return loop.run(path)
 
 
 def main() -> None:
