@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
+from statemodel.placement import nodesets
 from tests.property.test_snapshot import check_snapshot_plus_tail
 from tests.scenario.builder import Scenario
 from tests.scenario.placement.helpers import delete_node, gang, kai, node, placement_on, quota_cluster, tas_flavor, topology
@@ -129,12 +130,24 @@ def test_snapshot_plus_tail_equals_full_replay_with_placements(ops, order, cut):
     check_snapshot_plus_tail(s.events, cut)
 
 
+def scanned_decisions(events: list) -> bytes:
+    """The decisions of ``events`` (as JSON) with every pod set placed by the scan of its node set
+    (``Placer._eligible`` + ``_allocate``) instead of a kept binpack order: what the kept orders
+    must reproduce."""
+    original = nodesets.Placer._binpack_everywhere
+    nodesets.Placer._binpack_everywhere = lambda self, ps, node_set: None
+    try:
+        slow = Engine()
+        return orjson.dumps([[d.to_json() for d in slow.apply(e)] for e in events])
+    finally:
+        nodesets.Placer._binpack_everywhere = original
+
+
 @SETTINGS
 @given(st.lists(operation, min_size=1, max_size=30))
 def test_the_kept_binpack_order_picks_what_the_scan_picks(ops):
     """An unconstrained pod set walks the ledger's kept binpack order; with that shortcut off every
     set is scanned.  Both give the same decisions, and the kept order always equals a fresh sort."""
-    from statemodel.placement import nodesets
     from statemodel.placement.node_order import fullness
 
     s = _history(ops, "binpack")
@@ -145,11 +158,4 @@ def test_the_kept_binpack_order_picks_what_the_scan_picks(ops):
     for resources, order in ledger._orders.items():
         fresh = sorted((fullness(ledger.free(n), ledger.allocatable(n), resources), n) for n in ledger.plain())
         assert order.entries == fresh
-    original = nodesets.Placer._binpack_everywhere
-    nodesets.Placer._binpack_everywhere = lambda self, ps, node_set: None
-    try:
-        slow = Engine()
-        scanned = [[d.to_json() for d in slow.apply(e)] for e in events]
-    finally:
-        nodesets.Placer._binpack_everywhere = original
-    assert orjson.dumps(scanned) == orjson.dumps(with_index)
+    assert scanned_decisions(events) == orjson.dumps(with_index)
