@@ -52,7 +52,7 @@ from replay.sim.importers.lingjun import POOL_LABEL
 from replay.sim.importers.openb import GPU_MILLI, MODEL_LABEL
 from replay.sim.manifests import queue_names
 from replay.sim.simulator import SimulationResult
-from replay.store.db import SinkError, create_db_engine, redacted
+from replay.store.db import reading
 from statemodel import sql_schema as s
 from statemodel.quantity import parse_quantity
 
@@ -386,25 +386,17 @@ def build_placement_report(url: str, cluster: str, *, start_ms: int, end_ms: int
         SinkError: the store cannot be read or has no quotaledger schema.
         EventError: an archived quantity cannot be read (the message names the field).
     """
-    db = create_db_engine(url)
-    try:
-        with db.connect() as conn:
-            if not sa.inspect(conn).has_table("events"):
-                raise SinkError(f"{redacted(url)} has no quotaledger schema")
-            e, d = s.events.c, s.decisions.c
-            by_cause: dict[int, list[tuple[str, str, dict]]] = {}
-            for r in conn.execute(sa.select(d.cause_position, d.type, d.workload, d.payload)
-                                  .where(d.cluster == cluster).order_by(d.seq)):
-                by_cause.setdefault(r.cause_position, []).append((r.type, r.workload, r.payload or {}))
-            q = (sa.select(e.position, e.event_time_ms, e.type, e.payload)
-                 .where(e.cluster == cluster, e.status == "applied").order_by(e.position))
-            rows = ((r.event_time_ms, r.type, r.payload or {}, by_cause.get(r.position, []))
-                    for r in conn.execution_options(yield_per=5000).execute(q))
-            return placement_from_history(cluster, rows, start_ms=start_ms, end_ms=end_ms, samples=samples)
-    except sa.exc.SQLAlchemyError as exc:
-        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
-    finally:
-        db.dispose()
+    with reading(url) as conn:
+        e, d = s.events.c, s.decisions.c
+        by_cause: dict[int, list[tuple[str, str, dict]]] = {}
+        for r in conn.execute(sa.select(d.cause_position, d.type, d.workload, d.payload)
+                              .where(d.cluster == cluster).order_by(d.seq)):
+            by_cause.setdefault(r.cause_position, []).append((r.type, r.workload, r.payload or {}))
+        q = (sa.select(e.position, e.event_time_ms, e.type, e.payload)
+             .where(e.cluster == cluster, e.status == "applied").order_by(e.position))
+        rows = ((r.event_time_ms, r.type, r.payload or {}, by_cause.get(r.position, []))
+                for r in conn.execution_options(yield_per=5000).execute(q))
+        return placement_from_history(cluster, rows, start_ms=start_ms, end_ms=end_ms, samples=samples)
 
 
 def _apply_event(sweep: _Sweep, kind: str, payload: dict) -> None:

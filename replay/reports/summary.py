@@ -203,9 +203,7 @@ def longest_waits(url: str, report: Report, n: int = 10) -> list[LongWait]:
     Raises:
         SinkError: the store cannot be read.
     """
-    import sqlalchemy as sa
-
-    from replay.store.db import SinkError, create_db_engine
+    from replay.store.db import reading
     from replay.store.restore import archived_events, end_position, usable_snapshot
     from statemodel.driver import Driver, gc_paused
     from statemodel.engine import Engine
@@ -218,32 +216,26 @@ def longest_waits(url: str, report: Report, n: int = 10) -> list[LongWait]:
         return []
     cluster = report.cluster
     found: dict[str, dict] = {}
-    db = create_db_engine(url, read_only=True)
-    try:
-        with db.connect() as conn, gc_paused():
-            ends = sorted((end_position(conn, cluster, j.submitted_ms, None), j.key) for j in chosen)
-            snap = usable_snapshot(conn, cluster, ends[0][0])
-            engine, position = snap if snap is not None else (Engine(), 0)
-            driver = Driver(engine)
-            pending = iter(ends)
-            target = next(pending, None)
-            events = archived_events(conn, cluster, position, ends[-1][0])
-            while target is not None:
-                if position == target[0]:
-                    state = engine.clusters.get(cluster)
-                    try:
-                        found[target[1]] = explain(state, target[1]) if state is not None else {}
-                    except UnknownWorkload:
-                        found[target[1]] = {}
-                    target = next(pending, None)
-                    continue
-                event, error, _ = next(events)
-                driver.step(position, error if event is None else event, cluster=cluster)  # type: ignore[arg-type]
-                position += 1
-    except sa.exc.SQLAlchemyError as exc:
-        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
-    finally:
-        db.dispose()
+    with reading(url) as conn, gc_paused():
+        ends = sorted((end_position(conn, cluster, j.submitted_ms, None), j.key) for j in chosen)
+        snap = usable_snapshot(conn, cluster, ends[0][0])
+        engine, position = snap if snap is not None else (Engine(), 0)
+        driver = Driver(engine)
+        pending = iter(ends)
+        target = next(pending, None)
+        events = archived_events(conn, cluster, position, ends[-1][0])
+        while target is not None:
+            if position == target[0]:
+                state = engine.clusters.get(cluster)
+                try:
+                    found[target[1]] = explain(state, target[1]) if state is not None else {}
+                except UnknownWorkload:
+                    found[target[1]] = {}
+                target = next(pending, None)
+                continue
+            event, error, _ = next(events)
+            driver.step(position, error if event is None else event, cluster=cluster)  # type: ignore[arg-type]
+            position += 1
     out: list[LongWait] = []
     for job in chosen:
         exp = found.get(job.key, {})

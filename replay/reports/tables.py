@@ -90,7 +90,7 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 
-from replay.store.db import SinkError, create_db_engine, redacted
+from replay.store.db import SinkError, reading, redacted
 from statemodel import sql_schema as s
 from statemodel.quantity import parse_quantity
 
@@ -703,17 +703,9 @@ def build_report(url: str, cluster: str, *, observed_waits: dict[str, int] | Non
         SinkError: the store cannot be read, has no schema, or holds no event of ``cluster``.
         EventError: an archived quantity cannot be read (the message names the field).
     """
-    db = create_db_engine(url)
-    try:
-        with db.connect() as conn:
-            if not sa.inspect(conn).has_table("events"):
-                raise SinkError(f"{redacted(url)} has no quotaledger schema")
-            tree = _read_tree(conn, cluster)
-            hist = _read_history(conn, cluster, tree, observed_waits or {})
-    except sa.exc.SQLAlchemyError as exc:
-        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
-    finally:
-        db.dispose()
+    with reading(url) as conn:
+        tree = _read_tree(conn, cluster)
+        hist = _read_history(conn, cluster, tree, observed_waits or {})
     if hist.first_ms is None or hist.last_ms is None:
         raise SinkError(f"{redacted(url)} holds no event of cluster {cluster!r}")
     start = hist.first_ms if start_ms is None else start_ms

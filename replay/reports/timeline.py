@@ -46,7 +46,7 @@ from fractions import Fraction
 import sqlalchemy as sa
 
 from replay.reports.tables import GPU, Report, percentile
-from replay.store.db import SinkError, create_db_engine, redacted
+from replay.store.db import reading
 from statemodel import sql_schema as s
 from statemodel.events.decode import parse_event
 from statemodel.objects import (AdmissionMode, ClusterQueue, Cohort, EngineConfig, LocalQueue,
@@ -520,36 +520,30 @@ def afs_series(url: str, cluster: str, edges: list[int], start_ms: int, end_ms: 
             k += 1
 
     e, d = s.events.c, s.decisions.c
-    db = create_db_engine(url, read_only=True)
     replay = _AfsReplay()
-    try:
-        with db.connect() as conn:
-            replay.unscored = _unscored(conn, cluster)
-            by_cause: dict[int, list] = {}
-            for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
-                                            d.payload).where(d.cluster == cluster).order_by(d.seq)):
-                by_cause.setdefault(r.cause_position, []).append(r)
-            clock: int | None = None
-            rows = conn.execution_options(yield_per=5000).execute(
-                sa.select(e.position, e.event_time_ms, e.payload).where(e.cluster == cluster, e.status == "applied")
-                .order_by(e.position))
-            for r in rows:
-                t = r.event_time_ms
-                clock = t if clock is None or t > clock else clock
-                decisions = by_cause.get(r.position, ())
-                early = [x for x in decisions if x.decision_time_ms < clock]
-                for x in early:
-                    sample_until(x.decision_time_ms + 1)
+    with reading(url) as conn:
+        replay.unscored = _unscored(conn, cluster)
+        by_cause: dict[int, list] = {}
+        for r in conn.execute(sa.select(d.cause_position, d.decision_time_ms, d.type, d.workload, d.cluster_queue,
+                                        d.payload).where(d.cluster == cluster).order_by(d.seq)):
+            by_cause.setdefault(r.cause_position, []).append(r)
+        clock: int | None = None
+        rows = conn.execution_options(yield_per=5000).execute(
+            sa.select(e.position, e.event_time_ms, e.payload).where(e.cluster == cluster, e.status == "applied")
+            .order_by(e.position))
+        for r in rows:
+            t = r.event_time_ms
+            clock = t if clock is None or t > clock else clock
+            decisions = by_cause.get(r.position, ())
+            early = [x for x in decisions if x.decision_time_ms < clock]
+            for x in early:
+                sample_until(x.decision_time_ms + 1)
+                replay.decision(x.type, x.workload, x.cluster_queue, x.payload, x.decision_time_ms)
+            sample_until(clock)
+            replay.event(r.payload or {}, clock)
+            for x in decisions:
+                if x.decision_time_ms >= clock:
                     replay.decision(x.type, x.workload, x.cluster_queue, x.payload, x.decision_time_ms)
-                sample_until(clock)
-                replay.event(r.payload or {}, clock)
-                for x in decisions:
-                    if x.decision_time_ms >= clock:
-                        replay.decision(x.type, x.workload, x.cluster_queue, x.payload, x.decision_time_ms)
-    except sa.exc.SQLAlchemyError as exc:
-        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
-    finally:
-        db.dispose()
     sample_until(end_ms + 1)
     if not replay.ever_on:
         return None

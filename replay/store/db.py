@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -64,6 +66,28 @@ def create_db_engine(url: str, *, read_only: bool = False) -> sa.Engine:
             raise SinkError(f"no store at {redacted(url)}: the file {path} does not exist "
                             "(write one with `quotaledger replay --db` or `quotaledger demo`)")
     return engine
+
+
+@contextmanager
+def reading(url: str) -> Iterator[sa.Connection]:
+    """A connection for reading the store at ``url`` (the reports' one way in): read-only (a
+    SQLite file that does not exist is an error, not a new empty store), the schema required, the
+    engine disposed afterwards.
+
+    Raises:
+        SinkError: the URL or file as ``create_db_engine`` says; the store has no quotaledger schema;
+            any database error while the block reads (``cannot read URL: …``, first line).
+    """
+    db = create_db_engine(url, read_only=True)
+    try:
+        with db.connect() as conn:
+            if not sa.inspect(conn).has_table("events"):
+                raise SinkError(f"{redacted(url)} has no quotaledger schema")
+            yield conn
+    except sa.exc.SQLAlchemyError as exc:
+        raise SinkError(f"cannot read {redacted(url)}: {str(exc).splitlines()[0]}") from None
+    finally:
+        db.dispose()
 
 
 def redacted(url: str) -> str:
