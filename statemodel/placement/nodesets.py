@@ -226,16 +226,17 @@ def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str |
 
 # -- arithmetic ------------------------------------------------------------------------------------
 
-def _pods_fitting(free: dict[str, int], requests: dict[str, int], limit: int) -> int:
-    """How many pods of ``requests`` fit in ``free`` (at most ``limit``)."""
-    n = limit
-    for res, amount in requests.items():
-        if amount > 0:
-            have = free.get(res, 0)
-            if have < amount:
+def _pods_fitting(free: dict[str, int], wanted: list[tuple[str, int]], limit: int) -> int:
+    """How many pods requesting ``wanted`` (``(resource, amount)`` pairs, amounts > 0) fit in
+    ``free``, at most ``limit``; 0 on a node replaced with less than it holds (its free is negative)."""
+    fit = limit
+    for res, amount in wanted:
+        have = free.get(res, 0) // amount
+        if have < fit:
+            if have <= 0:
                 return 0
-            n = min(n, have // amount)
-    return n
+            fit = have
+    return fit
 
 
 def _covers(free: dict[str, int], total: dict[str, int]) -> bool:
@@ -419,14 +420,7 @@ class Placer:
         start = order.start(wanted[0][1], ledger.largest_allocatable(wanted[0][0])) if wanted else 0
         for i in range(start, len(entries)):
             name = entries[i][1]
-            free = free_of[name]
-            fit = left
-            for res, amount in wanted:
-                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
-                if have < fit:
-                    fit = have if have > 0 else 0
-                    if not fit:
-                        break
+            fit = _pods_fitting(free_of[name], wanted, left)
             if fit:
                 chosen.append((name, fit))
                 left -= fit
@@ -473,13 +467,7 @@ class Placer:
                     reasons[why] = reasons.get(why, 0) + 1
                     continue
             matched += 1
-            fit = count
-            for res, amount in wanted:
-                have = free.get(res, 0) // amount  # negative on a node replaced with less than it holds
-                if have < fit:
-                    fit = have if have > 0 else 0
-                    if not fit:
-                        break
+            fit = _pods_fitting(free, wanted, count)
             if fit:
                 fitting.append((name, fit))
                 room += fit
@@ -614,7 +602,8 @@ class Placer:
                     count: int, requirement: str) -> None:
         """No domain at a relevant level holds the request: KAI's per-domain errors of the top
         relevant level (how many pods each domain could take), then the requirement error."""
-        per_pod = {res: amount // count for res, amount in total.items()} if count else total
+        each = [(res, amount // count if count else amount) for res, amount in sorted(total.items())]
+        per_pod = [(res, amount) for res, amount in each if amount > 0]
         domains = sorted((d for d in (tree.by_level[top].values() if top >= 0 else [tree.root]) if scope.contains(d)),
                          key=lambda d: d.id)
         free_of = self.ledger.free_of()
