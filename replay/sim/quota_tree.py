@@ -269,12 +269,14 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
 
     any_flavors = list(trace.capacity) if trace.capacity else [DEFAULT_FLAVOR]
 
-    # quotas[(owner, flavor, res)] = [nominal, borrowingLimit or None, lendingLimit or None]
-    quotas: dict[tuple[str, str, str], list] = {}
-    owner_flavors: dict[str, list[str]] = {}
-    owner_resources: dict[str, set[str]] = {}
+    # quotas[(owner, flavor, res)] = [nominal, borrowingLimit or None, lendingLimit or None]; an
+    # owner is (kind, name): a ClusterQueue may share its name with a Cohort (a one-level tenant
+    # named like the trace), and the two keep their own quotas
+    quotas: dict[tuple[tuple[str, str], str, str], list] = {}
+    owner_flavors: dict[tuple[str, str], list[str]] = {}
+    owner_resources: dict[tuple[str, str], set[str]] = {}
 
-    def put(owner: str, fk: str, res: str, nominal: int, borrow: int | None, lend: int | None) -> None:
+    def put(owner: tuple[str, str], fk: str, res: str, nominal: int, borrow: int | None, lend: int | None) -> None:
         q = quotas.setdefault((owner, fk, res), [0, None, None])
         q[0] += nominal
         if borrow is not None:
@@ -299,7 +301,7 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
     for cq, fk, res, p50, peak in cq_rows:
         summed = flavor_cq_sum[(fk, res)]
         nominal = p50 if summed <= total[(fk, res)] else p50 * total[(fk, res)] // summed
-        put(cq, fk, res, nominal, max(0, peak - nominal), int(nominal * rule.lend_fraction))
+        put(("ClusterQueue", cq), fk, res, nominal, max(0, peak - nominal), int(nominal * rule.lend_fraction))
         key = (cq_info[cq]["pool"], fk, res)
         nominal_sum[key] = nominal_sum.get(key, 0) + nominal
     # pool cohorts top up to their p95 out of what the ClusterQueues leave of the total
@@ -326,14 +328,14 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
             continue
         own, summed = own_of[(pool, fk, res)], nominal_sum[(pool, fk, res)]
         borrow = max(0, min(peak, total[(fk, res)]) - (own + summed))
-        put(pool, fk, res, own, borrow, own)
+        put(("Cohort", pool), fk, res, own, borrow, own)
     for (fk, res) in sorted(total):
-        put(root_name, fk, res, max(0, total[(fk, res)] - filled[(fk, res)]), None, None)
+        put(("Cohort", root_name), fk, res, max(0, total[(fk, res)] - filled[(fk, res)]), None, None)
     if rule.scale != 1:
         for q in quotas.values():
             q[:] = [None if v is None else _scaled(v, rule.scale) for v in q]
 
-    def resource_groups(owner: str) -> list[dict]:
+    def resource_groups(owner: tuple[str, str]) -> list[dict]:
         flavors = owner_flavors.get(owner, [])
         if not flavors:
             return []
@@ -378,13 +380,13 @@ def generate_quota(trace: ImportResult, rule: QuotaRule = QuotaRule()) -> QuotaC
         spec: dict = {}
         if cohorts[c] is not None:
             spec["parentName"] = cohorts[c]
-        rgs = resource_groups(c)
+        rgs = resource_groups(("Cohort", c))
         if rgs:
             spec["resourceGroups"] = rgs
         objects.append({"apiVersion": API, "kind": "Cohort", "metadata": {"name": c}, "spec": spec})
     for cq in sorted(cq_info):
         spec = {"cohortName": cq_info[cq]["pool"], "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": resource_groups(cq)}
+                "resourceGroups": resource_groups(("ClusterQueue", cq))}
         if rule.afs:
             spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
         objects.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": spec})

@@ -215,3 +215,24 @@ def test_a_tighter_scale_keeps_jobs_waiting_in_the_simulation(tmp_path: Path) ->
                      tick_ms=0)
     assert (tight.admitted, tight.pending_at_end) == (1, 2)
     assert sorted(k.split("/")[1] for k in tight.admitted_at) == ["j1"]
+
+
+def test_a_cluster_queue_named_like_the_root_cohort_keeps_its_own_quota() -> None:
+    # one-level tenants sit directly under the root cohort; the tenant "lab" of the trace "lab"
+    # makes a ClusterQueue and a Cohort both named "lab", which must not add their quotas together
+    jobs = [Job("a", 0, None, ("lab",), 1, (("cpu", 2000),), "f", 0),                # [0, 100) 2 cpu
+            Job("b", 80 * S, None, ("lab",), 1, (("cpu", 4000),), "f", 80 * S),       # [80, 100) 4 cpu
+            Job("c", 0, None, ("other",), 1, (("cpu", 1000),), "f", 0)]               # [0, 100) 1 cpu
+    config = generate_quota(ImportResult("lab", jobs, [], 0, 100 * S))
+    cohorts, cqs = _objects(config, "Cohort"), _objects(config, "ClusterQueue")
+    assert list(cohorts) == ["lab"] and list(cqs) == ["lab", "other"]
+    assert cqs["lab"]["spec"]["cohortName"] == "lab"
+
+    def quota(obj):
+        return obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+
+    # ClusterQueue lab: 2 cpu for 80 % of the span, 6 for 20 % -> p50 2, peak 6: borrow 4, lend 1
+    assert quota(cqs["lab"]) == {"name": "cpu", "nominalQuota": "2", "borrowingLimit": "4", "lendingLimit": "1"}
+    assert quota(cqs["other"]) == {"name": "cpu", "nominalQuota": "1", "borrowingLimit": "0", "lendingLimit": "500m"}
+    # the tree holds the p99 of 3 (80 %) / 7 (20 %) = 7; the root cohort lab holds 7 - (2 + 1) = 4
+    assert quota(cohorts["lab"]) == {"name": "cpu", "nominalQuota": "4"}
