@@ -720,6 +720,36 @@ class KueueModel:
             for fr, amount in _quota_rows(usage).items():
                 add_usage(node, fr, amount)
 
+    def advantage_level(self, leaf: str,
+                        requests: list[tuple[FlavorResource, int]]) -> tuple[list[tuple[str, str]], int]:
+        """``(path(leaf), level)``: the index along the path of the first node whose subtree quota takes
+        what is left of ``requests`` on top of its usage, each amount less the unused local quota
+        (``max(0, local - usage)``) of every node below it, clamped at 0 — Kueue
+        ``QuantitiesFitInQuota`` folded up the hierarchical preemption walk (``classical/
+        hierarchical_preemption.go``); ``len(path)`` when no node takes it.  One walk of the linked
+        chain, O(depth × len(requests)); ``requests`` is not changed."""
+        path = self.path(leaf)
+        needs = [amount for _, amount in requests]
+        node: QuotaNode | None = self._cqs[leaf]
+        level = 0
+        while node is not None:
+            fits = True
+            subtree, local, usage = node.subtree, node.local, node.usage
+            for j in range(len(needs)):
+                fr = requests[j][0]
+                amount = needs[j]
+                used = usage.get(fr, 0)
+                if subtree.get(fr, 0) < used + amount:
+                    fits = False
+                own = local.get(fr, 0)
+                free = own - used if own > used else 0
+                needs[j] = amount - free if amount > free else 0
+            if fits:
+                return path, level
+            level += 1
+            node = node.parent
+        return path, level
+
 
 def _load_quota(node: QuotaNode, quota: list) -> None:
     node.nominal, node.borrowing_limit, node.lending_limit = (_quota_rows(q) for q in quota)
