@@ -18,6 +18,27 @@ from enum import StrEnum
 FlavorResource = tuple[str, str]
 """A ``(flavor, resource)`` pair: the unit of all capacity arithmetic (Kueue ``FlavorResource``)."""
 
+_FLAVOR_RESOURCES: dict[FlavorResource, FlavorResource] = {}
+"""Memo of :func:`flavor_resource`: each pair seen, as the one tuple handed out for it (bounded;
+cleared when full)."""
+_FLAVOR_RESOURCES_MAX = 65536
+
+
+def flavor_resource(flavor: str, resource: str) -> FlavorResource:
+    """The pair ``(flavor, resource)``, the same tuple object for equal pairs while the bounded memo
+    holds it.  The quota model keys its per-node numbers, and workloads their charges, by these
+    pairs; a dict lookup with the very object the dict stores as key skips comparing the two tuples
+    item by item, which otherwise dominates the cost of the quota arithmetic.  Only identity differs
+    from a fresh tuple: equality, hashing and order, and so every answer, are those of the plain
+    tuple (after the memo is cleared, lookups are merely slower)."""
+    key = (flavor, resource)
+    got = _FLAVOR_RESOURCES.get(key)
+    if got is None:
+        if len(_FLAVOR_RESOURCES) >= _FLAVOR_RESOURCES_MAX:
+            _FLAVOR_RESOURCES.clear()
+        got = _FLAVOR_RESOURCES[key] = key
+    return got
+
 
 class QueueingStrategy(StrEnum):
     """``ClusterQueue.spec.queueingStrategy`` (Kueue ``QueueingStrategy``)."""

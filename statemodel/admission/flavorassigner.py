@@ -32,7 +32,9 @@ from typing import Final
 
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.limits import MAX_MESSAGE_STATUSES
-from statemodel.objects import FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource
+from statemodel.objects import (
+    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, flavor_resource,
+)
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
@@ -230,7 +232,10 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
             group_severity = None
             for flavor in group.flavors:
                 fname = flavor.name
-                request = [((fname, r), assumed.get((fname, r), 0) + a) for r, a in group_requests]
+                request: list[tuple[FlavorResource, int]] = []
+                for r, a in group_requests:
+                    fr = flavor_resource(fname, r)
+                    request.append((fr, assumed.get(fr, 0) + a))
                 fit = model.fit(leaf, request)
                 flavor_statuses: list[PodSetStatus] = []
                 if isinstance(fit, Fit):
@@ -246,7 +251,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                         mode = FIT
                         borrow = fit.borrowing
                         for sf in fit.shortfalls:
-                            sf_mode, sf_borrow = oracle((sf.flavor, sf.resource), sf.needed)
+                            sf_mode, sf_borrow = oracle(flavor_resource(sf.flavor, sf.resource), sf.needed)
                             if sf_mode < mode:
                                 mode = sf_mode
                             if sf_borrow > borrow:
@@ -290,7 +295,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
             for r, a in group_requests:
                 chosen[r] = fname
                 ps_usage[r] = a
-                fr = (fname, r)
+                fr = flavor_resource(fname, r)
                 assumed[fr] = assumed.get(fr, 0) + a
                 if mode != FIT:
                     preempt_frs.append(fr)

@@ -120,6 +120,12 @@ class CandidateIndex:
         count = self._lowest_count
         return min(count) if count else None
 
+    def lowest_of(self, cluster_queue: str) -> int | None:
+        """The priority of ``cluster_queue``'s first non-evicting admitted workload in candidate order
+        (its lowest; ``None`` when it has none): ``ordered(...).keys[0][0]`` without reading the
+        list.  :meth:`refresh` first.  O(1)."""
+        return self._lowest.get(cluster_queue)
+
     def subtree_min(self, admitted: "dict[str, dict[str, WorkloadInfo]]", hierarchy: "Hierarchy",
                     cohort: str) -> list[QueueKey]:
         """``[smallest queue_key]`` of the non-evicting admitted workloads of the ClusterQueues below

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, PreemptionPolicy
 from statemodel.preemption.candidate_index import CandidateIndex, OrderedQueue, QueueKey, queue_key
 from statemodel.preemption.context import PreemptionContext
-from statemodel.preemption.hierarchical import quantities_fit_in_quota, within_nominal
+from statemodel.preemption.hierarchical import within_nominal
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, QuotaModel
 from statemodel.reasons import (
     IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION, PreemptionReason,
@@ -452,21 +452,23 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     prio_later: list[tuple[str, str]] = []
     lazy = not index.evicting_queues
     without_borrowing = True
-    path = ctx.model.path(ctx.cluster_queue)
+    # the path and where the request first fits a subtree's quota (Kueue ``QuantitiesFitInQuota``
+    # folded up the path, one model call): the preemptor has hierarchical advantage at path[i]
+    # once a node below it took the request
+    path, level = ctx.model.advantage_level(ctx.cluster_queue, list(ctx.usage.items()))
     if len(path) > 1 and ctx.preemption.reclaim_within_cohort != NEVER:
         without_borrowing = can_fit_without_borrowing(ctx, same_list)
-        advantage, remaining = quantities_fit_in_quota(ctx.model, CLUSTER_QUEUE, ctx.cluster_queue, ctx.usage)
         # the lowest priority admitted: when it is at or above a group's bound, no ClusterQueue has
         # a candidate for that group (evicting ones aside: lazy only)
         floor = index.lowest_priority()
         previous: str | None = None
-        for i, (_, cohort) in enumerate(path[1:]):
-            later = (hier_later if advantage else prio_later) if lazy and i > 0 else None
+        for i in range(1, len(path)):
+            cohort = path[i][1]
+            advantage = level < i
+            later = (hier_later if advantage else prio_later) if lazy and i > 1 else None
             bound = _priority_bound(ctx, False, advantage, without_borrowing)
             if not lazy or (floor is not None and (bound is None or floor < bound)):
                 _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
-            fits, remaining = quantities_fit_in_quota(ctx.model, COHORT, cohort, remaining)
-            advantage = advantage or fits
             previous = cohort
     groups = [_Group(ctx, index, hier, hier_later, True, without_borrowing),
               _Group(ctx, index, prio, prio_later, False, without_borrowing), same]
@@ -482,11 +484,12 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
     anywhere (those are candidates whatever the bounds) answers ``True``; otherwise the preemptor's
     own ClusterQueue, then for each Cohort from its parent to the root (none when no admitted
     workload anywhere is below the level's bound, ``CandidateIndex.lowest_priority``), every child
-    above its quota outside the subtree already climbed, is read only for its smallest ``queue_key``
-    (``CandidateIndex.ordered`` / ``subtree_min``) against the priority bound that ``collect``'s
-    list for that level uses (``_priority_bound``, with the same hierarchical advantage and the
-    same "can it fit without borrowing" answer: without own candidates that answer has nothing to
-    subtract).  Every check over-approximates the candidates (a smallest key below the bound may
+    above its quota outside the subtree already climbed, is read only for its lowest priority
+    (``CandidateIndex.lowest_of``; a Cohort: the priority of ``subtree_min``) against the priority
+    bound that ``collect``'s list for that level uses (``_priority_bound``, with the same
+    hierarchical advantage and the same "can it fit without borrowing" answer, both from one
+    ``QuotaModel.advantage_level`` call: without own candidates that answer has nothing to
+    subtract).  Every check over-approximates the candidates (a lowest priority below the bound may
     still fail ``classify``; a Cohort's bound covers ClusterQueues within quota too), so ``False``
     is exact and ``True`` only means "search".  Cost: O(depth) plus one read per child above quota
     of each Cohort on the path, no allocation per candidate."""
@@ -496,66 +499,45 @@ def may_have_candidates(ctx: PreemptionContext) -> bool:
     if index.evicting_queues:
         return True
     if ctx.preemption.within_cluster_queue != NEVER:
-        keys = index.ordered(admitted, ctx.cluster_queue).keys
+        lowest = index.lowest_of(ctx.cluster_queue)
         bound = _priority_bound(ctx, True, False, True)
-        if keys and (bound is None or keys[0][0] < bound):
+        if lowest is not None and (bound is None or lowest < bound):
             return True
-    model = ctx.model
-    path = model.path(ctx.cluster_queue)
-    if len(path) < 2 or ctx.preemption.reclaim_within_cohort == NEVER:
+    if ctx.preemption.reclaim_within_cohort == NEVER:
         return False
     floor = index.lowest_priority()
     widest = _priority_bound(ctx, False, True, True)  # the policy's own bound: no level's is wider
     if floor is None or (widest is not None and floor >= widest):
         return False
-    # the preemptor's ClusterQueue: its numbers answer both "can it fit without borrowing" (a
-    # ClusterQueue's subtree quota is its nominal quota: ``can_fit_without_borrowing`` without own
-    # candidates) and the hierarchical advantage at its parent; further up the advantage is the
-    # request fitting in a node's subtree quota (``quantities_fit_in_quota`` folded up the path,
-    # without building dicts), read only while it can change a level's bound: it is sticky, and
-    # without borrowing every level has the policy's own bound
-    needs = list(ctx.usage.items())
-    without_borrowing = _fold_needs(model, path[0][0], path[0][1], needs)
-    advantage = without_borrowing
+    # one model call for the path and where the request first fits a subtree's quota: at the
+    # preemptor's ClusterQueue it answers "can it fit without borrowing" (a ClusterQueue's subtree
+    # quota is its nominal quota: ``can_fit_without_borrowing`` without own candidates), above it
+    # the hierarchical advantage of each level (Kueue ``QuantitiesFitInQuota`` folded up the path)
+    model = ctx.model
+    path, level = model.advantage_level(ctx.cluster_queue, list(ctx.usage.items()))
+    if len(path) < 2:
+        return False
+    without_borrowing = level == 0
     plain = _priority_bound(ctx, False, False, without_borrowing)
     ahead = widest if without_borrowing else _priority_bound(ctx, False, True, False)
     previous: str | None = None
     for i in range(1, len(path)):
-        if i > 1 and not advantage and plain != ahead:
-            kind, name = path[i - 1]
-            advantage = _fold_needs(model, kind, name, needs)
         cohort = path[i][1]
-        bound = ahead if advantage else plain
+        bound = ahead if level < i else plain
         if bound is None or floor < bound:
             for kind, name in model.over_quota_children(cohort, ctx.frs):
                 if kind == COHORT:
                     if name == previous:
                         continue
                     low = index.subtree_min(admitted, hierarchy, name)
-                else:
-                    if name == ctx.cluster_queue:
-                        continue
-                    low = index.ordered(admitted, name).keys[:1]
-                if low and (bound is None or low[0][0] < bound):
-                    return True
+                    if low and (bound is None or low[0][0] < bound):
+                        return True
+                elif name != ctx.cluster_queue:
+                    lowest = index.lowest_of(name)
+                    if lowest is not None and (bound is None or lowest < bound):
+                        return True
         previous = cohort
     return False
-
-
-def _fold_needs(model: QuotaModel, kind: str, name: str, needs: list[tuple[FlavorResource, int]]) -> bool:
-    """Whether every ``(flavor-resource, amount)`` of ``needs`` fits in the subtree quota of node
-    ``(kind, name)`` on top of its usage (``hierarchical.quantities_fit_in_quota``); ``needs`` is
-    left holding what remains for the node's parent (each amount less the node's unused local
-    quota, clamped at 0)."""
-    fits = True
-    for j in range(len(needs)):
-        fr, amount = needs[j]
-        subtree, local, usage = model.quota_numbers(kind, name, fr)
-        if subtree < usage + amount:
-            fits = False
-        free = local - usage if local > usage else 0
-        needs[j] = (fr, amount - free if amount > free else 0)
-    return fits
 
 
 def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:

@@ -144,16 +144,14 @@ def release_all(ctx: PreemptionContext, targets: list[Target]) -> Callable[[], N
     return undo
 
 
-def preemption_mode(ctx: PreemptionContext, fr: FlavorResource, amount: int,
-                    search: Callable[[PreemptionContext], list[Target]] = find_targets,
+def preemption_mode(ctx: PreemptionContext, fr: FlavorResource, amount: int, targets: list[Target],
                     height: int | None = None) -> tuple[int, int]:
     """Kueue ``PreemptionOracle.SimulatePreemption`` for one flavor-resource (``ctx.frs == [fr]``,
-    ``ctx.usage == {fr: amount}``) with the victim ``search`` (default: classical):
-    ``(mode, borrowing height after the preemptions)`` — ``RECLAIM`` when every victim is in another
-    ClusterQueue, ``PREEMPT`` when one is in the preemptor's own, ``NO_CANDIDATES`` when there is no
-    victim set, with the height as things are — or ``height`` when the caller gives one (it has it,
-    or does not read it)."""
-    targets = search(ctx)
+    ``ctx.usage == {fr: amount}``) given the ``targets`` a victim search (classical:
+    :func:`find_targets`) found for ``ctx``: ``(mode, borrowing height after the preemptions)`` —
+    ``RECLAIM`` when every victim is in another ClusterQueue, ``PREEMPT`` when one is in the
+    preemptor's own, ``NO_CANDIDATES`` when there is no victim set, with the height as things are —
+    or ``height`` when the caller gives one (it has it, or does not read it)."""
     model, leaf = ctx.model, ctx.cluster_queue
     if not targets:
         return NO_CANDIDATES, height if height is not None else model.lowest_fitting_subtree(leaf, fr, amount)[0]

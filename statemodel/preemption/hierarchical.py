@@ -26,20 +26,3 @@ def borrowing_with(model: QuotaModel, kind: str, name: str, fr: FlavorResource, 
     subtree quota (a ClusterQueue: past its nominal quota)."""
     subtree, _, usage = model.quota_numbers(kind, name, fr)
     return subtree < usage + amount
-
-
-def quantities_fit_in_quota(model: QuotaModel, kind: str, name: str,
-                            requests: dict[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
-    """Kueue ``QuantitiesFitInQuota``: ``(fits, remaining)`` — whether every request fits in the
-    node's subtree quota on top of its usage, and per flavor-resource what is left once the node's
-    local available quota (``max(0, local quota - usage)``) is used, ``max(0, request - that)``;
-    the preemption walk climbs the tree with ``remaining``."""
-    fits = True
-    remaining: dict[FlavorResource, int] = {}
-    for fr, amount in requests.items():
-        subtree, local, usage = model.quota_numbers(kind, name, fr)
-        if subtree < usage + amount:
-            fits = False
-        free = local - usage if local > usage else 0
-        remaining[fr] = amount - free if amount > free else 0
-    return fits, remaining

@@ -82,12 +82,8 @@ class PreemptionOracle:
             return NO_FIT, 0
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
                                 [fr], {fr: amount}, self.index)
-        searched = self.searched
-
-        def remembered(c: PreemptionContext) -> list[Target]:
-            targets = searched[(fr, amount)] = self.search(c)
-            return targets
-        return preemption_mode(ctx, fr, amount, remembered, 0)
+        targets = self.searched[(fr, amount)] = self.search(ctx)
+        return preemption_mode(ctx, fr, amount, targets, 0)
 
     def targets_for(self, frs: list[FlavorResource], usage: dict[FlavorResource, int]) -> list[Target] | None:
         """The remembered targets of a search whose context needs ``usage`` with only ``frs`` needing

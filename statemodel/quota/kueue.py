@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from statemodel.objects import FlavorResource, ResourceGroup
+from statemodel.objects import FlavorResource, ResourceGroup, flavor_resource
 from statemodel.quota.kueue_fair_sharing import dominant_resource_share
 from statemodel.quota.protocol import (
     CLUSTER_QUEUE, COHORT, Entitlement, Fit, FitIfPreempting, FitResult, NoFit, PodSetTotals, PoolKey, Share,
@@ -50,8 +50,10 @@ class QuotaNode:
             is stale too, so marking stops at the first stale ancestor (amortized O(1) per edge change,
             where eager upkeep would walk the whole chain on every change of a deep tree).
         over: per flavor-resource, the linked children whose usage exceeds their subtree quota (Kueue:
-            not ``IsWithinNominalInResources``), keyed ``(is ClusterQueue, name)`` — so a preemption
-            search visits only the children that can hold candidates.
+            not ``IsWithinNominalInResources``), keyed by their ``over_key`` — so a preemption search
+            visits only the children that can hold candidates.
+        over_key: ``(is_cluster_queue, name)``, made once: the key of this node in its parent's
+            ``over`` index (the same tuple object each time, so the index finds it by identity).
         shared / shared_as: the node's last Dominant Resource Share (``KueueModel.share``) and the
             ``(configuration epoch, weight)`` it was computed for; ``shared`` is dropped whenever the
             node's usage changes (``add_usage``, ``_propagate``), a share depending on nothing else
@@ -61,7 +63,7 @@ class QuotaNode:
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
         "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale", "over",
-        "shared", "shared_as",
+        "shared", "shared_as", "over_key",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -82,6 +84,7 @@ class QuotaNode:
         self.over: dict[FlavorResource, dict[tuple[bool, str], QuotaNode]] = {}
         self.shared: Share | None = None
         self.shared_as: tuple[int, int] = (-1, 0)
+        self.over_key = (is_cluster_queue, name)
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -105,7 +108,7 @@ def _mark(node: QuotaNode, fr: FlavorResource) -> None:
     parent = node.parent
     if parent is None:
         return
-    key = (node.is_cluster_queue, node.name)
+    key = node.over_key
     index = parent.over.get(fr)
     if node.usage.get(fr, 0) > node.subtree.get(fr, 0):
         if index is None:
@@ -163,7 +166,7 @@ def set_quotas(node: QuotaNode, resource_groups: tuple[ResourceGroup, ...]) -> N
     for group in resource_groups:
         for flavor in group.flavors:
             for quota in flavor.resources:
-                fr = (flavor.name, quota.name)
+                fr = flavor_resource(flavor.name, quota.name)
                 nominal[fr] = quota.nominal
                 if quota.borrowing_limit is not None:
                     borrowing[fr] = quota.borrowing_limit
@@ -371,7 +374,7 @@ def unlink(child: QuotaNode) -> None:
         parent.cq_children -= 1
     else:
         del parent.cohort_children[child.name]
-    key = (child.is_cluster_queue, child.name)
+    key = child.over_key
     for index in parent.over.values():
         index.pop(key, None)
     child.parent = None
@@ -719,6 +722,36 @@ class KueueModel:
             node = self._cqs[name]
             for fr, amount in _quota_rows(usage).items():
                 add_usage(node, fr, amount)
+
+    def advantage_level(self, leaf: str,
+                        requests: list[tuple[FlavorResource, int]]) -> tuple[list[tuple[str, str]], int]:
+        """``(path(leaf), level)``: the index along the path of the first node whose subtree quota takes
+        what is left of ``requests`` on top of its usage, each amount less the unused local quota
+        (``max(0, local - usage)``) of every node below it, clamped at 0 — Kueue
+        ``QuantitiesFitInQuota`` folded up the hierarchical preemption walk (``classical/
+        hierarchical_preemption.go``); ``len(path)`` when no node takes it.  One walk of the linked
+        chain, O(depth × len(requests)); ``requests`` is not changed."""
+        path = self.path(leaf)
+        needs = [amount for _, amount in requests]
+        node: QuotaNode | None = self._cqs[leaf]
+        level = 0
+        while node is not None:
+            fits = True
+            subtree, local, usage = node.subtree, node.local, node.usage
+            for j in range(len(needs)):
+                fr = requests[j][0]
+                amount = needs[j]
+                used = usage.get(fr, 0)
+                if subtree.get(fr, 0) < used + amount:
+                    fits = False
+                own = local.get(fr, 0)
+                free = own - used if own > used else 0
+                needs[j] = amount - free if amount > free else 0
+            if fits:
+                return path, level
+            level += 1
+            node = node.parent
+        return path, level
 
 
 def _load_quota(node: QuotaNode, quota: list) -> None:

@@ -354,6 +354,17 @@ class QuotaModel(Protocol):
     def load(self, doc: dict) -> None:
         """Restore a fresh model from ``dump`` output of the same ``version``."""
 
+    def advantage_level(self, leaf: str,
+                        requests: list[tuple[FlavorResource, int]]) -> tuple[list[tuple[str, str]], int]:
+        """``(path(leaf), level)`` for the hierarchical preemption walk (Kueue ``QuantitiesFitInQuota``
+        folded up ``classical/hierarchical_preemption.go``): ``level`` is the index along the path of
+        the first node whose subtree quota takes what is left of ``requests`` (``(flavor-resource,
+        amount)`` pairs in base units) on top of its usage, each amount less the unused local quota
+        (``max(0, local quota - usage)``) of every node below it; ``len(path)`` when none does.  So
+        the preemptor fits without borrowing iff ``level == 0``, and has hierarchical advantage at the
+        Cohort ``path[i]`` iff ``level < i``.  One call instead of one ``quota_numbers`` per node and
+        flavor-resource (the numbers are the same)."""
+
 
 UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None]
 """A decision a unit model made: ``(type, unit key, quota name, usage per resource, borrowing,

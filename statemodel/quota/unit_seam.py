@@ -102,3 +102,8 @@ class NoClusterQueueQuota:
         """No Kueue rows."""
         return []
 
+    def advantage_level(self, leaf: str,
+                        requests: list[tuple[FlavorResource, int]]) -> tuple[list[tuple[str, str]], int]:
+        """Just the ClusterQueue, whose quota is 0: level 0 only when nothing is asked, else 1 (none)."""
+        return self.path(leaf), 0 if all(amount <= 0 for _, amount in requests) else 1
+

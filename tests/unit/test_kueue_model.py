@@ -99,3 +99,36 @@ def test_dump_load_round_trip():
 def test_wake_rule(leaf, needed, at_pool_free):
     rule = tree(usage_b=3000).wake_rule(leaf, CPU, needed)
     assert rule.pool == (False, "root") and rule.at_pool_free is at_pool_free
+
+
+def deep_tree(usage_a: int, usage_b: int) -> KueueModel:
+    """Cohort ``root`` (nominal 4 cpu) → Cohort ``m`` (nominal 2) → ClusterQueues ``a`` (nominal 4,
+    lendingLimit 1: local 3) and ``b`` (nominal 6, no lending limit: local 0).  ``m`` sees
+    2 + (4 - 3) + 6 = 9 cpu, ``root`` 4 + 9 = 13; ``m``'s usage is what spills past ``a``'s local 3
+    plus all of ``b``'s."""
+    model = KueueModel()
+    h = Hierarchy(model)
+    h.apply_cohort(cohort("root", default={"cpu": 4000}))
+    h.apply_cohort(cohort("m", "root", default={"cpu": 2000}))
+    h.apply_cluster_queue(cq("a", "m", default={"cpu": (4000, None, 1000)}))
+    h.apply_cluster_queue(cq("b", "m", default={"cpu": 6000}))
+    for leaf, usage in (("a", usage_a), ("b", usage_b)):
+        if usage:
+            model.charge(leaf, {CPU: usage})
+    return model
+
+
+@pytest.mark.parametrize("usage_a, usage_b, amount, level", [
+    (0, 0, 4000, 0),     # within a's nominal 4 (its subtree quota, not its local 3)
+    (0, 0, 5000, 1),     # 5 > 4; 5 - a's free local 3 = 2 more in m: 0 + 2 <= 9
+    (2000, 0, 3000, 1),  # 2 + 3 > 4; 3 - a's free local 1 = 2 in m: 0 + 2 <= 9
+    (0, 8000, 5000, 2),  # 2 left for m: 8 + 2 > 9; m has no local quota: 2 at root, 8 + 2 <= 13
+    (0, 8000, 9000, 3),  # 6 left: 8 + 6 > 9 in m and > 13 at the root: no node takes it
+])
+def test_advantage_level(usage_a, usage_b, amount, level):
+    model = deep_tree(usage_a, usage_b)
+    requests = [(CPU, amount)]
+    path, got = model.advantage_level("a", requests)
+    assert path == [(CLUSTER_QUEUE, "a"), (COHORT, "m"), (COHORT, "root")]
+    assert got == level
+    assert requests == [(CPU, amount)]

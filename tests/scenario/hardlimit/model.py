@@ -144,6 +144,11 @@ class HardLimitModel:
         return [Entitlement(kind, name, fr[0], fr[1], limits.get(fr, 0), None, None, limits.get(fr, 0), 0,
                             usage.get(fr, 0), self.available(name, fr), limits.get(fr, 0)) for fr in keys]
 
+    def advantage_level(self, leaf: str,
+                        requests: list[tuple[FlavorResource, int]]) -> tuple[list[tuple[str, str]], int]:
+        numbers = [(self.quota_numbers(CLUSTER_QUEUE, leaf, fr), amount) for fr, amount in requests]
+        return self.path(leaf), 0 if all(limit >= used + amount for (limit, _, used), amount in numbers) else 1
+
     def dump(self) -> dict:
         return {"limits": {n: _rows(v) for n, v in self.limits.items()},
                 "usage": {n: _rows(v) for n, v in self.usage.items()},
