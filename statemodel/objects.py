@@ -131,11 +131,16 @@ class ResourceGroup:
 class ResourceFlavor:
     """Kueue ``ResourceFlavor``: ``node_labels`` as sorted ``(key, value)`` pairs; ``topology_name``
     is ``spec.topologyName`` (the ``Topology`` whose domains placement uses for pod sets assigned
-    this flavor; ``None`` = none)."""
+    this flavor; ``None`` = none); ``node_taints`` is ``spec.nodeTaints`` (a pod set that does not
+    tolerate a ``NoSchedule`` / ``NoExecute`` one cannot be assigned the flavor) and
+    ``tolerations`` is ``spec.tolerations`` (added to the pods of a pod set assigned the flavor),
+    both in spec order."""
 
     name: str
     node_labels: tuple[tuple[str, str], ...] = ()
     topology_name: str | None = None
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

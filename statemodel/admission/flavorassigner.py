@@ -21,8 +21,12 @@ after a flavor that borrows when ``whenCanBorrow: TryNextFlavor``; otherwise it 
 best flavor seen wins (Kueue ``isPreferred``): with ``preference: BorrowingOverPreemption`` (the
 default) the better mode (fit > reclaim > preempt), then the lower borrowing height; with
 ``PreemptionOverBorrowing`` the lower borrowing height, then the better mode; the earliest flavor on
-ties.  Node-affinity checks against flavor labels are not done.  A missing ResourceFlavor makes the
-whole ClusterQueue inactive before assignment is tried (Kueue).
+ties.  Before its quota is asked, a flavor with ``spec.nodeTaints`` is checked against the podSet's
+tolerations plus the flavor's own ``spec.tolerations`` (Kueue ``checkFlavorForPodSets``): a
+``NoSchedule`` / ``NoExecute`` taint not tolerated makes the flavor not fit (``NoMatchingFlavor``,
+``untolerated taint {key value effect <nil>} in flavor X``) and the search goes on.  Node-affinity
+checks against flavor labels are not done.  A missing ResourceFlavor makes the whole ClusterQueue
+inactive before assignment is tried (Kueue).
 """
 
 from __future__ import annotations
@@ -32,11 +36,14 @@ from typing import Final
 
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.limits import MAX_MESSAGE_STATUSES
-from statemodel.objects import FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource
+from statemodel.objects import (
+    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, ResourceFlavor, Taint, Toleration,
+)
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR, SEVERITY, WAITING_FOR_QUOTA
+from statemodel.taints import taint_text, untolerated
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 
@@ -55,17 +62,22 @@ height of a mode at or below ``NO_CANDIDATES`` is not read."""
 class PodSetStatus:
     """One reason a flavor (or no flavor) failed for a podSet: the model's ``shortfall`` and the
     podSet's own ``request`` of that resource (the rest of ``shortfall.needed`` was taken by earlier
-    podSets).  A resource no resource group covers has reason ``NoMatchingFlavor`` and flavor ``""``."""
+    podSets).  A resource no resource group covers has reason ``NoMatchingFlavor`` and flavor ``""``;
+    a flavor whose node ``taint`` the podSet does not tolerate has reason ``NoMatchingFlavor``, the
+    flavor, the first resource of the group requested and ``available`` 0."""
 
-    __slots__ = ("shortfall", "request")
+    __slots__ = ("shortfall", "request", "taint")
 
-    def __init__(self, shortfall: Shortfall, request: int) -> None:
+    def __init__(self, shortfall: Shortfall, request: int, taint: Taint | None = None) -> None:
         self.shortfall = shortfall
         self.request = request
+        self.taint = taint
 
     def __str__(self) -> str:
         sf = self.shortfall
         r = sf.resource
+        if self.taint is not None:
+            return f"untolerated taint {taint_text(self.taint)} in flavor {sf.flavor}"
         if sf.reason == NO_MATCHING_FLAVOR:
             return f"resource {r} unavailable in ClusterQueue"
         if sf.reason == EXCEEDS_MAX_QUOTA:
@@ -96,15 +108,18 @@ class NoFitMessage:
     def shortfalls(self) -> list[dict]:
         """The failures as JSON-ready rows, one per status: ``podSet``, ``reason``, ``flavor``,
         ``resource``, ``node`` (the level whose limit binds), ``needed``, ``available``, ``request``
-        (integers in base units, as ``PodSetStatus`` and ``Shortfall`` define them).  PodSets in
-        order, each podSet's statuses in the order the message lists them (sorted by their text)."""
+        (integers in base units, as ``PodSetStatus`` and ``Shortfall`` define them), and for an
+        untolerated flavor taint ``taint`` (``key``, ``value``, ``effect``).  PodSets in order, each
+        podSet's statuses in the order the message lists them (sorted by their text)."""
         rows: list[dict] = []
         for ps, statuses in self.failures:
             for st in statuses if len(statuses) < 2 else sorted(statuses, key=str):
                 sf = st.shortfall
-                rows.append({"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
-                             "node": sf.node, "needed": sf.needed, "available": sf.available,
-                             "request": st.request})
+                row = {"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
+                       "node": sf.node, "needed": sf.needed, "available": sf.available, "request": st.request}
+                if st.taint is not None:
+                    row["taint"] = {"key": st.taint.key, "value": st.taint.value, "effect": str(st.taint.effect)}
+                rows.append(row)
         return rows
 
     def __str__(self) -> str:
@@ -174,8 +189,9 @@ def _preferred(mode: int, borrow: int, best_mode: int, best_borrow: int, preempt
 
 
 def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
-                   oracle: Oracle | None = None) -> Assignment:
-    """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage.
+                   flavors: dict[str, ResourceFlavor], oracle: Oracle | None = None) -> Assignment:
+    """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage;
+    ``flavors``: the cluster's ResourceFlavors by name (their node taints and tolerations).
 
     Asks ``model.fit`` once per flavor tried, and ``oracle`` (when given: the ClusterQueue has a
     preemption policy) once per resource short in a flavor the model answers ``FitIfPreempting``
@@ -197,6 +213,8 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
     preempt_frs: list[FlavorResource] = []
     omitted = 0
     worst = 0
+    placement = info.obj.placement
+    tolerations = {c.pod_set: c.tolerations for c in placement.pod_sets} if placement is not None else {}
     for ps_name, count, totals in info.totals:
         requests = list(totals)
         if cq.covers_pods:
@@ -230,6 +248,19 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
             group_severity = None
             for flavor in group.flavors:
                 fname = flavor.name
+                rf = flavors.get(fname)
+                if rf is not None and rf.node_taints:
+                    taint = untolerated(rf.node_taints, tolerations.get(ps_name, ()) + rf.tolerations)
+                    if taint is not None:
+                        if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                            res0, amount0 = group_requests[0]
+                            ps_statuses.append(PodSetStatus(
+                                Shortfall(NO_MATCHING_FLAVOR, fname, res0, leaf, amount0, 0), amount0, taint))
+                        else:
+                            omitted += 1
+                        flavor_sev = SEVERITY[NO_MATCHING_FLAVOR]
+                        group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
+                        continue
                 request = [((fname, r), assumed.get((fname, r), 0) + a) for r, a in group_requests]
                 fit = model.fit(leaf, request)
                 flavor_statuses: list[PodSetStatus] = []

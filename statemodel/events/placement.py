@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from statemodel.events.fields import as_obj, fail, opt_bool, opt_list, opt_obj, opt_str, req_str, shown, smap
+from statemodel.events.fields import (
+    as_obj, choice, fail, members, opt_bool, opt_list, opt_obj, opt_str, req_str, shown, smap,
+)
 from statemodel.events.names import label_value_problem, qualified_name_problem, subdomain_problem
 from statemodel.objects import (
-    KubeObject, NodeSelectorRequirement, PlacementRequest, PodSetPlacement, TaintEffect, Toleration, Topology,
+    KubeObject, NodeSelectorRequirement, PlacementRequest, PodSetPlacement, Taint, TaintEffect, Toleration, Topology,
 )
 
 KAI_API_VERSION = "kai.scheduler/v1alpha1"
@@ -44,6 +46,7 @@ PREFERRED_ANNOTATION = "kai.scheduler/topology-preferred-placement"
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _TOLERATION_OPERATORS = ("Equal", "Exists")
 _EFFECTS = tuple(str(e) for e in TaintEffect)
+_TAINT_EFFECTS = members(*TaintEffect)
 
 
 def _label_key(value: Any, path: str) -> str:
@@ -126,9 +129,45 @@ def _affinity(tspec: dict, p: str) -> tuple[tuple[NodeSelectorRequirement, ...],
     return tuple(out)
 
 
-def _tolerations(tspec: dict, p: str) -> tuple[Toleration, ...]:
+def parse_taints(spec: dict, field: str, p: str) -> tuple[Taint, ...]:
+    """The ``v1`` ``Taint`` list at ``spec[field]`` (a Node's ``spec.taints``, a ResourceFlavor's
+    ``spec.nodeTaints``), in order: ``key`` a qualified name (required), ``value`` a label value,
+    ``effect`` one of ``NoSchedule``, ``PreferNoSchedule``, ``NoExecute`` (required).  ``p`` is the
+    path of ``spec``.
+
+    Raises:
+        EventError: a malformed taint, naming the field (``object.spec.taints[0].effect``).
+    """
     out = []
-    for i, raw in enumerate(opt_list(tspec, "tolerations", p) or ()):
+    for i, raw in enumerate(opt_list(spec, field, p) or ()):
+        tp = f"{p}.{field}[{i}]"
+        t = as_obj(raw, tp)
+        key = req_str(t, "key", tp)
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            fail(f"{tp}.key", problem)
+        value = opt_str(t, "value", tp, "")
+        problem = label_value_problem(value)
+        if problem is not None:
+            fail(f"{tp}.value", problem)
+        effect = choice(t, "effect", tp, _TAINT_EFFECTS, None)
+        if effect is None:
+            fail(f"{tp}.effect", "required")
+        out.append(Taint(key, value, effect))
+    return tuple(out)
+
+
+def parse_tolerations(spec: dict, p: str) -> tuple[Toleration, ...]:
+    """The ``v1`` ``Toleration`` list at ``spec.tolerations`` (a pod template's, a ResourceFlavor's),
+    in order: ``operator`` ``Equal`` (default) or ``Exists``; ``Exists`` takes no value; an empty
+    key needs ``Exists``; ``effect`` empty (every effect) or a taint effect.  ``p`` is the path of
+    ``spec``.
+
+    Raises:
+        EventError: a malformed toleration, naming the field (``….tolerations[0].operator``).
+    """
+    out = []
+    for i, raw in enumerate(opt_list(spec, "tolerations", p) or ()):
         tp = f"{p}.tolerations[{i}]"
         t = as_obj(raw, tp)
         key = opt_str(t, "key", tp, "")
@@ -193,7 +232,7 @@ def pod_set_placement(ps: dict, name: str) -> PodSetPlacement | None:
         p = ".template.spec"
         selector = smap(tspec.get("nodeSelector"), f"{p}.nodeSelector")
         affinity = _affinity(tspec, p)
-        tolerations = _tolerations(tspec, p)
+        tolerations = parse_tolerations(tspec, p)
     if not (selector or affinity or tolerations or required or preferred or unconstrained or group):
         return None
     return PodSetPlacement(name, selector, affinity, tolerations, required, preferred, unconstrained, group)

@@ -55,6 +55,7 @@ from statemodel.placement.node_order import fullness, key_resources
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.topology import ROOT, Domain, TopologyTree
 from statemodel.quantity import format_quantity
+from statemodel.taints import tolerates
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
@@ -186,18 +187,6 @@ def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -
     return number > int(req.values[0]) if op == "Gt" else number < int(req.values[0])
 
 
-def _tolerates(tolerations: tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:
-    for t in tolerations:
-        if t.effect and t.effect != effect:
-            continue
-        if t.operator == "Exists":
-            if not t.key or t.key == key:
-                return True
-        elif t.key == key and t.value == value:
-            return True
-    return False
-
-
 def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str | None:
     """Why ``node`` cannot take pods of ``ps`` whatever its free capacity (``None`` = it can):
     unschedulable; a flavor ``nodeLabels`` / ``nodeSelector`` label missing or different; no
@@ -219,7 +208,7 @@ def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str |
             return "node(s) didn't match Pod's node affinity/selector"
         tolerations = c.tolerations
     for taint in node.taints:
-        if taint.effect != "PreferNoSchedule" and not _tolerates(tolerations, taint.key, taint.value, taint.effect):
+        if taint.effect != "PreferNoSchedule" and not tolerates(tolerations, taint.key, taint.value, taint.effect):
             return "node(s) had untolerated taint"
     return None
 

@@ -16,7 +16,9 @@ placed workload, O(freed nodes × pod sets) each.
 
 from __future__ import annotations
 
-from statemodel.objects import ResourceFlavor
+from dataclasses import replace
+
+from statemodel.objects import PodSetPlacement, ResourceFlavor, Toleration
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.nodesets import GangRequest, Placer, PlacementFailure, PodSetPlaced, PodSetRequest
 from statemodel.workload import PodSetAssignment, WorkloadInfo
@@ -35,7 +37,8 @@ class PlacementStage:
         """The ``GangRequest`` of ``info`` admitted with ``pod_sets`` (its flavor assignment): per
         podSet its per-pod requests, the ``nodeLabels`` of every flavor it was assigned, the topology
         of the first of those flavors (by resource name) naming one — else the Workload's KAI
-        topology — and its ``PodSetPlacement``."""
+        topology — and its ``PodSetPlacement``, with the ``tolerations`` of those flavors added to
+        the pod template's (Kueue adds a flavor's ``spec.tolerations`` to the pods it admits)."""
         obj = info.obj
         request = obj.placement
         constraints = {c.pod_set: c for c in request.pod_sets} if request is not None else {}
@@ -48,6 +51,7 @@ class PlacementStage:
                 continue
             labels: dict[str, str] = {}
             topology = None
+            added: list[Toleration] = []
             for _, flavor_name in sorted(psa.flavors.items()):
                 flavor = flavors.get(flavor_name)
                 if flavor is None:
@@ -55,8 +59,14 @@ class PlacementStage:
                 labels.update(flavor.node_labels)
                 if topology is None:
                     topology = flavor.topology_name
+                added.extend(t for t in flavor.tolerations if t not in added)
+            constraint = constraints.get(psa.name)
+            if added:
+                constraint = (PodSetPlacement(psa.name, tolerations=tuple(added)) if constraint is None
+                              else replace(constraint, tolerations=constraint.tolerations + tuple(
+                                  t for t in added if t not in constraint.tolerations)))
             out.append(PodSetRequest(psa.name, psa.count, dict(spec.requests), tuple(sorted(labels.items())),
-                                     constraints.get(psa.name), topology or kai_topology))
+                                     constraint, topology or kai_topology))
         if request is None:
             return GangRequest(info.key, out)
         return GangRequest(info.key, out, request.topology, request.required, request.preferred)

@@ -131,3 +131,26 @@ def test_engine_config_placement():
     error = _rejected({"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "c"},
                        "spec": {"placement": {"nodeOrder": "random"}}})
     assert error.path == "object.spec.placement.nodeOrder"
+
+
+def test_flavor_node_taints_and_tolerations_in_spec_order():
+    flavor = _applied({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "spot"},
+                       "spec": {"nodeTaints": [{"key": "instance", "value": "spot", "effect": "NoSchedule"},
+                                               {"key": "gpu", "effect": "NoExecute"}],
+                                "tolerations": [{"key": "instance", "operator": "Exists"}]}})
+    assert [(t.key, t.value, t.effect) for t in flavor.node_taints] == [("instance", "spot", "NoSchedule"),
+                                                                          ("gpu", "", "NoExecute")]
+    assert flavor.tolerations == (Toleration("instance", "Exists", "", ""),)
+
+
+@pytest.mark.parametrize("spec, path", [
+    ({"nodeTaints": [{"key": "instance", "effect": "Sometimes"}]}, "object.spec.nodeTaints[0].effect"),
+    ({"nodeTaints": [{"value": "spot", "effect": "NoSchedule"}]}, "object.spec.nodeTaints[0].key"),
+    ({"nodeTaints": [{"key": f"k{i}", "effect": "NoSchedule"} for i in range(9)]}, "object.spec.nodeTaints"),
+    ({"tolerations": [{"operator": "Equal", "value": "x"}]}, "object.spec.tolerations[0].operator"),
+    ({"tolerations": [{"key": "k", "operator": "Exists", "value": "x"}]}, "object.spec.tolerations[0].value"),
+])
+def test_flavor_taint_rejections_name_the_field(spec, path):
+    error = _rejected({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"},
+                       "spec": spec})
+    assert error.path == path
