@@ -24,7 +24,10 @@ default) the better mode (fit > reclaim > preempt), then the lower borrowing hei
 ties.  Before its quota is asked, a flavor with ``spec.nodeTaints`` is checked against the podSet's
 tolerations plus the flavor's own ``spec.tolerations`` (Kueue ``checkFlavorForPodSets``): a
 ``NoSchedule`` / ``NoExecute`` taint not tolerated makes the flavor not fit (``NoMatchingFlavor``,
-``untolerated taint {key value effect <nil>} in flavor X``) and the search goes on.  Node-affinity
+``untolerated taint {key value effect <nil>} in flavor X``) and the search goes on.  The podSets
+of a Kueue podSet group (``topologyRequest.podSetGroupName``) are assigned together, at the place
+of the first: their requests summed, one flavor per resource for both (Kueue ``assignFlavors``),
+each charged its own usage; a failure is reported for each of them.  Node-affinity
 checks against flavor labels are not done.  A missing ResourceFlavor makes the whole ClusterQueue
 inactive before assignment is tried (Kueue).
 """
@@ -37,7 +40,7 @@ from typing import Final
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.limits import MAX_MESSAGE_STATUSES
 from statemodel.objects import (
-    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, ResourceFlavor, Taint, Toleration,
+    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, PodSetPlacement, ResourceFlavor, Taint,
 )
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
@@ -188,6 +191,38 @@ def _preferred(mode: int, borrow: int, best_mode: int, best_borrow: int, preempt
     return borrow < best_borrow
 
 
+def _grouped(totals: list[tuple[str, int, tuple[tuple[str, int], ...]]], constraints: tuple[PodSetPlacement, ...]
+             ) -> tuple[list[tuple[str, int, tuple[tuple[str, int], ...]]],
+                        dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]]]:
+    """Kueue's podSet groups in flavor assignment: the podSets sharing a ``podSetGroupName`` are
+    one unit at the place of the first, named after it, with their counts and totals summed (they
+    get one flavor per resource, Kueue ``assignFlavors``).  Returns the units and, per unit that is
+    a group, its members ``(name, count, totals)`` in order."""
+    group_of = {c.pod_set: c.pod_set_group_name for c in constraints if c.pod_set_group_name is not None}
+    units: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+    members: dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]] = {}
+    first: dict[str, str] = {}
+    for entry in totals:
+        group = group_of.get(entry[0])
+        if group is None:
+            units.append(entry)
+        elif group not in first:
+            first[group] = entry[0]
+            members[entry[0]] = [entry]
+            units.append(entry)
+        else:
+            members[first[group]].append(entry)
+    for i, (name, _, _) in enumerate(units):
+        group_members = members.get(name)
+        if group_members is not None:
+            summed: dict[str, int] = {}
+            for _, _, member_totals in group_members:
+                for r, a in member_totals:
+                    summed[r] = summed.get(r, 0) + a
+            units[i] = (name, sum(m[1] for m in group_members), tuple(sorted(summed.items())))
+    return units, members
+
+
 def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                    flavors: dict[str, ResourceFlavor], oracle: Oracle | None = None) -> Assignment:
     """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage;
@@ -215,7 +250,13 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
     worst = 0
     placement = info.obj.placement
     tolerations = {c.pod_set: c.tolerations for c in placement.pod_sets} if placement is not None else {}
-    for ps_name, count, totals in info.totals:
+    units = info.totals
+    groups: dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]] = {}
+    if placement is not None and any(c.pod_set_group_name is not None for c in placement.pod_sets):
+        units, groups = _grouped(info.totals, placement.pod_sets)
+    for ps_name, count, totals in units:
+        members = groups.get(ps_name)
+        names = [ps_name] if members is None else [m[0] for m in members]
         requests = list(totals)
         if cq.covers_pods:
             requests.append(("pods", count))
@@ -250,7 +291,11 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                 fname = flavor.name
                 rf = flavors.get(fname)
                 if rf is not None and rf.node_taints:
-                    taint = untolerated(rf.node_taints, tolerations.get(ps_name, ()) + rf.tolerations)
+                    taint = None
+                    for name in names:
+                        taint = untolerated(rf.node_taints, tolerations.get(name, ()) + rf.tolerations)
+                        if taint is not None:
+                            break
                     if taint is not None:
                         if len(ps_statuses) < MAX_MESSAGE_STATUSES:
                             res0, amount0 = group_requests[0]
@@ -330,11 +375,18 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
         if ps_severity:
             result.fits = False
             worst = max(worst, ps_severity)
-            failures.append((ps_name, ps_statuses))
+            failures.extend((name, ps_statuses) for name in names)
         else:
-            result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
+            if members is None:
+                result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
+            else:
+                for name, member_count, member_totals in members:
+                    usage = {r: a for r, a in member_totals if r in chosen}
+                    if "pods" in chosen:
+                        usage["pods"] = member_count
+                    result.pod_sets.append(PodSetAssignment(name, member_count, {r: chosen[r] for r in usage}, usage))
             if ps_preempt:
-                preempt_statuses.append((ps_name, ps_preempt))
+                preempt_statuses.extend((name, ps_preempt) for name in names)
     if not result.fits:
         if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help
