@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from statemodel.events.fields import (
-    INT32_MAX, INT32_MIN, as_obj, choice, fail, int_in, members, opt_bool, opt_list, opt_obj, opt_str, qmap, req_str,
-    smap,
+    INT32_MAX, INT32_MIN, choice, fail, int_in, opt_bool, opt_obj, opt_str, qmap, req_str, smap,
 )
 from statemodel.events.kueue import pod_requests
 from statemodel.events.names import annotation_value_problem
