@@ -178,8 +178,11 @@ class PodSetPlacement:
     """What placement reads of one podSet (its name is ``pod_set``): the pod template's
     ``nodeSelector`` (sorted pairs), its required node affinity (``nodeSelectorTerms``: a node
     matches if it matches any term, a term if it matches all its requirements; ``()`` = no
-    affinity), ``tolerations``, and Kueue's ``topologyRequest`` (``required`` / ``preferred`` level
-    label, ``unconstrained``, ``pod_set_group_name``).  ``None`` fields are absent."""
+    affinity), ``tolerations``, Kueue's ``topologyRequest`` (``required`` / ``preferred`` level
+    label, ``unconstrained``, ``pod_set_group_name``, and ``slice_required`` / ``slice_size``:
+    ``podSetSliceRequiredTopology`` / ``podSetSliceSize``), and ``sub_group``: the KAI sub-group
+    its pods select (the pod template's ``kai.scheduler/subgroup-name`` label).  ``None`` fields
+    are absent."""
 
     pod_set: str
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -189,19 +192,39 @@ class PodSetPlacement:
     preferred: str | None = None
     unconstrained: bool = False
     pod_set_group_name: str | None = None
+    slice_required: str | None = None
+    slice_size: int | None = None
+    sub_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroup:
+    """One KAI PodGroup ``spec.subGroups[]`` entry (``pkg/apis/scheduling/v2alpha2``
+    ``SubGroup``): ``name``, ``min_member``, ``parent`` (``None`` = under the root) and its
+    ``topologyConstraint`` (``topology`` name, ``required`` / ``preferred`` level labels; ``None``
+    = absent; a level without a topology name uses the Workload's ``kai.scheduler/topology``)."""
+
+    name: str
+    min_member: int = 0
+    parent: str | None = None
+    topology: str | None = None
+    required: str | None = None
+    preferred: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PlacementRequest:
     """A Workload's placement constraints: KAI's ``kai.scheduler/topology``,
     ``kai.scheduler/topology-required-placement`` and ``kai.scheduler/topology-preferred-placement``
-    annotations (the constraint of the whole gang, reference/kai.md §1), and one
-    ``PodSetPlacement`` per podSet that carries any constraint."""
+    annotations (the constraint of the whole gang, reference/kai.md §1), one ``PodSetPlacement``
+    per podSet that carries any constraint, and KAI's sub-groups (the ``kai.scheduler/subgroups``
+    annotation, in its order)."""
 
     topology: str | None = None
     required: str | None = None
     preferred: str | None = None
     pod_sets: tuple[PodSetPlacement, ...] = ()
+    sub_groups: tuple[SubGroup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -602,7 +602,7 @@ def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
         pod_sets, placements = _pod_sets(spec.get("podSets"))
     except EventError as e:
         raise rebase("object.spec.podSets", e) from None
-    placement = workload_placement(meta, placements)
+    placement = workload_placement(meta, placements, [(ps.name, ps.count) for ps in pod_sets])
     admission = None
     status = o.get("status")
     if status is not None:
