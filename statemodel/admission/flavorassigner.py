@@ -41,6 +41,7 @@ from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.limits import MAX_MESSAGE_STATUSES
 from statemodel.objects import (
     FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, PodSetPlacement, ResourceFlavor, Taint,
+    Toleration,
 )
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
@@ -249,7 +250,7 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
     omitted = 0
     worst = 0
     placement = info.obj.placement
-    tolerations = {c.pod_set: c.tolerations for c in placement.pod_sets} if placement is not None else {}
+    tolerations: dict[str, tuple[Toleration, ...]] | None = None  # by podSet, read when a flavor has taints
     units = info.totals
     groups: dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]] = {}
     if placement is not None and any(c.pod_set_group_name is not None for c in placement.pod_sets):
@@ -291,6 +292,8 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
                 fname = flavor.name
                 rf = flavors.get(fname)
                 if rf is not None and rf.node_taints:
+                    if tolerations is None:
+                        tolerations = {c.pod_set: c.tolerations for c in placement.pod_sets} if placement is not None else {}
                     taint = None
                     for name in names:
                         taint = untolerated(rf.node_taints, tolerations.get(name, ()) + rf.tolerations)
