@@ -178,18 +178,22 @@ def _members(pod_sets: list[PodSetRequest], sub_groups: tuple[SubGroup, ...],
     children: dict[str | None, list[SubGroup]] = {}
     for g in sub_groups:
         children.setdefault(g.parent, []).append(g)
+    return _tree(None, children, direct, kai_topology)
 
-    def build(parent: str | None) -> list[SubGroupRequest | PodSetRequest]:
-        members: list[SubGroupRequest | PodSetRequest] = []
-        for g in children.get(parent, []):
-            inner = build(g.name)
-            if inner:
-                members.append(SubGroupRequest(f"sub-group {g.name}", g.topology or kai_topology, g.required,
-                                               g.preferred, inner))
-        members.extend(direct.get(parent, []))
-        return members
 
-    return build(None)
+def _tree(parent: str | None, children: dict[str | None, list[SubGroup]],
+          direct: dict[str | None, list[SubGroupRequest | PodSetRequest]],
+          kai_topology: str | None) -> list[SubGroupRequest | PodSetRequest]:
+    """The members of sub-group ``parent`` (``None``: the root): its child sub-groups that hold
+    pods, in order, then the pod sets (and podSet groups) directly in it."""
+    members: list[SubGroupRequest | PodSetRequest] = []
+    for g in children.get(parent, []):
+        inner = _tree(g.name, children, direct, kai_topology)
+        if inner:
+            members.append(SubGroupRequest(f"sub-group {g.name}", g.topology or kai_topology, g.required,
+                                           g.preferred, inner))
+    members.extend(direct.get(parent, []))
+    return members
 
 
 def _fit(free: dict[str, int], requests: tuple[tuple[str, int], ...], less: dict[str, int]) -> int:
