@@ -56,6 +56,9 @@ MAX_COVERED_RESOURCES: Final = 64
 MAX_FLAVORS: Final = 64
 """Kueue ``ResourceGroup.flavors`` ``MaxItems``."""
 
+MAX_FLAVOR_TAINTS: Final = 8
+"""Kueue ``ResourceFlavor.spec.nodeTaints`` and ``spec.tolerations`` ``MaxItems`` (each)."""
+
 MAX_FLAVOR_RESOURCES: Final = 64
 """Kueue ``FlavorQuotas.resources`` ``MaxItems``."""
 

@@ -152,11 +152,16 @@ class ResourceGroup:
 class ResourceFlavor:
     """Kueue ``ResourceFlavor``: ``node_labels`` as sorted ``(key, value)`` pairs; ``topology_name``
     is ``spec.topologyName`` (the ``Topology`` whose domains placement uses for pod sets assigned
-    this flavor; ``None`` = none)."""
+    this flavor; ``None`` = none); ``node_taints`` is ``spec.nodeTaints`` (a pod set that does not
+    tolerate a ``NoSchedule`` / ``NoExecute`` one cannot be assigned the flavor) and
+    ``tolerations`` is ``spec.tolerations`` (added to the pods of a pod set assigned the flavor),
+    both in spec order."""
 
     name: str
     node_labels: tuple[tuple[str, str], ...] = ()
     topology_name: str | None = None
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +199,11 @@ class PodSetPlacement:
     """What placement reads of one podSet (its name is ``pod_set``): the pod template's
     ``nodeSelector`` (sorted pairs), its required node affinity (``nodeSelectorTerms``: a node
     matches if it matches any term, a term if it matches all its requirements; ``()`` = no
-    affinity), ``tolerations``, and Kueue's ``topologyRequest`` (``required`` / ``preferred`` level
-    label, ``unconstrained``, ``pod_set_group_name``).  ``None`` fields are absent."""
+    affinity), ``tolerations``, Kueue's ``topologyRequest`` (``required`` / ``preferred`` level
+    label, ``unconstrained``, ``pod_set_group_name``, and ``slice_required`` / ``slice_size``:
+    ``podSetSliceRequiredTopology`` / ``podSetSliceSize``), and ``sub_group``: the KAI sub-group
+    its pods select (the pod template's ``kai.scheduler/subgroup-name`` label).  ``None`` fields
+    are absent."""
 
     pod_set: str
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -205,19 +213,39 @@ class PodSetPlacement:
     preferred: str | None = None
     unconstrained: bool = False
     pod_set_group_name: str | None = None
+    slice_required: str | None = None
+    slice_size: int | None = None
+    sub_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroup:
+    """One KAI PodGroup ``spec.subGroups[]`` entry (``pkg/apis/scheduling/v2alpha2``
+    ``SubGroup``): ``name``, ``min_member``, ``parent`` (``None`` = under the root) and its
+    ``topologyConstraint`` (``topology`` name, ``required`` / ``preferred`` level labels; ``None``
+    = absent; a level without a topology name uses the Workload's ``kai.scheduler/topology``)."""
+
+    name: str
+    min_member: int = 0
+    parent: str | None = None
+    topology: str | None = None
+    required: str | None = None
+    preferred: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PlacementRequest:
     """A Workload's placement constraints: KAI's ``kai.scheduler/topology``,
     ``kai.scheduler/topology-required-placement`` and ``kai.scheduler/topology-preferred-placement``
-    annotations (the constraint of the whole gang, reference/kai.md §1), and one
-    ``PodSetPlacement`` per podSet that carries any constraint."""
+    annotations (the constraint of the whole gang, reference/kai.md §1), one ``PodSetPlacement``
+    per podSet that carries any constraint, and KAI's sub-groups (the ``kai.scheduler/subgroups``
+    annotation, in its order)."""
 
     topology: str | None = None
     required: str | None = None
     preferred: str | None = None
     pod_sets: tuple[PodSetPlacement, ...] = ()
+    sub_groups: tuple[SubGroup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

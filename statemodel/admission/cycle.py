@@ -485,7 +485,7 @@ def run_cycles(cluster: "ClusterState") -> None:
                 oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, info, spec,
                                      cluster.config.fair_sharing_enable, cluster.preemption_search,
                                      cluster.candidate_index)
-            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, oracle), entry, queue, oracle))
+            candidates.append(Candidate(name, info, assign_flavors(model, entry, info, cluster.flavors, oracle), entry, queue, oracle))
         scopes: dict[str, str] = {}
         if scoped:
             candidates, scopes = gate.filter(cluster, candidates)

@@ -21,8 +21,15 @@ after a flavor that borrows when ``whenCanBorrow: TryNextFlavor``; otherwise it 
 best flavor seen wins (Kueue ``isPreferred``): with ``preference: BorrowingOverPreemption`` (the
 default) the better mode (fit > reclaim > preempt), then the lower borrowing height; with
 ``PreemptionOverBorrowing`` the lower borrowing height, then the better mode; the earliest flavor on
-ties.  Node-affinity checks against flavor labels are not done.  A missing ResourceFlavor makes the
-whole ClusterQueue inactive before assignment is tried (Kueue).
+ties.  Before its quota is asked, a flavor with ``spec.nodeTaints`` is checked against the podSet's
+tolerations plus the flavor's own ``spec.tolerations`` (Kueue ``checkFlavorForPodSets``): a
+``NoSchedule`` / ``NoExecute`` taint not tolerated makes the flavor not fit (``NoMatchingFlavor``,
+``untolerated taint {key value effect <nil>} in flavor X``) and the search goes on.  The podSets
+of a Kueue podSet group (``topologyRequest.podSetGroupName``) are assigned together, at the place
+of the first: their requests summed, one flavor per resource for both (Kueue ``assignFlavors``),
+each charged its own usage; a failure is reported for each of them.  Node-affinity
+checks against flavor labels are not done.  A missing ResourceFlavor makes the whole ClusterQueue
+inactive before assignment is tried (Kueue).
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ from typing import Final
 from statemodel.hierarchy import ClusterQueueEntry
 from statemodel.limits import MAX_MESSAGE_STATUSES
 from statemodel.objects import (
-    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, flavor_resource,
+    FlavorFungibilityPolicy, FlavorFungibilityPreference, FlavorResource, PodSetPlacement, ResourceFlavor, Taint,
+    Toleration, flavor_resource,
 )
 from statemodel.preemption.classical import FIT, NO_CANDIDATES, NO_FIT
 from statemodel.quantity import format_quantity
 from statemodel.quota.protocol import Fit, FitIfPreempting, QuotaModel, Shortfall
 from statemodel.reasons import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR, SEVERITY, WAITING_FOR_QUOTA
+from statemodel.taints import taint_text, untolerated
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 
@@ -57,17 +66,22 @@ height of a mode at or below ``NO_CANDIDATES`` is not read."""
 class PodSetStatus:
     """One reason a flavor (or no flavor) failed for a podSet: the model's ``shortfall`` and the
     podSet's own ``request`` of that resource (the rest of ``shortfall.needed`` was taken by earlier
-    podSets).  A resource no resource group covers has reason ``NoMatchingFlavor`` and flavor ``""``."""
+    podSets).  A resource no resource group covers has reason ``NoMatchingFlavor`` and flavor ``""``;
+    a flavor whose node ``taint`` the podSet does not tolerate has reason ``NoMatchingFlavor``, the
+    flavor, the first resource of the group requested and ``available`` 0."""
 
-    __slots__ = ("shortfall", "request")
+    __slots__ = ("shortfall", "request", "taint")
 
-    def __init__(self, shortfall: Shortfall, request: int) -> None:
+    def __init__(self, shortfall: Shortfall, request: int, taint: Taint | None = None) -> None:
         self.shortfall = shortfall
         self.request = request
+        self.taint = taint
 
     def __str__(self) -> str:
         sf = self.shortfall
         r = sf.resource
+        if self.taint is not None:
+            return f"untolerated taint {taint_text(self.taint)} in flavor {sf.flavor}"
         if sf.reason == NO_MATCHING_FLAVOR:
             return f"resource {r} unavailable in ClusterQueue"
         if sf.reason == EXCEEDS_MAX_QUOTA:
@@ -98,15 +112,18 @@ class NoFitMessage:
     def shortfalls(self) -> list[dict]:
         """The failures as JSON-ready rows, one per status: ``podSet``, ``reason``, ``flavor``,
         ``resource``, ``node`` (the level whose limit binds), ``needed``, ``available``, ``request``
-        (integers in base units, as ``PodSetStatus`` and ``Shortfall`` define them).  PodSets in
-        order, each podSet's statuses in the order the message lists them (sorted by their text)."""
+        (integers in base units, as ``PodSetStatus`` and ``Shortfall`` define them), and for an
+        untolerated flavor taint ``taint`` (``key``, ``value``, ``effect``).  PodSets in order, each
+        podSet's statuses in the order the message lists them (sorted by their text)."""
         rows: list[dict] = []
         for ps, statuses in self.failures:
             for st in statuses if len(statuses) < 2 else sorted(statuses, key=str):
                 sf = st.shortfall
-                rows.append({"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
-                             "node": sf.node, "needed": sf.needed, "available": sf.available,
-                             "request": st.request})
+                row = {"podSet": ps, "reason": str(sf.reason), "flavor": sf.flavor, "resource": sf.resource,
+                       "node": sf.node, "needed": sf.needed, "available": sf.available, "request": st.request}
+                if st.taint is not None:
+                    row["taint"] = {"key": st.taint.key, "value": st.taint.value, "effect": str(st.taint.effect)}
+                rows.append(row)
         return rows
 
     def __str__(self) -> str:
@@ -175,9 +192,42 @@ def _preferred(mode: int, borrow: int, best_mode: int, best_borrow: int, preempt
     return borrow < best_borrow
 
 
+def _grouped(totals: list[tuple[str, int, tuple[tuple[str, int], ...]]], constraints: tuple[PodSetPlacement, ...]
+             ) -> tuple[list[tuple[str, int, tuple[tuple[str, int], ...]]],
+                        dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]]]:
+    """Kueue's podSet groups in flavor assignment: the podSets sharing a ``podSetGroupName`` are
+    one unit at the place of the first, named after it, with their counts and totals summed (they
+    get one flavor per resource, Kueue ``assignFlavors``).  Returns the units and, per unit that is
+    a group, its members ``(name, count, totals)`` in order."""
+    group_of = {c.pod_set: c.pod_set_group_name for c in constraints if c.pod_set_group_name is not None}
+    units: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+    members: dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]] = {}
+    first: dict[str, str] = {}
+    for entry in totals:
+        group = group_of.get(entry[0])
+        if group is None:
+            units.append(entry)
+        elif group not in first:
+            first[group] = entry[0]
+            members[entry[0]] = [entry]
+            units.append(entry)
+        else:
+            members[first[group]].append(entry)
+    for i, (name, _, _) in enumerate(units):
+        group_members = members.get(name)
+        if group_members is not None:
+            summed: dict[str, int] = {}
+            for _, _, member_totals in group_members:
+                for r, a in member_totals:
+                    summed[r] = summed.get(r, 0) + a
+            units[i] = (name, sum(m[1] for m in group_members), tuple(sorted(summed.items())))
+    return units, members
+
+
 def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
-                   oracle: Oracle | None = None) -> Assignment:
-    """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage.
+                   flavors: dict[str, ResourceFlavor], oracle: Oracle | None = None) -> Assignment:
+    """Assign flavors to every podSet of ``info`` in ClusterQueue ``cq`` against current usage;
+    ``flavors``: the cluster's ResourceFlavors by name (their node taints and tolerations).
 
     Asks ``model.fit`` once per flavor tried, and ``oracle`` (when given: the ClusterQueue has a
     preemption policy) once per resource short in a flavor the model answers ``FitIfPreempting``
@@ -199,7 +249,15 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
     preempt_frs: list[FlavorResource] = []
     omitted = 0
     worst = 0
-    for ps_name, count, totals in info.totals:
+    placement = info.obj.placement
+    tolerations: dict[str, tuple[Toleration, ...]] | None = None  # by podSet, read when a flavor has taints
+    units = info.totals
+    groups: dict[str, list[tuple[str, int, tuple[tuple[str, int], ...]]]] = {}
+    if placement is not None and any(c.pod_set_group_name is not None for c in placement.pod_sets):
+        units, groups = _grouped(info.totals, placement.pod_sets)
+    for ps_name, count, totals in units:
+        members = groups.get(ps_name)
+        names = [ps_name] if members is None else [m[0] for m in members]
         requests = list(totals)
         if cq.covers_pods:
             requests.append(("pods", count))
@@ -232,6 +290,25 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
             group_severity = None
             for flavor in group.flavors:
                 fname = flavor.name
+                rf = flavors.get(fname)
+                if rf is not None and rf.node_taints:
+                    if tolerations is None:
+                        tolerations = {c.pod_set: c.tolerations for c in placement.pod_sets} if placement is not None else {}
+                    taint = None
+                    for name in names:
+                        taint = untolerated(rf.node_taints, tolerations.get(name, ()) + rf.tolerations)
+                        if taint is not None:
+                            break
+                    if taint is not None:
+                        if len(ps_statuses) < MAX_MESSAGE_STATUSES:
+                            res0, amount0 = group_requests[0]
+                            ps_statuses.append(PodSetStatus(
+                                Shortfall(NO_MATCHING_FLAVOR, fname, res0, leaf, amount0, 0), amount0, taint))
+                        else:
+                            omitted += 1
+                        flavor_sev = SEVERITY[NO_MATCHING_FLAVOR]
+                        group_severity = flavor_sev if group_severity is None else min(group_severity, flavor_sev)
+                        continue
                 request: list[tuple[FlavorResource, int]] = []
                 for r, a in group_requests:
                     fr = flavor_resource(fname, r)
@@ -304,11 +381,18 @@ def assign_flavors(model: QuotaModel, cq: ClusterQueueEntry, info: WorkloadInfo,
         if ps_severity:
             result.fits = False
             worst = max(worst, ps_severity)
-            failures.append((ps_name, ps_statuses))
+            failures.extend((name, ps_statuses) for name in names)
         else:
-            result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
+            if members is None:
+                result.pod_sets.append(PodSetAssignment(ps_name, count, chosen, ps_usage))
+            else:
+                for name, member_count, member_totals in members:
+                    usage = {r: a for r, a in member_totals if r in chosen}
+                    if "pods" in chosen:
+                        usage["pods"] = member_count
+                    result.pod_sets.append(PodSetAssignment(name, member_count, {r: chosen[r] for r in usage}, usage))
             if ps_preempt:
-                preempt_statuses.append((ps_name, ps_preempt))
+                preempt_statuses.extend((name, ps_preempt) for name in names)
     if not result.fits:
         if worst > _WAITING:
             result.wake = []  # some podSet can never fit: only a configuration change can help

@@ -15,18 +15,17 @@ from __future__ import annotations
 from typing import Callable
 
 from statemodel.events.fields import (
-    INT32_MAX, INT32_MIN, as_obj, choice, fail, int_in, members, opt_bool, opt_list, opt_obj, opt_str, qmap, req_str,
-    smap,
+    INT32_MAX, INT32_MIN, choice, fail, int_in, opt_bool, opt_obj, opt_str, qmap, req_str, smap,
 )
 from statemodel.events.kueue import pod_requests
-from statemodel.events.names import annotation_value_problem, label_value_problem, qualified_name_problem
-from statemodel.objects import KubeObject, Node, Pod, Taint, TaintEffect
+from statemodel.events.names import annotation_value_problem
+from statemodel.events.placement import parse_taints
+from statemodel.objects import KubeObject, Node, Pod
 from statemodel.timefmt import parse_time
 
 API_VERSION = "v1"
 """The core group's only version."""
 
-_TAINT_EFFECTS = members(*TaintEffect)
 POD_PHASES = {p: p for p in ("Pending", "Running", "Succeeded", "Failed", "Unknown")}
 """``status.phase`` values (Kubernetes ``PodPhase``)."""
 PREEMPTION_POLICIES = {p: p for p in ("PreemptLowerPriority", "Never")}
@@ -42,23 +41,8 @@ def _parse_node(o: dict, name: str, time_ms: int) -> Node:
     alloc = qmap(status.get("allocatable"), "object.status.allocatable")
     spec = opt_obj(o, "spec", "object") or {}
     unschedulable = opt_bool(spec, "unschedulable", "object.spec", False)
-    taints = []
-    for i, t in enumerate(opt_list(spec, "taints", "object.spec") or ()):
-        tp = f"object.spec.taints[{i}]"
-        t = as_obj(t, tp)
-        key = req_str(t, "key", tp)
-        problem = qualified_name_problem(key)
-        if problem is not None:
-            fail(f"{tp}.key", problem)
-        value = opt_str(t, "value", tp, "")
-        problem = label_value_problem(value)
-        if problem is not None:
-            fail(f"{tp}.value", problem)
-        effect = choice(t, "effect", tp, _TAINT_EFFECTS, None)
-        if effect is None:
-            fail(f"{tp}.effect", "required")
-        taints.append(Taint(key, value, effect))
-    return Node(name, labels, tuple(sorted(alloc.items())), unschedulable, tuple(taints))
+    taints = parse_taints(spec, "taints", "object.spec")
+    return Node(name, labels, tuple(sorted(alloc.items())), unschedulable, taints)
 
 
 def _parse_pod(o: dict, name: str, time_ms: int) -> Pod:

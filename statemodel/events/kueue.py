@@ -38,13 +38,16 @@ from statemodel.events.fields import (
     smap,
     type_problem,
 )
-from statemodel.events.placement import pod_set_placement, topology_assignment_nodes, workload_placement
+from statemodel.events.placement import (
+    parse_taints, parse_tolerations, pod_set_placement, topology_assignment_nodes, workload_placement,
+)
 from statemodel.events.names import label_problem, qualified_name_problem, subdomain_problem, text_problem
 from statemodel.limits import (
     MAX_COVERED_RESOURCES,
     MAX_FLAVOR_RESOURCE_COMBINATIONS,
     MAX_FLAVOR_RESOURCES,
     MAX_FLAVORS,
+    MAX_FLAVOR_TAINTS,
     MAX_POD_SETS,
     MAX_RESOURCE_GROUPS,
     MAX_TEXT_BYTES,
@@ -228,8 +231,14 @@ def _resource_groups(spec: dict, prefix: str, is_cq: bool, has_parent: bool) -> 
 
 def _parse_resource_flavor(o: dict, name: str, time_ms: int) -> ResourceFlavor:
     spec = opt_obj(o, "spec", "object") or {}
+    taints = parse_taints(spec, "nodeTaints", "object.spec")
+    if len(taints) > MAX_FLAVOR_TAINTS:
+        fail("object.spec.nodeTaints", f"must have at most {MAX_FLAVOR_TAINTS} items, got {len(taints)}")
+    tolerations = parse_tolerations(spec, "object.spec")
+    if len(tolerations) > MAX_FLAVOR_TAINTS:
+        fail("object.spec.tolerations", f"must have at most {MAX_FLAVOR_TAINTS} items, got {len(tolerations)}")
     return ResourceFlavor(name, smap(spec.get("nodeLabels"), "object.spec.nodeLabels"),
-                          opt_name(spec, "topologyName", "object.spec"))
+                          opt_name(spec, "topologyName", "object.spec"), taints, tolerations)
 
 
 def _admission_mode(spec: dict, p: str) -> AdmissionMode | None:
@@ -593,7 +602,7 @@ def _parse_workload(o: dict, name: str, time_ms: int) -> Workload:
         pod_sets, placements = _pod_sets(spec.get("podSets"))
     except EventError as e:
         raise rebase("object.spec.podSets", e) from None
-    placement = workload_placement(meta, placements)
+    placement = workload_placement(meta, placements, [(ps.name, ps.count) for ps in pod_sets])
     admission = None
     status = o.get("status")
     if status is not None:

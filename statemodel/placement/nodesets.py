@@ -55,6 +55,7 @@ from statemodel.placement.node_order import fullness, key_resources
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.topology import ROOT, Domain, TopologyTree
 from statemodel.quantity import format_quantity
+from statemodel.taints import tolerates
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"
@@ -72,33 +73,64 @@ the rest are counted together), so a failure costs at most this many domains' no
 class PodSetRequest:
     """One pod set to place: ``count`` pods of ``requests`` (per pod, base units), the flavor's
     ``node_labels``, the podSet's ``PodSetPlacement`` (or ``None``) and the ``topology`` name its
-    own constraint refers to (``None`` = none)."""
+    own constraint refers to (``None`` = none).  ``grouped``: it is a member of a Kueue podSet
+    group, whose ``SubGroupRequest`` carries its ``required`` / ``preferred`` level, so it is not
+    applied again to the pod set alone."""
 
-    __slots__ = ("name", "count", "requests", "node_labels", "constraint", "topology")
+    __slots__ = ("name", "count", "requests", "node_labels", "constraint", "topology", "grouped")
 
     def __init__(self, name: str, count: int, requests: dict[str, int], node_labels: tuple[tuple[str, str], ...],
-                 constraint: PodSetPlacement | None, topology: str | None) -> None:
+                 constraint: PodSetPlacement | None, topology: str | None, grouped: bool = False) -> None:
         self.name = name
         self.count = count
         self.requests = requests
         self.node_labels = node_labels
         self.constraint = constraint
         self.topology = topology
+        self.grouped = grouped
+
+
+class SubGroupRequest:
+    """A set of pod sets placed together inside one node set (KAI's sub-group set): ``label``
+    (``sub-group S`` for a KAI sub-group, ``group G`` for a Kueue podSet group), its constraint
+    (``topology`` name, ``required`` / ``preferred`` level labels; ``None`` = none: the parent's
+    set), and ``members`` — nested ``SubGroupRequest``s and ``PodSetRequest``s, placed in order
+    inside the set chosen for it.  ``pod_sets``: every pod set under it."""
+
+    __slots__ = ("label", "topology", "required", "preferred", "members", "pod_sets")
+
+    def __init__(self, label: str, topology: str | None, required: str | None, preferred: str | None,
+                 members: list[SubGroupRequest | PodSetRequest]) -> None:
+        self.label = label
+        self.topology = topology
+        self.required = required
+        self.preferred = preferred
+        self.members = members
+        self.pod_sets: list[PodSetRequest] = []
+        for m in members:
+            if isinstance(m, SubGroupRequest):
+                self.pod_sets.extend(m.pod_sets)
+            else:
+                self.pod_sets.append(m)
 
 
 class GangRequest:
-    """A gang: ``key`` (``ns/name``), its pod sets in allocation order, and the constraint of the
-    whole gang (``topology`` name, ``required`` / ``preferred`` level labels; ``None`` = none)."""
+    """A gang: ``key`` (``ns/name``), its pod sets in spec order, the constraint of the whole gang
+    (``topology`` name, ``required`` / ``preferred`` level labels; ``None`` = none) and the
+    ``members`` of its root set in allocation order (``SubGroupRequest``s and pod sets; ``None``:
+    the pod sets, in order)."""
 
-    __slots__ = ("key", "pod_sets", "topology", "required", "preferred")
+    __slots__ = ("key", "pod_sets", "topology", "required", "preferred", "members")
 
     def __init__(self, key: str, pod_sets: list[PodSetRequest], topology: str | None = None,
-                 required: str | None = None, preferred: str | None = None) -> None:
+                 required: str | None = None, preferred: str | None = None,
+                 members: list[SubGroupRequest | PodSetRequest] | None = None) -> None:
         self.key = key
         self.pod_sets = pod_sets
         self.topology = topology
         self.required = required
         self.preferred = preferred
+        self.members = members
 
 
 class PodSetPlaced:
@@ -126,8 +158,9 @@ class PodSetPlaced:
 
 class Attempt:
     """One node set tried (or refused before trying): ``stage`` (``topology``, ``nodes`` or
-    ``gang``), ``pod_set`` (``None`` for the whole gang), ``node_set`` (a domain ID, ``root``, or
-    ``all nodes``) and ``problem`` (text with numbers)."""
+    ``gang``), ``pod_set`` (``None`` for the whole gang; a pod set's name, or ``sub-group S`` /
+    ``group G`` for a KAI sub-group or a Kueue podSet group — names have no spaces), ``node_set``
+    (a domain ID, ``root``, or ``all nodes``) and ``problem`` (text with numbers)."""
 
     __slots__ = ("stage", "pod_set", "node_set", "problem")
 
@@ -138,7 +171,8 @@ class Attempt:
         self.problem = problem
 
     def __str__(self) -> str:
-        who = "" if self.pod_set is None else f"pod set {self.pod_set}, "
+        p = self.pod_set
+        who = "" if p is None else f"{p}, " if " " in p else f"pod set {p}, "
         return f"<{who}{self.node_set}>: {self.problem}"
 
 
@@ -186,18 +220,6 @@ def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -
     return number > int(req.values[0]) if op == "Gt" else number < int(req.values[0])
 
 
-def _tolerates(tolerations: tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:
-    for t in tolerations:
-        if t.effect and t.effect != effect:
-            continue
-        if t.operator == "Exists":
-            if not t.key or t.key == key:
-                return True
-        elif t.key == key and t.value == value:
-            return True
-    return False
-
-
 def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str | None:
     """Why ``node`` cannot take pods of ``ps`` whatever its free capacity (``None`` = it can):
     unschedulable; a flavor ``nodeLabels`` / ``nodeSelector`` label missing or different; no
@@ -219,7 +241,7 @@ def node_matches(node: Node, labels: dict[str, str], ps: PodSetRequest) -> str |
             return "node(s) didn't match Pod's node affinity/selector"
         tolerations = c.tolerations
     for taint in node.taints:
-        if taint.effect != "PreferNoSchedule" and not _tolerates(tolerations, taint.key, taint.value, taint.effect):
+        if taint.effect != "PreferNoSchedule" and not tolerates(tolerations, taint.key, taint.value, taint.effect):
             return "node(s) had untolerated taint"
     return None
 
@@ -334,16 +356,17 @@ class Placer:
         else:
             root_sets = self._topology_sets(None, gang.topology, gang.required, gang.preferred, everything,
                                             total, count)
+        members: list[SubGroupRequest | PodSetRequest] = list(gang.pod_sets) if gang.members is None else gang.members
         for node_set in root_sets:
             self.charged = []
             self.placed = []
-            if all(self._place_pod_set(ps, node_set) for ps in gang.pod_sets):
+            if all(self._place_member(m, node_set) for m in members):
                 return self.placed
             self._rollback(0)
         failure = self._failure(count)
         only = gang.pod_sets[0] if len(gang.pod_sets) == 1 else None
-        if (gang.topology is None and only is not None and only.constraint is None and not only.node_labels
-                and self.room >= 0):
+        if (gang.topology is None and gang.members is None and only is not None and only.constraint is None
+                and not only.node_labels and self.room >= 0):
             failure.short = max(1, only.count - self.room)
         return failure
 
@@ -367,29 +390,98 @@ class Placer:
             detail = f"no node set can hold the {count} pods"
         return PlacementFailure(f"unschedulable on cluster: {detail}", self.attempts)
 
+    # -- sub-groups ------------------------------------------------------------------------
+
+    def _place_member(self, member: SubGroupRequest | PodSetRequest, parent: NodeSet) -> bool:
+        if isinstance(member, SubGroupRequest):
+            return self._place_sub_group(member, parent)
+        return self._place_pod_set(member, parent)
+
+    def _place_sub_group(self, group: SubGroupRequest, parent: NodeSet) -> bool:
+        """KAI ``allocateSubGroupSet``: the topology plugin with the group's constraint and total
+        request gives the node sets inside ``parent``; on the first where every member fits (in
+        order, recursively) the group is placed; a set where one does not is rolled back."""
+        sets: Iterable[NodeSet] = [parent]
+        if group.topology is not None and (group.required or group.preferred):
+            total = _gang_total(group.pod_sets)
+            count = sum(ps.count for ps in group.pod_sets)
+            sets = self._topology_sets(group.label, group.topology, group.required, group.preferred, parent,
+                                       total, count)
+        for node_set in sets:
+            mark = len(self.charged)
+            placed = len(self.placed)
+            if all(self._place_member(m, node_set) for m in group.members):
+                return True
+            self._rollback(mark)
+            del self.placed[placed:]
+        return False
+
     # -- one pod set -----------------------------------------------------------------------
 
     def _place_pod_set(self, ps: PodSetRequest, parent: NodeSet) -> bool:
         c = ps.constraint
-        total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
         sets: Iterable[NodeSet] = [parent]
-        if c is not None and ps.topology is not None and (c.required or c.preferred):
+        if c is not None and ps.topology is not None and (c.required or c.preferred) and not ps.grouped:
+            total = {res: amount * ps.count for res, amount in ps.requests.items() if amount}
             sets = self._topology_sets(ps.name, ps.topology, c.required, c.preferred, parent, total, ps.count)
+        sliced = c is not None and c.slice_required is not None
         for node_set in sets:
-            fast = self._binpack_everywhere(ps, node_set)
-            if fast == []:
-                continue
-            if fast is not None:
-                tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
-                self.placed.append(_placed(ps.name, fast, tree))
-                return True
-            fitting = self._eligible(ps, node_set)
-            if fitting is not None:
-                nodes = self._allocate(ps, fitting, node_set)
+            nodes = self._fill_slices(ps, node_set) if sliced else self._fill(ps, node_set)
+            if nodes is not None:
                 tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
                 self.placed.append(_placed(ps.name, nodes, tree))
                 return True
         return False
+
+    def _fill(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """Every pod of ``ps`` on the nodes of ``node_set`` (charged: sorted ``(node, pods)``), or
+        ``None`` (nothing charged, the attempt recorded)."""
+        fast = self._binpack_everywhere(ps, node_set)
+        if fast == []:
+            return None
+        if fast is not None:
+            return fast
+        fitting = self._eligible(ps, node_set)
+        if fitting is None:
+            return None
+        return self._allocate(ps, fitting, node_set)
+
+    def _fill_slices(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
+        """Kueue's slices: the ``count / podSetSliceSize`` slices of ``ps`` one after the other,
+        each in one domain at ``podSetSliceRequiredTopology`` inside ``node_set`` — the first
+        (most packed, KAI's order) that holds it; ``None`` (nothing charged) when a slice fits in
+        no domain or the slice level is above the pod set's own level."""
+        c = ps.constraint
+        assert c is not None and c.slice_required is not None and c.slice_size is not None
+        tree = self.ledger.topologies.get(ps.topology) if ps.topology is not None else None
+        if tree is None:
+            self.attempts.append(Attempt("topology", ps.name, node_set.label,
+                                         f"slice topology {c.slice_required} requested, but the pod set has no topology"))
+            return None
+        own = c.required if c.required is not None else c.preferred
+        level = tree.level_index(c.slice_required)
+        own_level = tree.level_index(own) if own is not None else -1
+        if level is not None and own_level is not None and own_level > level:
+            self.attempts.append(Attempt("topology", ps.name, node_set.label,
+                                         f"podset slice topology {c.slice_required} is above the podset topology {own}"))
+            return None
+        size = c.slice_size
+        one = PodSetRequest(ps.name, size, ps.requests, ps.node_labels, c, ps.topology, ps.grouped)
+        total = {res: amount * size for res, amount in ps.requests.items() if amount}
+        mark = len(self.charged)
+        nodes: dict[str, int] = {}
+        for _ in range(ps.count // size):
+            got = None
+            for domain in self._topology_sets(ps.name, tree.name, c.slice_required, None, node_set, total, size):
+                got = self._fill(one, domain)
+                if got is not None:
+                    break
+            if got is None:
+                self._rollback(mark)
+                return None
+            for name, pods in got:
+                nodes[name] = nodes.get(name, 0) + pods
+        return sorted(nodes.items())
 
     def _binpack_everywhere(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
         """A pod set on all nodes in binpack order without a preferred level: walk a sorted binpack

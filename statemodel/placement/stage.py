@@ -16,9 +16,13 @@ placed workload, O(freed nodes × pod sets) each.
 
 from __future__ import annotations
 
-from statemodel.objects import ResourceFlavor
+from dataclasses import replace
+
+from statemodel.objects import PodSetPlacement, ResourceFlavor, SubGroup, Toleration
 from statemodel.placement.nodes import NodeLedger
-from statemodel.placement.nodesets import GangRequest, Placer, PlacementFailure, PodSetPlaced, PodSetRequest
+from statemodel.placement.nodesets import (
+    GangRequest, Placer, PlacementFailure, PodSetPlaced, PodSetRequest, SubGroupRequest,
+)
 from statemodel.workload import PodSetAssignment, WorkloadInfo
 
 
@@ -35,7 +39,8 @@ class PlacementStage:
         """The ``GangRequest`` of ``info`` admitted with ``pod_sets`` (its flavor assignment): per
         podSet its per-pod requests, the ``nodeLabels`` of every flavor it was assigned, the topology
         of the first of those flavors (by resource name) naming one — else the Workload's KAI
-        topology — and its ``PodSetPlacement``."""
+        topology — and its ``PodSetPlacement``, with the ``tolerations`` of those flavors added to
+        the pod template's (Kueue adds a flavor's ``spec.tolerations`` to the pods it admits)."""
         obj = info.obj
         request = obj.placement
         constraints = {c.pod_set: c for c in request.pod_sets} if request is not None else {}
@@ -48,6 +53,7 @@ class PlacementStage:
                 continue
             labels: dict[str, str] = {}
             topology = None
+            added: list[Toleration] = []
             for _, flavor_name in sorted(psa.flavors.items()):
                 flavor = flavors.get(flavor_name)
                 if flavor is None:
@@ -55,11 +61,19 @@ class PlacementStage:
                 labels.update(flavor.node_labels)
                 if topology is None:
                     topology = flavor.topology_name
+                added.extend(t for t in flavor.tolerations if t not in added)
+            constraint = constraints.get(psa.name)
+            if added:
+                constraint = (PodSetPlacement(psa.name, tolerations=tuple(added)) if constraint is None
+                              else replace(constraint, tolerations=constraint.tolerations + tuple(
+                                  t for t in added if t not in constraint.tolerations)))
+            grouped = constraint is not None and constraint.pod_set_group_name is not None
             out.append(PodSetRequest(psa.name, psa.count, dict(spec.requests), tuple(sorted(labels.items())),
-                                     constraints.get(psa.name), topology or kai_topology))
+                                     constraint, topology or kai_topology, grouped))
         if request is None:
             return GangRequest(info.key, out)
-        return GangRequest(info.key, out, request.topology, request.required, request.preferred)
+        return GangRequest(info.key, out, request.topology, request.required, request.preferred,
+                           _members(out, request.sub_groups, kai_topology))
 
     def place(self, ledger: NodeLedger, node_order: str, info: WorkloadInfo, pod_sets: list[PodSetAssignment],
               flavors: dict[str, ResourceFlavor]) -> list[PodSetAssignment] | PlacementFailure:
@@ -132,6 +146,54 @@ class PlacementStage:
     def forget(self, key: str) -> None:
         """``key`` left its queue (admitted, finished, deleted, moved): it no longer waits here."""
         self.waiting.pop(key, None)
+
+
+def _members(pod_sets: list[PodSetRequest], sub_groups: tuple[SubGroup, ...],
+             kai_topology: str | None) -> list[SubGroupRequest | PodSetRequest] | None:
+    """The root set's members (``GangRequest.members``), or ``None`` when there are no podSet
+    groups or sub-groups.  A Kueue podSet group becomes a ``SubGroupRequest`` with its members'
+    shared level, on their topology, at the place of its first pod set.  KAI sub-groups become
+    nested ``SubGroupRequest``s (a level without a topology name uses the Workload's), each
+    holding the pod sets whose pods select it; the root holds its top sub-groups (in the
+    annotation's order), then the pod sets outside every sub-group (KAI: child sets before
+    pod-sets); a sub-group without pods is left out (KAI returns its set unchanged)."""
+    if not sub_groups and not any(ps.grouped for ps in pod_sets):
+        return None
+    direct: dict[str | None, list[SubGroupRequest | PodSetRequest]] = {}
+    groups: dict[str, SubGroupRequest] = {}
+    for ps in pod_sets:
+        c = ps.constraint
+        home = c.sub_group if c is not None else None
+        if ps.grouped and c is not None and c.pod_set_group_name is not None:
+            group = groups.get(c.pod_set_group_name)
+            if group is not None:
+                group.members.append(ps)
+                group.pod_sets.append(ps)
+                continue
+            group = groups[c.pod_set_group_name] = SubGroupRequest(
+                f"group {c.pod_set_group_name}", ps.topology, c.required, c.preferred, [ps])
+            direct.setdefault(home, []).append(group)
+        else:
+            direct.setdefault(home, []).append(ps)
+    children: dict[str | None, list[SubGroup]] = {}
+    for g in sub_groups:
+        children.setdefault(g.parent, []).append(g)
+    return _tree(None, children, direct, kai_topology)
+
+
+def _tree(parent: str | None, children: dict[str | None, list[SubGroup]],
+          direct: dict[str | None, list[SubGroupRequest | PodSetRequest]],
+          kai_topology: str | None) -> list[SubGroupRequest | PodSetRequest]:
+    """The members of sub-group ``parent`` (``None``: the root): its child sub-groups that hold
+    pods, in order, then the pod sets (and podSet groups) directly in it."""
+    members: list[SubGroupRequest | PodSetRequest] = []
+    for g in children.get(parent, []):
+        inner = _tree(g.name, children, direct, kai_topology)
+        if inner:
+            members.append(SubGroupRequest(f"sub-group {g.name}", g.topology or kai_topology, g.required,
+                                           g.preferred, inner))
+    members.extend(direct.get(parent, []))
+    return members
 
 
 def _fit(free: dict[str, int], requests: tuple[tuple[str, int], ...], less: dict[str, int]) -> int:

@@ -401,7 +401,7 @@ def _check_fair_searches(s: Scenario) -> None:
             continue
         oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
                              search=cluster.preemption_search)
-        assignment = assign_flavors(model, entry, head, oracle)
+        assignment = assign_flavors(model, entry, head, cluster.flavors, oracle)
         if not assignment.preempting:
             continue
         ctx = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,

@@ -270,7 +270,7 @@ def check_searches(s: Scenario, frs: list) -> None:
         for info in sorted(queue.members.values(), key=lambda i: i.key):
             check_precheck(s, name, info, frs)
         oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec)
-        assignment = assign_flavors(model, entry, head, oracle)
+        assignment = assign_flavors(model, entry, head, cluster.flavors, oracle)
         assert orjson.dumps(model.dump()) == before, "the oracle left the model changed"
         if not assignment.preempting:
             continue

@@ -45,7 +45,7 @@ PEER = cq("peer", "org", **{"on-demand": {"cpu": 4000}})
 ])
 def test_assignment(queue, pod_sets, fits, flavors, borrowing, reason):
     model, h = setup(queue, PEER)
-    result = assign_flavors(model, h.cluster_queues["a"], workload("w", *pod_sets))
+    result = assign_flavors(model, h.cluster_queues["a"], workload("w", *pod_sets), {})
     assert result.fits is fits
     assert [ps.flavors["cpu"] for ps in result.pod_sets] == flavors
     assert result.borrowing == borrowing
@@ -55,7 +55,7 @@ def test_assignment(queue, pod_sets, fits, flavors, borrowing, reason):
 def test_waiting_lists_every_flavor_it_could_wait_for():
     model, h = setup(TWO, PEER, usage={"a": {("on-demand", "cpu"): 2000, ("spot", "cpu"): 3000},
                                         "peer": {("on-demand", "cpu"): 4000}})
-    result = assign_flavors(model, h.cluster_queues["a"], workload("w", ("main", 1, {"cpu": 2000})))
+    result = assign_flavors(model, h.cluster_queues["a"], workload("w", ("main", 1, {"cpu": 2000})), {})
     assert result.reason == WAITING_FOR_QUOTA
     assert [[(sf.flavor, sf.needed, sf.available) for sf in option] for option in result.wake] == [
         [("on-demand", 2000, 0)], [("spot", 2000, 1000)]]
@@ -79,6 +79,6 @@ class _PreemptingHardLimit(HardLimitModel):
 def test_fit_if_preempting_counts_as_waiting_until_preemption_lands():
     model, h = setup(cq("a", **{"default": {"cpu": 2000}}), model=_PreemptingHardLimit(),
                      usage={"a": {("default", "cpu"): 2000}})
-    result = assign_flavors(model, h.cluster_queues["a"], workload("w", ("main", 1, {"cpu": 1000})))
+    result = assign_flavors(model, h.cluster_queues["a"], workload("w", ("main", 1, {"cpu": 1000})), {})
     assert not result.fits and result.reason == WAITING_FOR_QUOTA
     assert result.wake == [[Shortfall(WAITING_FOR_QUOTA, "default", "cpu", "a", 1000, 0)]]

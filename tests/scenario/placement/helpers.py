@@ -59,7 +59,8 @@ def tas_flavor(s: Scenario, name: str, topology_name: str | None = None, labels:
 def gang(s: Scenario, key: str, queue: str, pod_sets: list[dict], *, annotations: dict | None = None,
          priority: int | None = None, at: float | None = None) -> dict:
     """Apply a Workload; each pod set is ``{"name", "count", "requests", "topologyRequest"?,
-    "nodeSelector"?, "affinity"?, "tolerations"?}`` (the last three go into the pod template)."""
+    "nodeSelector"?, "affinity"?, "tolerations"?, "labels"?}`` (the last four go into the pod
+    template: its spec, and ``labels`` its metadata)."""
     ns, name = key.split("/")
     out = []
     for ps in pod_sets:
@@ -67,8 +68,10 @@ def gang(s: Scenario, key: str, queue: str, pod_sets: list[dict], *, annotations
         for field in ("nodeSelector", "affinity", "tolerations"):
             if field in ps:
                 tspec[field] = ps[field]
-        entry: dict[str, Any] = {"name": ps.get("name", "main"), "count": ps.get("count", 1),
-                                 "template": {"spec": tspec}}
+        template: dict[str, Any] = {"spec": tspec}
+        if "labels" in ps:
+            template["metadata"] = {"labels": ps["labels"]}
+        entry: dict[str, Any] = {"name": ps.get("name", "main"), "count": ps.get("count", 1), "template": template}
         if "topologyRequest" in ps:
             entry["topologyRequest"] = ps["topologyRequest"]
         out.append(entry)
