@@ -199,6 +199,22 @@ def pod_set_placement(ps: dict, name: str) -> PodSetPlacement | None:
     return PodSetPlacement(name, selector, affinity, tolerations, required, preferred, unconstrained, group)
 
 
+def pod_placement(meta: dict, spec: dict) -> PlacementRequest | None:
+    """A ``v1`` Pod's placement constraints: ``spec.nodeSelector``, required node affinity and
+    ``spec.tolerations`` as one ``PodSetPlacement`` named ``main``, and KAI's topology annotations
+    (``workload_placement``); ``None`` when it has none.
+
+    Raises:
+        EventError: a malformed constraint, naming the field (``object.spec.tolerations[0].effect``).
+    """
+    p = "object.spec"
+    selector = smap(spec.get("nodeSelector"), f"{p}.nodeSelector")
+    affinity = _affinity(spec, p)
+    tolerations = _tolerations(spec, p)
+    own = [PodSetPlacement("main", selector, affinity, tolerations)] if selector or affinity or tolerations else []
+    return workload_placement(meta, own)
+
+
 def workload_placement(meta: dict, pod_sets: list[PodSetPlacement]) -> PlacementRequest | None:
     """A Workload's ``PlacementRequest``: KAI's topology annotations of ``metadata.annotations`` and
     the podSets' constraints; ``None`` when there is none of either.
