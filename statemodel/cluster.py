@@ -604,7 +604,7 @@ class ClusterState:
         """Whether admissions of this cluster go through the placement stage
         (``EngineConfig.spec.placement.enable`` on the ``kueue`` model)."""
         placement = self.config.placement
-        return placement is not None and placement.enable and self.units is None
+        return placement is not None and placement.enable is True and self.units is None
 
     def place(self, info: WorkloadInfo, assignment: Assignment) -> list[PodSetAssignment] | None:
         """Place a head whose quota fits (``statemodel.placement.stage``): its podSet assignments with

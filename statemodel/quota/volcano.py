@@ -1573,7 +1573,7 @@ class VolcanoModel(NoClusterQueueQuota):
                                     if blocked else f"{len(group.pods)} pods, minMember {pg.min_member}"))
                 group.shortfalls = [_short(*b) for b in blocked]
             return False
-        nodes = None
+        where: list[tuple[str, int]] | None = None
         placer = self.placer
         if placer is not None and placer.active:
             chosen, problem = self._bind(group, chosen, max(pg.min_member - running, 1))
@@ -1584,13 +1584,13 @@ class VolcanoModel(NoClusterQueueQuota):
                                  f"{problem}")
                 group.shortfalls = []
                 return False
-            nodes = per_node([placer.node_of(p.key) or "" for p in chosen])
+            where = per_node([placer.node_of(p.key) or "" for p in chosen])
         self._block(group, why)
         for pod in chosen:
             pod.state = POD_RUNNING
         self._refresh(group)
         group.reason, group.message, group.shortfalls = "", "", []
-        self._admitted(group, queue, chosen, None, out, nodes)
+        self._admitted(group, queue, chosen, None, out, where)
         return True
 
     def _admitted(self, group: GroupInfo, queue: QueueInfo, pods: list[PodInfo], preemptor: str | None,
@@ -1779,7 +1779,7 @@ class VolcanoModel(NoClusterQueueQuota):
             _add(extra, pod.request)
         if not placed or running + len(placed) < max(pg.min_member, 1):
             return False
-        nodes = None
+        nodes: list[tuple[str, int]] | None = None
         placer = self.placer
         if placer is not None and placer.active:
             saved = [(v, placer.node_of(v.key)) for v in evicted]
