@@ -5,7 +5,8 @@ The shape is ``kueue_scale.py``'s: N leaf quota groups (100, 1,000, 10,000) of m
 groups under ``koordinator-root-quota`` → parent groups of at most 100 leaves (10 parents per mid)
 → leaves; each parent's and mid's min is the sum of its children's, its max the sum of their
 max.  The cluster is one Node whose cpu is the sum of the leaves' min (the Kueue cohort tree's
-nominal capacity).  50,000 pods in Kueue's 35 : 11 : 4 mix (1 cpu 200 ms priority 50, 5 cpu 500 ms
+nominal capacity), admission quota-only; ``--nodes N`` splits that cpu over N Nodes and places
+every pod on one (``scale_nodes``).  50,000 pods in Kueue's 35 : 11 : 4 mix (1 cpu 200 ms priority 50, 5 cpu 500 ms
 priority 100, 20 cpu 1,000 ms priority 200) are dealt round-robin over the leaves, each pod
 labelled with its quota; closed loop: every admitted pod finishes (``WorkloadFinished``) after its
 run time.
@@ -19,6 +20,7 @@ the smallest.
 
     python benchmarks/koordinator_scale.py                   # 100, 1,000 and 10,000 groups
     python benchmarks/koordinator_scale.py --sizes 1000 --no-kueue
+    python benchmarks/koordinator_scale.py --sizes 100 --no-kueue --nodes 100   # placement on 100 Nodes
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from closed_loop import ClosedLoop
 from kueue_scale import CLASSES
 from kueue_scale import best_replay
 from kueue_scale import generate as generate_kueue
+from scale_nodes import node_objects, placement_spec
 
 EQ_API = "scheduling.sigs.k8s.io/v1alpha1"
 LABELS = "quota.scheduling.koordinator.sh/"
@@ -54,13 +57,13 @@ def tree(n_groups: int) -> list[tuple[str, str | None, int, bool]]:
     return out
 
 
-def config_events(n_groups: int) -> list[dict]:
-    """EngineConfig (``koordinator``), the Node and the ElasticQuota tree, as EVENTS.md dicts."""
+def config_events(n_groups: int, nodes: int = 0) -> list[dict]:
+    """EngineConfig (``koordinator``), the Node(s) (``scale_nodes``) and the ElasticQuota tree, as
+    EVENTS.md dicts."""
     out: list[dict] = [
         {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
-         "spec": {"quotaModel": "koordinator"}},
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
-         "status": {"allocatable": {"cpu": str(LEAF_MIN * n_groups)}}}]
+         "spec": {"quotaModel": "koordinator", **placement_spec(nodes)}},
+        *node_objects(LEAF_MIN * n_groups, nodes)]
     for name, parent, leaves, is_parent in tree(n_groups):
         labels = {LABELS + "is-parent": "true"} if is_parent else {}
         if parent is not None:
@@ -71,10 +74,11 @@ def config_events(n_groups: int) -> list[dict]:
     return [{"type": "Applied", "object": o} for o in out]
 
 
-def generate(n_groups: int, path: Path, total: int = 50_000) -> dict:
-    """Write the closed-loop event file for ``n_groups`` leaf groups; return counts and the hash."""
+def generate(n_groups: int, path: Path, total: int = 50_000, nodes: int = 0) -> dict:
+    """Write the closed-loop event file for ``n_groups`` leaf groups on ``nodes`` Nodes; return counts
+    and the hash."""
     loop = ClosedLoop()
-    for event in config_events(n_groups):
+    for event in config_events(n_groups, nodes):
         loop.emit(event, 0)
     for cls, cpu, run_ms, prio, every, count in CLASSES:
         for j in range(total * count // 50):
@@ -95,16 +99,19 @@ def main() -> None:
     parser.add_argument("--workdir", default="benchmarks/out", type=Path)
     parser.add_argument("--no-kueue", action="store_true", help="skip the kueue model's run")
     parser.add_argument("--passes", default=2, type=int)
+    parser.add_argument("--nodes", default=0, type=int,
+                        help="0: one Node, quota-only (placement off); N: N Nodes, every pod placed")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        path = args.workdir / f"koordinator-scale-{n}.ndjson"
-        gen = generate(n, path, args.pods)
+        path = args.workdir / f"koordinator-scale-{n}{f'-nodes{args.nodes}' if args.nodes else ''}.ndjson"
+        gen = generate(n, path, args.pods, args.nodes)
         result = best_replay(path, args.passes)
         assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
         line = (f"{n:>6} groups  koordinator {result['events']:>7} events {result['admissions']:>7} admissions "
-                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission")
+                f"{result['eps']:>8,.0f} ev/s {result['us_per_admission']:7.1f} µs/admission "
+                f"hash {result['hash'][:8]}…")
         if not args.no_kueue:
             kpath = args.workdir / f"kueue-scale-{n}.ndjson"
             kgen = generate_kueue(n, kpath, False, args.pods)

@@ -5,7 +5,8 @@ mid queues under ``root`` → parent queues of at most 100 leaves (10 parents pe
 with the ``capacity`` plugin and ``enabledHierarchy: true``.  A leaf deserves 20 cpu and may use up
 to its capability of 120 cpu (a Kueue ClusterQueue's nominal 20 + borrowingLimit 100); a parent's
 and a mid's deserved is the sum of its children's (the webhook's rule).  The cluster is one Node
-whose cpu is the sum of the leaves' deserved.  Leaves are not reclaimable (``kueue_scale.py``
+whose cpu is the sum of the leaves' deserved, admission without placement; ``--nodes N`` splits
+that cpu over N Nodes and binds every pod to one (``scale_nodes``).  Leaves are not reclaimable (``kueue_scale.py``
 configures no preemption either); ``--reclaim`` makes them reclaimable.  50,000 PodGroups of one pod
 (``minMember`` 1, ``minResources`` the pod's request) in Kueue's 35 : 11 : 4 mix (1 cpu 200 ms
 priority 50, 5 cpu 500 ms priority 100, 20 cpu 1,000 ms priority 200) are dealt round-robin over
@@ -21,6 +22,7 @@ the ratios the model must meet: volcano events/s ≥ 0.5 × kueue's, µs/admissi
 
     python benchmarks/volcano_scale.py                   # 100, 1,000 and 10,000 queues
     python benchmarks/volcano_scale.py --sizes 1000 --no-kueue
+    python benchmarks/volcano_scale.py --sizes 100 --no-kueue --nodes 100   # placement on 100 Nodes
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from closed_loop import ClosedLoop
 from kueue_scale import CLASSES
 from kueue_scale import best_replay
 from kueue_scale import generate as generate_kueue
+from scale_nodes import node_objects, placement_spec
 
 VC_API = "scheduling.volcano.sh/v1beta1"
 GROUP = "scheduling.k8s.io/group-name"
@@ -51,13 +54,13 @@ def tree(n_queues: int) -> list[tuple[str, str, int, bool]]:
     return out
 
 
-def config_events(n_queues: int, reclaim: bool) -> list[dict]:
-    """EngineConfig (``volcano``, capacity, hierarchy), the Node and the Queue tree."""
+def config_events(n_queues: int, reclaim: bool, nodes: int = 0) -> list[dict]:
+    """EngineConfig (``volcano``, capacity, hierarchy), the Node(s) (``scale_nodes``) and the Queue tree."""
     out: list[dict] = [
         {"apiVersion": "quotaledger.io/v1alpha1", "kind": "EngineConfig", "metadata": {"name": "config"},
-         "spec": {"quotaModel": "volcano", "volcano": {"plugin": "capacity", "enabledHierarchy": True}}},
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
-         "status": {"allocatable": {"cpu": str(LEAF_DESERVED * n_queues)}}}]
+         "spec": {"quotaModel": "volcano", "volcano": {"plugin": "capacity", "enabledHierarchy": True},
+                  **placement_spec(nodes)}},
+        *node_objects(LEAF_DESERVED * n_queues, nodes)]
     for name, parent, leaves, is_leaf in tree(n_queues):
         spec: dict = {"parent": parent, "deserved": {"cpu": str(LEAF_DESERVED * leaves)}}
         if is_leaf:
@@ -67,10 +70,11 @@ def config_events(n_queues: int, reclaim: bool) -> list[dict]:
     return [{"type": "Applied", "object": o} for o in out]
 
 
-def generate(n_queues: int, path: Path, total: int = 50_000, reclaim: bool = False) -> dict:
-    """Write the closed-loop event file for ``n_queues`` leaf queues; return counts and the hash."""
+def generate(n_queues: int, path: Path, total: int = 50_000, reclaim: bool = False, nodes: int = 0) -> dict:
+    """Write the closed-loop event file for ``n_queues`` leaf queues on ``nodes`` Nodes; return counts
+    and the hash."""
     loop = ClosedLoop()
-    for event in config_events(n_queues, reclaim):
+    for event in config_events(n_queues, reclaim, nodes):
         loop.emit(event, 0)
     for cls, cpu, run_ms, prio, every, count in CLASSES:
         for j in range(total * count // 50):
@@ -96,12 +100,15 @@ def main() -> None:
     parser.add_argument("--no-kueue", action="store_true", help="skip the kueue model's run")
     parser.add_argument("--reclaim", action="store_true", help="leaves reclaimable (reclaim runs)")
     parser.add_argument("--passes", default=2, type=int)
+    parser.add_argument("--nodes", default=0, type=int,
+                        help="0: one Node, quota-only (placement off); N: N Nodes, every pod placed")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        path = args.workdir / f"volcano-scale-{n}{'-reclaim' if args.reclaim else ''}.ndjson"
-        gen = generate(n, path, args.groups, args.reclaim)
+        path = args.workdir / (f"volcano-scale-{n}{'-reclaim' if args.reclaim else ''}"
+                               f"{f'-nodes{args.nodes}' if args.nodes else ''}.ndjson")
+        gen = generate(n, path, args.groups, args.reclaim, args.nodes)
         result = best_replay(path, args.passes)
         assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"
         line = (f"{n:>6} queues  volcano {result['events']:>7} events {result['admissions']:>7} admissions "

@@ -41,7 +41,7 @@ from replay.sim.simulator import SimulationResult, simulate
 from replay.store.db import SinkError
 from replay.sql_sink import replay_to_db
 from replay.sim.traces import load_trace
-from replay.sim.nodes import enable_placement, load_nodes, with_nodes
+from replay.sim.nodes import enable_placement, load_nodes, quota_only, with_nodes
 from replay.timespec import parse_moment
 
 __all__ = ["DemoError", "DemoResult", "run_demo", "load_inputs", "input_notes", "default_out", "Progress"]
@@ -118,8 +118,10 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str |
     ``nodes`` (with ``node_mapping`` for a CSV file): the trace runs on that node inventory
     (``replay.sim.nodes``: its Nodes, flavors and Topologies replace the trace's own, before the
     quota is generated); ``placement``: the EngineConfig turns the placement stage on
-    (``replay.sim.nodes.enable_placement``).  Without both, the inputs are exactly what they were
-    before node inventories existed (same events, same hashes).
+    (``replay.sim.nodes.enable_placement``); without it a ``koordinator`` or ``volcano``
+    configuration gets ``spec.placement.enable: false`` (``replay.sim.nodes.quota_only``: those
+    models place pods whenever a Node exists).  Without both, the decisions are what they were before
+    node inventories existed (a pod-scheduling model's events gain that EngineConfig field).
 
     Raises:
         DemoError: the trace, mapping, quota folder, ``until`` or ``quota_scale`` cannot be used (the
@@ -143,6 +145,8 @@ def load_inputs(trace: str, mapping: str | None, quota: str | None, until: str |
             config = to_volcano_queues(config, capacity_node=not imported.nodes)
         if placement:
             config = enable_placement(config)
+        elif config.model in ("koordinator", "volcano"):
+            config = quota_only(config)
     except (TraceImportError, MappingError, QuotaConfigError, ValueError) as exc:
         raise DemoError(str(exc)) from exc
     try:

@@ -44,6 +44,7 @@ from statemodel.objects import (
 )
 from statemodel.placement.nodes import NodeLedger
 from statemodel.placement.nodesets import BINPACK, PlacementFailure
+from statemodel.placement.pods import PodPlacement
 from statemodel.placement.stage import PlacementStage
 from statemodel.preemption import fair_sharing
 from statemodel.preemption.candidate_index import CandidateIndex
@@ -56,7 +57,7 @@ from statemodel.reasons import (
     PENDING_EVALUATION, SUSPENDED, TOPOLOGY_PLACEMENT_FAILED,
 )
 from statemodel.quota import registry
-from statemodel.quota.protocol import QuotaModel, UnitModel
+from statemodel.quota.protocol import QuotaModel, UnitDecision, UnitModel
 from statemodel.admission.cycle import ScopeGate, WakeIndex, run_cycles
 from statemodel.workload import ADMITTED, FINISHED, PendingCondition, PodSetAssignment, WorkloadInfo, WorkloadStatus
 
@@ -84,6 +85,8 @@ class ClusterState:
         nodes: the ``v1`` Nodes, the cluster's capacity over the schedulable ones, what placed pods hold
             on each node and the ``Topology`` domains.
         placement: the placement stage's waiters (docs/placement.md).
+        pod_nodes: the pods of a unit model (Koordinator, Volcano) on nodes, while the cluster has a
+            Node (``statemodel.placement.pods``).
         config: the last ``EngineConfig``.
         workloads: every workload by ``ns/name`` (finished ones stay for audit until deleted).
         queues: pending queue per ClusterQueue name.  ready: names of queues whose head may be tried.
@@ -103,6 +106,7 @@ class ClusterState:
         self.local_queues: dict[str, LocalQueue] = {}
         self.nodes = NodeLedger()
         self.placement = PlacementStage()
+        self.pod_nodes = PodPlacement(self.nodes)
         self.config = EngineConfig()
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
@@ -142,7 +146,7 @@ class ClusterState:
             self._apply_one(event)
         run_cycles(self)
         if self.units is not None:
-            self._unit_decisions(self.units)
+            self._unit_decisions(self.units.run(self.clock_ms))
         return self.decisions
 
     # -- models that admit their own units (statemodel.quota.protocol.UnitModel) ----------------
@@ -155,6 +159,7 @@ class ClusterState:
         if units is not None:
             units.configure(self.config)
             units.set_capacity(self.nodes.totals())
+            units.set_placer(self.pod_nodes)
 
     def validate(self, event: Event) -> None:
         """Reject (``EventError``) an event the unit model's webhooks refuse, before it changes
@@ -233,11 +238,16 @@ class ClusterState:
         units = self.units
         return units is not None and units.apply_object(obj)
 
-    def _unit_decisions(self, units: UnitModel) -> None:
-        for kind, key, quota, usage, borrowing, preemptor, reason, message in units.run(self.clock_ms):
+    def _unit_decisions(self, decisions: list[UnitDecision]) -> None:
+        """Record a unit model's decisions; an ``Admitted`` one whose pods were placed carries their
+        nodes (one podSet ``main`` of as many pods)."""
+        for kind, key, quota, usage, borrowing, preemptor, reason, message, nodes in decisions:
             self.seq += 1
             decision_type = DecisionType(kind)
-            pod_sets = [PodSetAssignment("main", 1, {}, usage)] if decision_type == DECISION_ADMITTED else None
+            pod_sets: list[PodSetAssignment] | None = None
+            if decision_type == DECISION_ADMITTED:
+                pod_sets = [PodSetAssignment("main", 1, {}, usage) if nodes is None else
+                            PodSetAssignment("main", sum(n for _, n in nodes), {}, usage, None, nodes)]
             self.decisions.append(Decision(self.seq, self._cause, self.clock_ms, self.name, decision_type, key, quota,
                                            pod_sets, borrowing, preemptor, reason, message))
 
@@ -303,8 +313,11 @@ class ClusterState:
                 self._evict_from_node(obj.name)
             if self.units is not None:
                 self.units.set_capacity(self.nodes.totals())
+                self.units.nodes_changed()
         elif isinstance(obj, Topology):
             self.nodes.apply_topology(obj)
+            if self.units is not None:
+                self.units.nodes_changed()
         elif isinstance(obj, EngineConfig):
             self._set_engine_config(obj)
         self._configuration_changed()
@@ -344,9 +357,12 @@ class ClusterState:
             self.nodes.delete(name)
             if self.units is not None:
                 self.units.set_capacity(self.nodes.totals())
+                self.units.nodes_changed()
         elif kind == "Topology":
             if not self.nodes.delete_topology(name):
                 return
+            if self.units is not None:
+                self.units.nodes_changed()
         elif kind == "EngineConfig":
             if self.config == EngineConfig():
                 return
@@ -355,6 +371,8 @@ class ClusterState:
 
     def _set_engine_config(self, config: EngineConfig) -> None:
         self.config = config
+        if self.configure_pod_nodes() and self.units is not None:
+            self.units.nodes_changed()
         if config.quota_model != self.model.name:
             self.use_model(registry.create(config.quota_model))
         elif self.units is not None:
@@ -571,11 +589,22 @@ class ClusterState:
             if woke:
                 self.ready.add(queue.name)
 
+    def configure_pod_nodes(self) -> bool:
+        """Give the unit models' pod placement the configuration's node order and whether it is on
+        (``spec.placement.enable`` not ``false``); whether being on changed."""
+        placement = self.config.placement
+        pods = self.pod_nodes
+        pods.node_order = placement.node_order if placement is not None else BINPACK
+        enabled = placement is None or placement.enable is not False
+        changed = enabled != pods.enabled
+        pods.enabled = enabled
+        return changed
+
     def placing(self) -> bool:
         """Whether admissions of this cluster go through the placement stage
         (``EngineConfig.spec.placement.enable`` on the ``kueue`` model)."""
         placement = self.config.placement
-        return placement is not None and placement.enable and self.units is None
+        return placement is not None and placement.enable is True and self.units is None
 
     def place(self, info: WorkloadInfo, assignment: Assignment) -> list[PodSetAssignment] | None:
         """Place a head whose quota fits (``statemodel.placement.stage``): its podSet assignments with
@@ -603,8 +632,13 @@ class ClusterState:
 
     def _evict_from_node(self, name: str) -> None:
         """Node ``name`` is gone or cordoned: every admitted workload with pods there is evicted
-        (``Evicted``, Kueue's ``NodeFailures`` reason and message) and goes back to its queue."""
+        (``Evicted``, Kueue's ``NodeFailures`` reason and message) and goes back to its queue; so does
+        every pod of a unit model bound there (``UnitModel.node_lost``)."""
         message = NODE_FAILURES_MESSAGE.format(nodes=name)
+        if self.units is not None:
+            pods = self.pod_nodes.pods_on(name)
+            if pods:
+                self._unit_decisions(self.units.node_lost(pods, message))
         for key in self.nodes.holders(name):
             info = self.workloads.get(key)
             if info is None or info.status != ADMITTED:

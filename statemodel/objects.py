@@ -420,10 +420,11 @@ class EngineConfig:
 @dataclass(frozen=True, slots=True)
 class PlacementConfig:
     """``EngineConfig.spec.placement``: ``enable`` turns the placement stage on for the ``kueue``
-    model (docs/placement.md); ``node_order`` is ``binpack`` (default, as KAI's default placement
-    strategy) or ``spread``."""
+    model (``None``, not given: off); the pod-scheduling models (``koordinator``, ``volcano``) place
+    whenever the cluster has a Node unless it is ``False`` (docs/placement.md); ``node_order`` is
+    ``binpack`` (default, as KAI's default placement strategy) or ``spread``."""
 
-    enable: bool = False
+    enable: bool | None = None
     node_order: str = "binpack"
 
 
@@ -504,6 +505,9 @@ class Pod:
     time).  ``node_name``: ``spec.nodeName`` (``None`` = not bound).  ``phase``: ``status.phase``
     (default ``Pending``).  ``preemption_policy``: ``spec.preemptionPolicy``
     (``PreemptLowerPriority`` or ``Never``).  ``labels`` / ``annotations``: sorted pairs.
+    ``placement``: what the pod-scheduling models' placement reads (``None`` = nothing): one
+    ``PodSetPlacement`` named ``main`` with the pod's ``spec.nodeSelector``, required node
+    affinity and ``spec.tolerations``, and KAI's topology annotations as the gang's constraint.
     """
 
     namespace: str
@@ -517,6 +521,7 @@ class Pod:
     node_name: str | None = None
     phase: str = "Pending"
     preemption_policy: str = "PreemptLowerPriority"
+    placement: PlacementRequest | None = None
 
     @property
     def key(self) -> str:

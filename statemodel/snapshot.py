@@ -14,7 +14,7 @@ functions (``COMPONENTS``): ``objects`` (clock, decision counter, configuration 
 ``workloads`` (each with its pending message's failures as data and who preempted whom, version 3),
 ``queues`` (with each queue's sticky preemptor, version 2), ``wakeIndex``, ``fairSharing`` (AFS ledgers) and ``scopes``
 (admission-scope gates), ``placement`` (Topologies, what each workload holds on nodes, who waits
-for nodes; absent in older snapshots, meaning none).  Derived data (subtree quota, cohort usage, node heights, caches) is
+for nodes, and — key ``pods``, only when there are any — the unit models' pods on nodes; absent in older snapshots, meaning none).  Derived data (subtree quota, cohort usage, node heights, caches) is
 recomputed, not stored.  Decimal values are stored as exact strings.
 
 Versions: a snapshot carries ``SNAPSHOT_FORMAT`` and the engine version.  Another engine version
@@ -130,6 +130,8 @@ def _dump_nodes(c: ClusterState) -> dict:
 
 def _load_nodes(c: ClusterState, d: dict) -> None:
     c.nodes = NodeLedger.from_document(d["nodes"])
+    c.pod_nodes.ledger = c.nodes
+    c.configure_pod_nodes()
 
 
 def _dump_model(c: ClusterState) -> dict:
@@ -148,6 +150,8 @@ def _load_model(c: ClusterState, d: dict) -> None:
     c.model = model
     c.hierarchy.model = model
     c.units = model if getattr(model, "admits_units", False) else None  # type: ignore[assignment]
+    if c.units is not None:
+        c.units.set_placer(c.pod_nodes)
 
 
 def _dump_hierarchy(c: ClusterState) -> dict:
@@ -388,7 +392,9 @@ def _dump_placement(c: ClusterState) -> dict:
     return {"topologies": [_enc(t) for t in c.nodes.topology_objects()],
             "held": [[w.key, [[node, pods, amounts] for node, pods, amounts in w.nodes]]
                      for w in c.workloads.values() if w.nodes],
-            "waiting": [[key, total, short, gained] for key, (_, total, short, gained) in c.placement.waiting.items()]}
+            "waiting": [[key, total, short, gained] for key, (_, total, short, gained) in c.placement.waiting.items()],
+            **({"pods": [[key, node, amounts] for key, (node, amounts) in c.pod_nodes.held.items()]}
+               if c.pod_nodes.held else {})}
 
 
 def _load_placement(c: ClusterState, d: dict) -> None:
@@ -403,6 +409,9 @@ def _load_placement(c: ClusterState, d: dict) -> None:
             c.nodes.allocate(key, node, pods, amounts)
     c.placement.waiting = {key: [c.workloads[key], dict(total), short, gained]
                            for key, total, short, gained in d["waiting"]}
+    for key, node, amounts in d.get("pods", ()):
+        c.pod_nodes.held[key] = (node, dict(amounts))
+        c.nodes.allocate(key, node, 1, dict(amounts))
 
 
 OPTIONAL_COMPONENTS: dict[str, dict] = {"placement": {"version": 1, "topologies": [], "held": [], "waiting": []}}

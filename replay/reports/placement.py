@@ -13,6 +13,9 @@ caused them):
 * a workload is pending from its ``Applied`` Workload event to its ``Admitted`` decision (and
   again after an eviction); each of its pod sets is then a *pending pod set*: a per-pod shape, a
   pod count and a required topology level (``Topology`` events give the levels).
+* a ``v1`` Pod of the pod-scheduling models is such a unit too: under ``koordinator`` the pod itself
+  (one pod), under ``volcano`` its PodGroup (annotation ``scheduling.k8s.io/group-name``; the
+  group's ``Admitted`` decisions count its pods per node, each with the pod's request).
 
 **Node utilization** (:class:`GroupUtilization`): per node group (the value of
 :data:`MODEL_LABEL`, the GPU model, else of :data:`POOL_LABEL`, else ``-``) and resource,
@@ -67,6 +70,8 @@ REPORTED = ("nvidia.com/gpu", GPU_MILLI, "cpu", "memory")
 DEFAULT_SAMPLES = 300
 KAI_TOPOLOGY = "kai.scheduler/topology"
 KAI_REQUIRED = "kai.scheduler/topology-required-placement"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+"""The annotation naming a Volcano pod's PodGroup."""
 
 Shape = tuple[tuple[str, int], ...]
 """A per-pod request: sorted ``(resource, base units)`` pairs."""
@@ -432,6 +437,8 @@ def _apply_event(sweep: _Sweep, kind: str, payload: dict) -> None:
             for i, ps in enumerate(pod_sets)}
         if not (obj.get("status") or {}).get("admission"):
             sweep.queue(key)
+    elif okind == "Pod":
+        _apply_pod(sweep, kind, obj, meta)
     elif kind == "WorkloadFinished":
         key = payload.get("workload", "")
         sweep.release(key)
@@ -441,6 +448,26 @@ def _apply_event(sweep: _Sweep, kind: str, payload: dict) -> None:
         if key in sweep.holding:
             sweep.release(key)
             sweep.queue(key)
+
+
+def _apply_pod(sweep: _Sweep, kind: str, obj: dict, meta: dict) -> None:
+    """A Pod event: the unit it belongs to (the pod, or its Volcano PodGroup) asks one pod of its
+    request, pending unless the pod is already bound (``spec.nodeName``)."""
+    namespace = meta.get("namespace", "default")
+    notes = meta.get("annotations") or {}
+    group = notes.get(VOLCANO_GROUP)
+    key = f"{namespace}/{group}" if group else f"{namespace}/{meta.get('name')}"
+    if kind == "Deleted":
+        if not group:
+            sweep.release(key)
+            sweep.pending.pop(key, None)
+            sweep.requests.pop(key, None)
+        return
+    spec = obj.get("spec") or {}
+    sweep.requests[key] = {"main": (_pod_request({"template": {"spec": spec}}, "object.spec"), 1,
+                                    notes.get(KAI_REQUIRED), notes.get(KAI_TOPOLOGY))}
+    if key not in sweep.holding and not spec.get("nodeName"):
+        sweep.queue(key)
 
 
 def wait_rows(root: str, placed: SimulationResult, unplaced: SimulationResult | None) -> list[WaitRow]:

@@ -28,7 +28,7 @@ from replay.sim.importers.openb import read_nodes as read_openb_nodes
 from replay.sim.manifests import QuotaConfig
 from replay.sim.traces import trace_dir
 
-__all__ = ["NAMED", "load_nodes", "with_nodes", "enable_placement", "ENGINE_CONFIG_API"]
+__all__ = ["NAMED", "load_nodes", "with_nodes", "enable_placement", "quota_only", "ENGINE_CONFIG_API"]
 
 NAMED = ("openb", "lingjun")
 """Inventory names ``load_nodes`` knows."""
@@ -83,3 +83,21 @@ def enable_placement(config: QuotaConfig) -> QuotaConfig:
                            "spec": {"placement": {"enable": True}}})
     return QuotaConfig(objects, config.root, [*config.notes, "placement on: EngineConfig spec.placement.enable: true "
                                                              "(workloads are placed on the nodes as gangs)"])
+
+
+def quota_only(config: QuotaConfig) -> QuotaConfig:
+    """``config`` of a pod-scheduling model (``koordinator``, ``volcano``, which place pods whenever
+    the cluster has a Node) with placement off, unless its EngineConfig says otherwise:
+    ``spec.placement.enable: false`` where ``enable`` is not given.  The demo and the simulator
+    place only with ``--placement``, for every model; a translated tree's capacity Node (the whole
+    nominal quota on one Node) is a quota device, not a machine."""
+    objects = []
+    for obj in config.objects:
+        if obj.get("kind") == "EngineConfig":
+            spec = dict(obj.get("spec") or {})
+            placement = dict(spec.get("placement") or {})
+            if "enable" not in placement:
+                spec["placement"] = {**placement, "enable": False}
+                obj = {**obj, "spec": spec}
+        objects.append(obj)
+    return QuotaConfig(objects, config.root, config.notes)

@@ -140,7 +140,7 @@ NODE_ORDERS = {"binpack": "binpack", "spread": "spread"}
 
 
 def _placement(spec: dict, p: str) -> PlacementConfig | None:
-    """``spec.placement``: ``enable`` (default false) and ``nodeOrder`` (``binpack`` default, or
+    """``spec.placement``: ``enable`` (``None`` when not given) and ``nodeOrder`` (``binpack`` default, or
     ``spread``); ``None`` when absent."""
     pl = opt_obj(spec, "placement", p)
     if pl is None:
@@ -149,7 +149,8 @@ def _placement(spec: dict, p: str) -> PlacementConfig | None:
     for key in pl:
         if key not in ("enable", "nodeOrder"):
             fail(f"{pp}.{key}", "unknown field: must be one of enable, nodeOrder")
-    return PlacementConfig(opt_bool(pl, "enable", pp, False), choice(pl, "nodeOrder", pp, NODE_ORDERS, "binpack"))
+    enable = None if pl.get("enable") is None else opt_bool(pl, "enable", pp, False)
+    return PlacementConfig(enable, choice(pl, "nodeOrder", pp, NODE_ORDERS, "binpack"))
 
 
 def _parse_engine_config(o: dict, name: str, time_ms: int) -> EngineConfig:

@@ -7,7 +7,9 @@ A ``Pod`` is read as a unit of admission for the models that admit pods (docs/ev
 "Additions"), in a model-neutral way: ``metadata.labels`` / ``annotations`` (each model reads its
 own keys), ``metadata.uid`` and ``creationTimestamp``, ``spec.priority``, the effective per-pod
 request of ``spec`` (Kubernetes ``PodRequests``, as a Workload's podSet template), ``spec.nodeName``
-(an observed binding), ``spec.preemptionPolicy`` and ``status.phase``.  Pure.
+(an observed binding), ``spec.preemptionPolicy``, ``status.phase``, and what placement reads:
+``spec.nodeSelector``, required node affinity, ``spec.tolerations`` and KAI's topology annotations
+(``statemodel.events.placement.pod_placement``).  Pure.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from statemodel.events.fields import (
 )
 from statemodel.events.kueue import pod_requests
 from statemodel.events.names import annotation_value_problem
-from statemodel.events.placement import parse_taints
+from statemodel.events.placement import parse_taints, pod_placement
 from statemodel.objects import KubeObject, Node, Pod
 from statemodel.timefmt import parse_time
 
@@ -65,7 +67,7 @@ def _parse_pod(o: dict, name: str, time_ms: int) -> Pod:
     status = opt_obj(o, "status", "object") or {}
     phase = choice(status, "phase", "object.status", POD_PHASES, "Pending")
     return Pod(namespace, name, uid, creation_ms, priority, tuple(sorted(requests.items())),
-               labels, annotations, node_name, phase, policy)
+               labels, annotations, node_name, phase, policy, pod_placement(meta, spec))
 
 
 KINDS: dict[str, dict[str, tuple[Callable[[dict, str, int], KubeObject], bool]]] = {

@@ -274,6 +274,22 @@ def pod_set_placement(ps: dict, name: str) -> PodSetPlacement | None:
                            slice_level, slice_size, sub_group)
 
 
+def pod_placement(meta: dict, spec: dict) -> PlacementRequest | None:
+    """A ``v1`` Pod's placement constraints: ``spec.nodeSelector``, required node affinity and
+    ``spec.tolerations`` as one ``PodSetPlacement`` named ``main``, and KAI's topology annotations
+    (``workload_placement``); ``None`` when it has none.
+
+    Raises:
+        EventError: a malformed constraint, naming the field (``object.spec.tolerations[0].effect``).
+    """
+    p = "object.spec"
+    selector = smap(spec.get("nodeSelector"), f"{p}.nodeSelector")
+    affinity = _affinity(spec, p)
+    tolerations = _tolerations(spec, p)
+    own = [PodSetPlacement("main", selector, affinity, tolerations)] if selector or affinity or tolerations else []
+    return workload_placement(meta, own, [("main", 1)])
+
+
 def workload_placement(meta: dict, pod_sets: list[PodSetPlacement], counts: list[tuple[str, int]]) -> PlacementRequest | None:
     """A Workload's ``PlacementRequest``: KAI's topology and sub-group annotations of
     ``metadata.annotations`` and the podSets' constraints (``counts``: every podSet's ``(name,

@@ -20,6 +20,13 @@ groups form a tree under ``koordinator-root-quota``; ``v1`` Pods are the admitte
   the fewest needed so that ``used - preempted + request <= runtime``.
 * **Recycling** (§9, ``monitorAllQuotas``): a group whose ``used`` stays above its runtime for more
   than ``delayEvictTime`` of event time loses pods, least important first, until it fits.
+* **Nodes** (kube-scheduler's Filter after PreFilter): while the cluster has a Node, a pod that
+  passes PreFilter is bound to one node it matches (``statemodel.placement.pods``) or stays
+  ``Unschedulable`` with the placement stage's message, its quota waiting for nodes: it is tried
+  again when a bound pod leaves its node or a Node / Topology changes.  A preemption is made only
+  when the preemptor then fits a node with its victims' pods gone (upstream picks the victims node
+  by node; here they are the quota's, and the node check comes after).  A lost node evicts its
+  pods (``NodeFailures``).  Without any Node, admission is quota-only (docs/placement.md).
 
 Decisions name the pod key as ``workload`` and the quota as ``clusterQueue``.  A cluster running this
 model rejects Kueue's quota objects (``ClusterQueue``, ``Cohort``: ``ClusterState``); the Kueue side
@@ -34,9 +41,10 @@ from statemodel.errors import EventError
 from statemodel.objects import GROUP_MAX_DEFAULT, ElasticQuota, ElasticQuotaArgs, EngineConfig, ObjectRef, Pod
 from statemodel.quantity import format_quantity
 from statemodel.quota.koordinator_runtime import Share, redistribute, scaled_mins
+from statemodel.placement.pods import PodPlacement, decode_request, encode_request
 from statemodel.quota.protocol import Shortfall, UnitDecision
 from statemodel.quota.unit_seam import NoClusterQueueQuota
-from statemodel.reasons import EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA
+from statemodel.reasons import EXCEEDS_MAX_QUOTA, NODE_FAILURES, WAITING_FOR_QUOTA
 
 NAME = "koordinator"
 ROOT = "koordinator-root-quota"
@@ -290,6 +298,10 @@ class KoordinatorModel(NoClusterQueueQuota):
         self.watch_all = False
         self.flush: list[tuple[int, str]] = []
         self.flush_due: dict[str, int] = {}
+        self.placer: PodPlacement | None = None
+        self.node_waiting: dict[str, None] = {}
+        """Quotas with pending pods that passed PreFilter but fit no node (tried again when a bound
+        pod leaves its node or the nodes change)."""
         root = self.groups[ROOT] = Group(ROOT, None)
         root.allow_lent = True
         for name in (SYSTEM, DEFAULT):
@@ -322,6 +334,68 @@ class KoordinatorModel(NoClusterQueueQuota):
         if totals != self.capacity:
             self.capacity = dict(totals)
             self._touch()
+
+    def set_placer(self, placer: PodPlacement) -> None:
+        """Bind admitted pods through ``placer`` while it is active (the cluster has a Node)."""
+        self.placer = placer
+
+    def nodes_changed(self) -> None:
+        """A Node or Topology changed: the quotas waiting for nodes are tried again."""
+        self._nodes_freed()
+
+    def _nodes_freed(self) -> None:
+        if self.node_waiting:
+            self.active.update(self.node_waiting)
+            self.node_waiting = {}
+
+    def _unbind(self, info: PodInfo) -> None:
+        """Pod ``info`` left its node (if it had one): what waits for nodes is tried again."""
+        placer = self.placer
+        if placer is not None and placer.release(info.key):
+            self._nodes_freed()
+
+    def _bind_observed(self, info: PodInfo) -> None:
+        """An observed binding (``spec.nodeName``) is charged on that node as given."""
+        placer = self.placer
+        node = info.obj.node_name
+        if placer is not None and node is not None:
+            placer.bind(info.key, info.obj.requests, node)
+
+    def node_lost(self, pods: list[str], message: str) -> list[UnitDecision]:
+        """Evict the admitted pods ``pods`` of a lost node (``NodeFailures``); they are pending again."""
+        out: list[UnitDecision] = []
+        for key in sorted(pods):
+            info = self.pods.get(key)
+            if info is None:
+                continue
+            if info.status == ADMITTED:
+                quota = info.quota
+                self._release(info)
+                info.note("PendingEvaluation", f"Evicted: {message}")
+                out.append(("Evicted", key, quota, {}, 0, None, NODE_FAILURES, message, None))
+            self._unbind(info)
+        return out
+
+    def _place(self, info: PodInfo, victims: list[PodInfo]) -> str | None:
+        """The node ``info`` is bound to (charged), with its ``victims``' pods off their nodes; ``None``
+        when it fits no node: the victims keep their nodes, ``info`` is ``Unschedulable`` with the
+        placement stage's message and its quota waits for nodes."""
+        placer = self.placer
+        assert placer is not None
+        saved = [(v, placer.node_of(v.key)) for v in victims]
+        for v, _ in saved:
+            placer.release(v.key)
+        bound, failure = placer.place(info.key, [info.obj], 1)
+        if bound:
+            if any(node is not None for _, node in saved):
+                self._nodes_freed()
+            return bound[0][1]
+        for v, node in saved:
+            if node is not None:
+                placer.bind(v.key, v.obj.requests, node)
+        info.note(UNSCHEDULABLE, str(failure))
+        self.node_waiting[info.quota] = None
+        return None
 
     def _touch(self) -> None:
         """Something that may help every pending pod changed (configuration, capacity, a quota): all
@@ -491,6 +565,7 @@ class KoordinatorModel(NoClusterQueueQuota):
             info = self.pods.pop(key, None)
             if info is not None:
                 self._forget(info)
+                self._unbind(info)
             return True
         return False
 
@@ -904,6 +979,7 @@ class KoordinatorModel(NoClusterQueueQuota):
         info.status = PENDING
         if pod.phase in ("Succeeded", "Failed"):
             info.status = FINISHED
+            self._unbind(info)
             return
         self._enter(info, self._associate(pod, self.specs))
         if was_admitted:
@@ -911,6 +987,7 @@ class KoordinatorModel(NoClusterQueueQuota):
             info.admitted_ms = admitted_ms
         elif pod.node_name is not None:
             self._charge(info, self._prefilter(info) is None)
+            self._bind_observed(info)
 
     def _enter(self, info: PodInfo, quota: str) -> None:
         """Count a (not finished) pod's request in ``quota``."""
@@ -987,11 +1064,14 @@ class KoordinatorModel(NoClusterQueueQuota):
             return False
         if event_type == "WorkloadAdmitted" and info.status == PENDING:
             self._charge(info, self._prefilter(info) is None)
+            self._bind_observed(info)
         elif event_type == "WorkloadEvicted" and info.status == ADMITTED:
             self._release(info)
+            self._unbind(info)
             info.note("PendingEvaluation", f"Evicted: {reason or 'Evicted'}")
         elif event_type == "WorkloadFinished" and info.status != FINISHED:
             self._forget(info)
+            self._unbind(info)
             info.status = FINISHED
             info.note(None, "")
         return True
@@ -1107,9 +1187,10 @@ class KoordinatorModel(NoClusterQueueQuota):
                         info.fail(earlier.failure)
                     continue
                 failure = self._prefilter(info)
+                victims: list[PodInfo] = []
                 if failure is not None:
-                    victims = self._victims(info) if failure.kind == "runtime" else None
-                    if victims is None:
+                    found = self._victims(info) if failure.kind == "runtime" else None
+                    if found is None:
                         info.fail(failure)
                         if failure.kind != "parent":
                             failed.setdefault(group.name, {})[same] = info
@@ -1117,19 +1198,28 @@ class KoordinatorModel(NoClusterQueueQuota):
                             due[group.name] = at = now_ms + UNSCHEDULABLE_FLUSH_MS
                             heapq.heappush(flush, (at, group.name))
                         continue
-                    for v in victims:
-                        message = (f"preempted by {info.key} in quota {group.name}: runtime "
-                                   f"{_fmt(self.runtime(group.name))}, used {_fmt(group.used)}, "
-                                   f"preemptor's request {_fmt(info.request)}")
-                        self._release(v)
-                        v.note("PendingEvaluation", f"Preempted: {message}")
-                        out.append(("Preempted", v.key, group.name, {}, 0, info.key, PREEMPTION_REASON, message))
+                    victims = found
+                nodes = None
+                placer = self.placer
+                if placer is not None and placer.active:
+                    node = self._place(info, victims)
+                    if node is None:
+                        continue
+                    nodes = [(node, 1)]
+                for v in victims:
+                    message = (f"preempted by {info.key} in quota {group.name}: runtime "
+                               f"{_fmt(self.runtime(group.name))}, used {_fmt(group.used)}, "
+                               f"preemptor's request {_fmt(info.request)}")
+                    self._release(v)
+                    self._unbind(v)
+                    v.note("PendingEvaluation", f"Preempted: {message}")
+                    out.append(("Preempted", v.key, group.name, {}, 0, info.key, PREEMPTION_REASON, message, None))
                 self._charge(info, None)
                 failed.pop(group.name, None)
                 info.admitted_ms = now_ms
                 over_min = bool(_le(group.used, group.min)) if group.min else bool(group.used)
                 out.append(("Admitted", info.key, group.name, dict(info.obj.requests), 1 if over_min else 0,
-                            None, None, None))
+                            None, None, None, nodes))
 
     def _revoke(self, now_ms: int, out: list[UnitDecision]) -> None:
         """The overuse revoke controller (§9): continuous overuse for more than ``delayEvictTime``
@@ -1191,8 +1281,9 @@ class KoordinatorModel(NoClusterQueueQuota):
                 message = (f"quota {name} used {_fmt(group.used)} above its runtime {_fmt(runtime)} for more than "
                            f"{delay // 1000}s")
                 self._release(p)
+                self._unbind(p)
                 p.note("PendingEvaluation", f"Evicted: {message}")
-                out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message))
+                out.append(("Evicted", p.key, name, {}, 0, None, REVOKE_REASON, message, None))
 
     # -- views and snapshots -----------------------------------------------------------------------
 
@@ -1206,7 +1297,9 @@ class KoordinatorModel(NoClusterQueueQuota):
         ``sharedWeight``, ``request`` and ``limitedRequest``
         (``min(request, max)``), the part it plays in the water-filling (``borrower``: asks more than
         its min and shares the rest by weight; ``lender``: asks less and lends the rest; ``keepsMin``:
-        does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units."""
+        does not lend), ``used`` and ``runtime``; ``None`` for an unknown pod.  Base units.  While the
+        cluster has a Node, ``node``: the node the pod is bound to (``None``: none); a pod that fits
+        no node says why in ``message`` (the placement stage's words, every node set tried)."""
         info = self.pods.get(key)
         if info is None:
             return None
@@ -1240,6 +1333,7 @@ class KoordinatorModel(NoClusterQueueQuota):
         failure = self._prefilter(info) if info.status == PENDING else None
         return {"pod": key, "status": info.status, "quota": info.quota, "priority": info.obj.priority,
                 "preemptible": not info.non_preemptible, "nodeName": info.obj.node_name,
+                **({"node": self.placer.node_of(key)} if self.placer is not None and self.placer.active else {}),
                 "reason": info.reason, "message": info.message,
                 "preFilter": failure.message() if failure is not None else None,
                 "shortfalls": [{"reason": str(s.reason), "resource": s.resource, "quota": s.node, "needed": s.needed,
@@ -1256,7 +1350,8 @@ class KoordinatorModel(NoClusterQueueQuota):
                 for name in sorted(self.groups)]
 
     def view(self) -> dict:
-        """``elasticQuotas`` (by name, upstream field names, base units) and ``pods`` (by ``ns/name``)."""
+        """``elasticQuotas`` (by name, upstream field names, base units) and ``pods`` (by ``ns/name``;
+        with ``node``, the node a pod is bound to, while the cluster has a Node)."""
         quotas = {}
         for g, runtime in self.quota_groups():
             quotas[g.name] = {
@@ -1269,9 +1364,11 @@ class KoordinatorModel(NoClusterQueueQuota):
                 "guaranteed": dict(sorted(g.guaranteed.items())), "allowLentResource": g.allow_lent,
                 "pods": len(g.pods)}
         pods = {}
+        placer = self.placer if self.placer is not None and self.placer.active else None
         for key in sorted(self.pods):
             p = self.pods[key]
             pods[key] = {"quota": p.quota, "status": p.status, "priority": p.obj.priority,
+                         **({"node": placer.node_of(key)} if placer is not None else {}),
                          "requests": dict(p.obj.requests), "nodeName": p.obj.node_name,
                          "preemptible": not p.non_preemptible, "reason": p.reason, "message": p.message,
                          "observed": p.observed,
@@ -1286,7 +1383,8 @@ class KoordinatorModel(NoClusterQueueQuota):
                 "pods": [[_enc_pod(p.obj), p.quota, p.status, p.reason, p.message,
                           [[str(s.reason), s.resource, s.node, s.needed, s.available] for s in p.shortfalls],
                           p.admitted_ms, p.observed] for p in self.pods.values()],
-                "overSince": self.over_since, "flush": [list(f) for f in sorted(self.flush)]}
+                "overSince": self.over_since, "flush": [list(f) for f in sorted(self.flush)],
+                **({"nodeWaiting": list(self.node_waiting)} if self.node_waiting else {})}
 
     def load(self, doc: dict) -> None:
         """Rebuild from ``dump`` output (derived numbers recomputed)."""
@@ -1319,6 +1417,7 @@ class KoordinatorModel(NoClusterQueueQuota):
         self.wake_all = False
         self.active, self.fresh = {}, {}
         self.watch, self.watch_all = {}, False
+        self.node_waiting = dict.fromkeys(doc.get("nodeWaiting", ()))
 
 
 def _pairs(rows: list) -> tuple[tuple[str, int], ...]:
@@ -1351,9 +1450,11 @@ def _dec_quota(row: list) -> ElasticQuota:
 def _enc_pod(p: Pod) -> list:
     return [p.namespace, p.name, p.uid, p.creation_ms, p.priority, [list(r) for r in p.requests],
             [list(lb) for lb in p.labels], [list(a) for a in p.annotations], p.node_name, p.phase,
-            p.preemption_policy]
+            p.preemption_policy] + ([] if p.placement is None else [encode_request(p.placement)])
 
 
 def _dec_pod(row: list) -> Pod:
+    """A Pod of ``_enc_pod``; a row without placement constraints ends after the preemption policy."""
     return Pod(row[0], row[1], row[2], row[3], row[4], _pairs(row[5]), tuple((k, v) for k, v in row[6]),
-               tuple((k, v) for k, v in row[7]), row[8], row[9], row[10])
+               tuple((k, v) for k, v in row[7]), row[8], row[9], row[10],
+               decode_request(row[11]) if len(row) > 11 else None)

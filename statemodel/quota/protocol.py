@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Final, Protocol
 
 from statemodel.objects import FlavorResource, ResourceGroup
+from statemodel.placement.pods import PodPlacement
 from statemodel.reasons import PendingReason
 
 CLUSTER_QUEUE = "ClusterQueue"
@@ -366,9 +367,11 @@ class QuotaModel(Protocol):
         flavor-resource (the numbers are the same)."""
 
 
-UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None]
+UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None,
+                     list[tuple[str, int]] | None]
 """A decision a unit model made: ``(type, unit key, quota name, usage per resource, borrowing,
-preemptor, reason, message)``; ``type`` is a ``statemodel.decisions.DecisionType`` value."""
+preemptor, reason, message, nodes)``; ``type`` is a ``statemodel.decisions.DecisionType`` value;
+``nodes``: for an ``Admitted`` unit whose pods were placed, pods per node (sorted), else ``None``."""
 
 
 class UnitModel(Protocol):
@@ -405,6 +408,17 @@ class UnitModel(Protocol):
 
     def run(self, now_ms: int) -> list[UnitDecision]:
         """Run admission (and the model's timed work) at engine time ``now_ms`` to a fixpoint."""
+
+    def set_placer(self, placer: PodPlacement) -> None:
+        """The cluster's pods on nodes (``statemodel.placement.pods``): the model binds the pods it
+        admits through it while it is ``active`` (the cluster has a Node), and releases them."""
+
+    def nodes_changed(self) -> None:
+        """A Node or Topology was applied or deleted: every unit waiting for nodes is tried again."""
+
+    def node_lost(self, pods: list[str], message: str) -> list[UnitDecision]:
+        """The node the pods ``pods`` (keys) are bound to is gone or cordoned: each is evicted (back
+        to pending, ``Evicted`` with reason ``NodeFailures`` and ``message``), in key order."""
 
     def explain(self, key: str) -> dict | None:
         """Why unit ``key`` is where it is (JSON-ready), ``None`` when the model has no such unit."""

@@ -24,6 +24,15 @@ tree under ``root`` (``root`` and ``default`` exist from the start, as upstream 
   reclaimable queues that the plugin's ``Reclaimable`` accepts, siblings first, the queue that would
   be scheduled last first, lowest priority first; the gang rule keeps every victim group at
   ``minMember``; committed only when the reclaiming group becomes ready).
+* **Nodes** (Volcano's predicates and gang plugin): while the cluster has a Node, the pods allocate
+  chose are bound one at a time, in task order, each to a node it matches
+  (``statemodel.placement.pods``); a pod that fits no node stays pending, and a group that would
+  not reach ``minMember`` bound pods binds none (``NotEnoughResources`` with the placement stage's
+  message) and waits for capacity freed on nodes or a Node / Topology change.  Reclaim commits
+  only when the reclaiming pods fit nodes with the victims' pods gone (upstream evicts node by
+  node; here the victims are chosen by queue, and the node check comes after).  A lost node evicts
+  its pods (``NodeFailures``).  Without any Node, the cluster's total free capacity is the only
+  check (docs/placement.md).
 
 Decisions: ``Admitted`` names the PodGroup (``ns/name``) with the usage of the pods bound in that
 step (again when more pods of a running group are bound later); ``Evicted`` names the pod, reason
@@ -44,8 +53,10 @@ from statemodel.errors import EventError
 from statemodel.events.volcano import DEFAULT_QUEUE, ROOT
 from statemodel.objects import EngineConfig, ObjectRef, Pod, PodGroup, Queue, VolcanoArgs
 from statemodel.quantity import format_quantity
+from statemodel.placement.pods import PodPlacement, decode_request, encode_request, per_node
 from statemodel.quota.protocol import UnitDecision
 from statemodel.quota.unit_seam import NoClusterQueueQuota
+from statemodel.reasons import NODE_FAILURES
 from statemodel.quota.volcano_deserved import (
     capacity_deserved, effective_capability, hierarchical, real_capability, water_fill, within,
 )
@@ -346,6 +357,7 @@ class VolcanoModel(NoClusterQueueQuota):
         capacity at its start."""
         self._untried: dict[str, None] = {}
         """Queues with a waiting group not tried since it changed (``QueueInfo.untried`` above 0)."""
+        self.placer: PodPlacement | None = None
         self._rebuild_tree()
 
     def _class_of(self, request: Resources) -> int:
@@ -373,6 +385,42 @@ class VolcanoModel(NoClusterQueueQuota):
         if totals != self.capacity:
             self.capacity = dict(totals)
             self.stale = self.retry_all = True
+
+    def set_placer(self, placer: PodPlacement) -> None:
+        """Bind the pods allocate chooses through ``placer`` while it is active (the cluster has a Node)."""
+        self.placer = placer
+
+    def nodes_changed(self) -> None:
+        """A Node or Topology changed: every waiting group is tried again."""
+        self.retry_all = True
+
+    def node_lost(self, pods: list[str], message: str) -> list[UnitDecision]:
+        """Evict the running pods ``pods`` of a lost node (``NodeFailures``): pending again, their
+        groups tried again."""
+        out: list[UnitDecision] = []
+        touched: dict[str, GroupInfo] = {}
+        for key in sorted(pods):
+            pod = self.pods.get(key)
+            if pod is None:
+                continue
+            group = self.groups[pod.group]
+            if pod.state == POD_RUNNING:
+                pod.state = POD_PENDING
+                group.reason, group.message = "Evicted", f"Evicted: {message}"
+                self.fresh[group.key] = None
+                out.append(("Evicted", key, group.queue, dict(pod.request), 0, None, NODE_FAILURES, message, None))
+            touched[group.key] = group
+        for group in touched.values():
+            self._refresh(group)
+        return out
+
+    def _bind(self, group: GroupInfo, pods: list[PodInfo], at_least: int) -> tuple[list[PodInfo], str]:
+        """Bind ``pods`` of ``group`` to nodes (``PodPlacement.place``): the pods bound, or none and
+        the placement stage's message when fewer than ``at_least`` could be."""
+        placer = self.placer
+        assert placer is not None
+        bound, failure = placer.place(group.key, [p.obj for p in pods], at_least)
+        return [self.pods[p.key] for p, _ in bound], str(failure) if failure is not None else ""
 
     @property
     def hierarchy(self) -> bool:
@@ -459,12 +507,20 @@ class VolcanoModel(NoClusterQueueQuota):
         kinds: dict[int, None] = {}
         running = 0
         finished = 0
+        placer = self.placer
+        held = placer.held if placer is not None else None
         for key in group.pods:
             pod = self.pods[key]
             if pod.state == POD_RUNNING:
                 _add(alloc, pod.request)
                 running += 1
-            elif pod.state == POD_PENDING:
+                if (held is not None and pod.observed and key not in held and pod.obj.node_name is not None
+                        and placer.active):  # type: ignore[union-attr]
+                    placer.bind(key, pod.obj.requests, pod.obj.node_name)  # type: ignore[union-attr]
+                continue
+            if held and key in held:
+                placer.release(key)  # type: ignore[union-attr]
+            if pod.state == POD_PENDING:
                 _add(pending, pod.request)
                 need.append(pod.request)
                 kinds[pod.cls] = None
@@ -1517,22 +1573,34 @@ class VolcanoModel(NoClusterQueueQuota):
                                     if blocked else f"{len(group.pods)} pods, minMember {pg.min_member}"))
                 group.shortfalls = [_short(*b) for b in blocked]
             return False
+        where: list[tuple[str, int]] | None = None
+        placer = self.placer
+        if placer is not None and placer.active:
+            chosen, problem = self._bind(group, chosen, max(pg.min_member - running, 1))
+            if not chosen:
+                self._block(group, "cluster")
+                group.reason = "NotEnoughResources"
+                group.message = (f"{max(pg.min_member - running, 1)}/{len(group.pods)} tasks in gang unschedulable: "
+                                 f"{problem}")
+                group.shortfalls = []
+                return False
+            where = per_node([placer.node_of(p.key) or "" for p in chosen])
         self._block(group, why)
         for pod in chosen:
             pod.state = POD_RUNNING
         self._refresh(group)
         group.reason, group.message, group.shortfalls = "", "", []
-        self._admitted(group, queue, chosen, None, out)
+        self._admitted(group, queue, chosen, None, out, where)
         return True
 
     def _admitted(self, group: GroupInfo, queue: QueueInfo, pods: list[PodInfo], preemptor: str | None,
-                  out: list[UnitDecision]) -> None:
+                  out: list[UnitDecision], nodes: list[tuple[str, int]] | None) -> None:
         usage: Resources = {}
         for pod in pods:
             _add(usage, pod.request)
         over = 1 if any(queue.allocated.get(r, 0) > queue.deserved.get(r, _ZERO) for r in queue.allocated) else 0
         out.append(("Admitted", group.key, queue.name, usage, over, preemptor, None,
-                    "bound " + ", ".join(p.key for p in pods)))
+                    "bound " + ", ".join(p.key for p in pods), nodes))
 
     # -- reclaim -----------------------------------------------------------------------------------
 
@@ -1711,20 +1779,33 @@ class VolcanoModel(NoClusterQueueQuota):
             _add(extra, pod.request)
         if not placed or running + len(placed) < max(pg.min_member, 1):
             return False
+        nodes: list[tuple[str, int]] | None = None
+        placer = self.placer
+        if placer is not None and placer.active:
+            saved = [(v, placer.node_of(v.key)) for v in evicted]
+            for v, _ in saved:
+                placer.release(v.key)
+            placed, _ = self._bind(group, placed, max(pg.min_member - running, 1))
+            if not placed:
+                for v, node in saved:
+                    if node is not None:
+                        placer.bind(v.key, v.obj.requests, node)
+                return False
+            nodes = per_node([placer.node_of(p.key) or "" for p in placed])
         victims_by_group: dict[str, None] = {}
         for victim in evicted:
             victim.state = POD_PENDING
             victims_by_group[victim.group] = None
             vgroup = self.groups[victim.group]
             out.append(("Evicted", victim.key, vgroup.queue, dict(victim.request), 0, group.key, RECLAIM_REASON,
-                        f"reclaimed by {group.key} of queue {queue.name}"))
+                        f"reclaimed by {group.key} of queue {queue.name}", None))
         for key in victims_by_group:
             self._refresh(self.groups[key])
         for pod in placed:
             pod.state = POD_RUNNING
         self._refresh(group)
         group.reason, group.message, group.shortfalls = "", "", []
-        self._admitted(group, queue, placed, None, out)
+        self._admitted(group, queue, placed, None, out, nodes)
         return True
 
     # -- views ---------------------------------------------------------------------------------------
@@ -1751,7 +1832,7 @@ class VolcanoModel(NoClusterQueueQuota):
     def view(self) -> dict:
         """``queues`` (upstream ``queueAttr`` names; ``deserved`` rounded down to base units, ``share``
         an exact ratio; with hierarchy a parent's numbers are its subtree's), ``podGroups`` and
-        ``pods``."""
+        ``pods`` (with ``node``, the node a pod is bound to, while the cluster has a Node)."""
         if self.stale:
             self._derive()
         queues = {name: self._numbers(self.queues[name]) for name in sorted(self.queues)}
@@ -1767,8 +1848,11 @@ class VolcanoModel(NoClusterQueueQuota):
                            "running": sum(1 for k in g.pods if self.pods[k].state == POD_RUNNING),
                            "allocated": dict(sorted(g.alloc.items())), "reason": g.reason, "message": g.message,
                            "shortfalls": g.shortfalls}
+        placer = self.placer
+        placing = placer is not None and placer.active
         pods = {key: {"group": p.group, "state": p.state, "request": dict(sorted(p.request.items())),
-                      "observed": p.observed} for key, p in sorted(self.pods.items())}
+                      "observed": p.observed, **({"node": placer.node_of(key)} if placing else {})}  # type: ignore[union-attr]
+                for key, p in sorted(self.pods.items())}
         return {"queues": queues, "podGroups": groups, "pods": pods}
 
     def explain(self, key: str) -> dict | None:
@@ -1874,10 +1958,13 @@ def _dec_group(row: list) -> PodGroup:
 
 def _enc_pod(p: Pod) -> list:
     return [p.namespace, p.name, p.uid, p.creation_ms, p.priority, [list(x) for x in p.requests],
-            [list(x) for x in p.labels], [list(x) for x in p.annotations], p.node_name, p.phase, p.preemption_policy]
+            [list(x) for x in p.labels], [list(x) for x in p.annotations], p.node_name, p.phase, p.preemption_policy] \
+        + ([] if p.placement is None else [encode_request(p.placement)])
 
 
 def _dec_pod(row: list) -> Pod:
-    ns, name, uid, creation, priority, requests, labels, annotations, node, phase, policy = row
+    """A Pod of ``_enc_pod``; a row without placement constraints ends after the preemption policy."""
+    ns, name, uid, creation, priority, requests, labels, annotations, node, phase, policy = row[:11]
     return Pod(ns, name, uid, creation, priority, _pairs(requests), tuple((k, v) for k, v in labels),
-               tuple((k, v) for k, v in annotations), node, phase, policy)
+               tuple((k, v) for k, v in annotations), node, phase, policy,
+               decode_request(row[11]) if len(row) > 11 else None)

@@ -60,8 +60,9 @@ def test_closed_loop_with_pods(tmp_path: Path) -> None:
     # a (min 4, max 6) and b (min 6, max 10) on 10 cpu.  x (a, 5 cpu) at 0: a asks 5 > min 4 (a
     # borrower: 4, then 1 of the 6 left), b asks nothing and lends: a's runtime 5, x runs 0..10.
     # y (b, 6) at 1: b asks 6 = its min (a lender of nothing: runtime 6); a keeps its min 4 and the
-    # pool is empty: a's runtime 4 (x runs on above it: no recycling by default); y fits.  z (a, 1) at 2
-    # waits (used 5 + 1 > 4).  x finishes at 10: a asks 1 <= min (runtime 1): z fits.
+    # pool is empty: a's runtime 4 (x runs on above it: no recycling by default); y fits its quota, but
+    # the capacity Node (10 cpu) holds x's 5: y waits for the node.  z (a, 1) at 2 waits (used 5 + 1 > 4).
+    # x finishes at 10: y goes on the node (6 of 10), and a asks 1 <= min (runtime 1): z fits, on the node.
     jobs = [Job("x", T0, 10_000, ("a", "t"), 1, (("cpu", 5000),)),
             Job("y", T0 + 1000, 20_000, ("b", "u"), 1, (("cpu", 6000),)),
             Job("z", T0 + 2000, 1000, ("a", "t"), 1, (("cpu", 1000),))]
@@ -69,7 +70,7 @@ def test_closed_loop_with_pods(tmp_path: Path) -> None:
     path = tmp_path / "e.ndjson"
     result, decisions, events = _run(trace, to_elastic_quotas(_kueue(), capacity_node=True), path, tick_ms=0)
     assert [(d["type"], d["workload"], d["clusterQueue"], d["time"]) for d in decisions] == [
-        ("Admitted", "t/x", "a", "2023-11-14T22:13:20Z"), ("Admitted", "u/y", "b", "2023-11-14T22:13:21Z"),
+        ("Admitted", "t/x", "a", "2023-11-14T22:13:20Z"), ("Admitted", "u/y", "b", "2023-11-14T22:13:30Z"),
         ("Admitted", "t/z", "a", "2023-11-14T22:13:30Z")]
     submit = next(e for e in events if e["id"] == "submit/t/x")
     assert submit["object"] == {"apiVersion": "v1", "kind": "Pod", "metadata": {

@@ -160,3 +160,34 @@ def test_wait_rows_put_both_runs_next_to_the_observed_waits() -> None:
         "online-ls", 2, [30], [60], 1, [0, 0])
     assert (be.queue, be.observed_waits, be.placed_waits, be.unplaced_waits, be.unplaced_never) == (
         "batch-be", [0], [0], [5], 0)
+
+
+def _pod(t: int, name: str, gpus: int, cores: int, group: str | None = None, decisions: list | None = None) -> HistoryItem:
+    notes = {"scheduling.k8s.io/group-name": group} if group else {}
+    return (t, "Applied", {"object": {"apiVersion": "v1", "kind": "Pod",
+                                      "metadata": {"name": name, "namespace": "ns", "annotations": notes},
+                                      "spec": {"containers": [{"name": "c", "resources": {"requests": {
+                                          "nvidia.com/gpu": str(gpus), "cpu": str(cores)}}}]}}}, decisions or [])
+
+
+def test_pods_of_the_pod_scheduling_models_hold_their_nodes() -> None:
+    # n1 (8 GPUs) and n3 (4 GPUs, 4 cores).  A Koordinator pod p (6 GPUs) is admitted on n1 at 0;
+    # a Volcano PodGroup g's pods (2 GPUs + 8 cores each) wait from 10 — they fit n1's 2 free GPUs
+    # only by GPU, not n3 (cores): n1's 2 are usable (8 cores free there), n3's 4 are not; at 20 g is
+    # admitted with two pods on n1 after p finished.
+    history = [
+        _node("n1", "A", 8, 32), _node("n3", "B", 4, 4),
+        _pod(0, "p", 6, 1, decisions=[("Admitted", "ns/p", {"nodes": {"main": {"n1": 1}}})]),
+        _pod(10, "g-0", 2, 8, group="g"),
+        (15, "WorkloadFinished", {"workload": "ns/p"}, []),
+        (20, "Tick", {}, [("Admitted", "ns/g", {"nodes": {"main": {"n1": 2}}})]),
+    ]
+    report = placement_from_history("lab", history, start_ms=0, end_ms=30, samples=3)
+    assert report.fragmentation == [
+        FragmentationSample(10, 6, 4, 1),   # n1 2 free (g fits), n3 4 free (g does not: cores)
+        FragmentationSample(20, 8, 0, 0),   # g holds 4 of n1's 8: 4 + 4 free, nothing pending
+        FragmentationSample(30, 8, 0, 0),
+    ]
+    a_gpu = {(u.group, u.resource): u for u in report.utilization}[("A", "nvidia.com/gpu")]
+    # p 6 GPUs over [0, 15) = 90; g 2 × 2 GPUs over [20, 30] = 40 (the end counts: 30 - 20 = 10 ms)
+    assert a_gpu.allocated_ms == 90 + 40

@@ -114,8 +114,12 @@ def _team_history() -> KoordScenario:
     min from 10.  At 20 b asks 4 <= its min 4: runtime 4, p2 admitted; team asks min(12, max 10) =
     10 = its runtime, so a keeps only its floor 6 (used 8: over its runtime, no revoke by default).
     At 30 p3 needs used 8 + 1 <= 6: Unschedulable.  At 50 p1 ends: a asks 1 (lends), runtime 1,
-    p3 admitted after 20 s.  At the end a uses 1 (runtime 1), b 0, team 1."""
-    k = KoordScenario(capacity={"cpu": 10}, cluster="lab")
+    p3 admitted after 20 s.  At the end a uses 1 (runtime 1), b 0, team 1.
+
+    Quota-only (``spec.placement.enable: false``): from 20 s the pods hold 12 cores of the 10-cpu
+    node, which binding to nodes would refuse (b/p2 would wait for a/p1); the quota arithmetic of the
+    report is what this history checks."""
+    k = KoordScenario(capacity={"cpu": 10}, cluster="lab", placement={"enable": False})
     with k.batch(at=0):
         k.quota("team", min={"cpu": 10}, max={"cpu": 10}, is_parent=True)
         k.quota("a", min={"cpu": 6}, max={"cpu": 10}, parent="team")

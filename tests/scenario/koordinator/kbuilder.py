@@ -21,16 +21,25 @@ class KoordScenario(Scenario):
         if capacity is not None:
             self.node("n1", capacity)
 
-    def config(self, at: float | None = None, **args: Any) -> dict:
+    def config(self, at: float | None = None, placement: dict | None = None, **args: Any) -> dict:
         spec: dict[str, Any] = {"quotaModel": "koordinator"}
         if args:
             spec["koordinator"] = args
+        if placement is not None:
+            spec["placement"] = placement
         return self._apply({"apiVersion": ENGINE_CONFIG_API, "kind": "EngineConfig", "metadata": {"name": "c"},
                             "spec": spec}, at)
 
-    def node(self, name: str, allocatable: dict, unschedulable: bool = False, at: float | None = None) -> dict:
-        return self._apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                            "spec": {"unschedulable": unschedulable}, "status": {"allocatable": allocatable}}, at)
+    def node(self, name: str, allocatable: dict, unschedulable: bool = False, labels: dict | None = None,
+             taints: list[dict] | None = None, at: float | None = None) -> dict:
+        spec: dict[str, Any] = {"unschedulable": unschedulable}
+        if taints is not None:
+            spec["taints"] = taints
+        return self._apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+                            "spec": spec, "status": {"allocatable": allocatable}}, at)
+
+    def delete_node(self, name: str, at: float | None = None) -> dict:
+        return self.emit("Deleted", at=at, object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
 
     def quota(self, name: str, min: dict | None = None, max: dict | None = None, parent: str | None = None,
               is_parent: bool = False, lend: bool | None = None, weight: dict | None = None,
@@ -58,8 +67,8 @@ class KoordScenario(Scenario):
                                                    "metadata": {"name": name}})
 
     def pod(self, key: str, quota: str | None = None, priority: int | None = None, node: str | None = None,
-            preemptible: bool | None = None, phase: str | None = None, at: float | None = None,
-            **requests: Any) -> dict:
+            preemptible: bool | None = None, phase: str | None = None, selector: dict | None = None,
+            tolerations: list[dict] | None = None, at: float | None = None, **requests: Any) -> dict:
         ns, name = key.split("/")
         labels: dict[str, str] = {}
         if quota is not None:
@@ -72,6 +81,10 @@ class KoordScenario(Scenario):
             spec["priority"] = priority
         if node is not None:
             spec["nodeName"] = node
+        if selector is not None:
+            spec["nodeSelector"] = selector
+        if tolerations is not None:
+            spec["tolerations"] = tolerations
         obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
                                "metadata": {"namespace": ns, "name": name, "labels": labels}, "spec": spec}
         if phase is not None:

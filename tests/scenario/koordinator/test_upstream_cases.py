@@ -234,8 +234,9 @@ def test_prefilter_default_group_runtime_short_in_cpu() -> None:
 
 
 def test_prefilter_value_not_enough_in_memory() -> None:
-    # "value not enough": runtime 1 cpu / 2 bytes, the pod asks 1 cpu / 3 bytes
-    s = KoordScenario(capacity={"cpu": 100, "memory": 100},
+    # "value not enough": runtime 1 cpu / 2 bytes, the pod asks 1 cpu / 3 bytes (the node has the GPU
+    # the pods ask for, which the group does not count)
+    s = KoordScenario(capacity={"cpu": 100, "memory": 100, GPU: 2},
                       defaultQuotaGroupMax={"cpu": "1", "memory": "2"})
     s.pod("t1-ns1/pod1", cpu=1, memory=3, gpu=1)
     s.run()
@@ -247,12 +248,23 @@ def test_prefilter_value_not_enough_in_memory() -> None:
 
 
 def test_prefilter_runtime_disabled_checks_max() -> None:
-    # "runtime not enough, but disable runtime": runtime 1 cpu / 2 bytes, max 10 / 20: the pod fits max
-    for enabled, expected in ((True, []), (False, ["t1-ns1/pod1"])):
+    # "runtime not enough, but disable runtime": runtime 1 cpu / 2 bytes, max 10 / 20: the pod passes
+    # PreFilter against max; the only node (1 cpu / 2 bytes, the cluster whose total the runtime
+    # shares) cannot hold its 3 bytes, so kube-scheduler's Filter leaves it Unschedulable; with
+    # placement off (spec.placement.enable: false) it is admitted on quota alone, as upstream's
+    # plugin test (which has no nodes) expects
+    for enabled, placement, expected in ((True, True, []), (False, True, []), (False, False, ["t1-ns1/pod1"])):
         s = KoordScenario(capacity={"cpu": 1, "memory": 2}, enableRuntimeQuota=enabled)
+        if not placement:
+            s.config(placement={"enable": False}, enableRuntimeQuota=enabled)
         s.quota("t1-ns1", max={"cpu": 10, "memory": 20})
         s.pod("t1-ns1/pod1", cpu=1, memory=3)
         assert admitted(s.run()) == expected
+        if not enabled and placement:
+            state = s.pod_state("t1-ns1/pod1")
+            assert (state["status"], state["reason"]) == ("Pending", "Unschedulable")
+            assert state["message"].startswith("unschedulable on cluster: not enough resources in the cluster to "
+                                               "allocate the job: memory requested 3, available 2")
 
 
 def test_prefilter_check_parent_names_the_path() -> None:

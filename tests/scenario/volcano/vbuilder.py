@@ -31,9 +31,18 @@ class VolcanoScenario(Scenario):
         return self._apply({"apiVersion": ENGINE_CONFIG_API, "kind": "EngineConfig", "metadata": {"name": "c"},
                             "spec": spec}, at)
 
-    def node(self, name: str, allocatable: dict, at: float | None = None) -> dict:
-        return self._apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                            "status": {"allocatable": _res(allocatable)}}, at)
+    def node(self, name: str, allocatable: dict, labels: dict | None = None, unschedulable: bool = False,
+             at: float | None = None) -> dict:
+        obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                               "status": {"allocatable": _res(allocatable)}}
+        if labels is not None:
+            obj["metadata"]["labels"] = labels
+        if unschedulable:
+            obj["spec"] = {"unschedulable": True}
+        return self._apply(obj, at)
+
+    def delete_node(self, name: str, at: float | None = None) -> dict:
+        return self.emit("Deleted", at=at, object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
 
     def queue(self, name: str, parent: str | None = None, weight: int | None = None, capability: dict | None = None,
               guarantee: dict | None = None, deserved: dict | None = None, reclaimable: bool | None = None,
@@ -75,7 +84,8 @@ class VolcanoScenario(Scenario):
                             "metadata": {"namespace": ns, "name": name}, "spec": spec}, at)
 
     def pod(self, key: str, group: str, priority: int | None = None, node: str | None = None,
-            phase: str | None = None, policy: str | None = None, at: float | None = None, **requests: Any) -> dict:
+            phase: str | None = None, policy: str | None = None, selector: dict | None = None,
+            annotations: dict | None = None, at: float | None = None, **requests: Any) -> dict:
         ns, name = key.split("/")
         spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": _res(requests)}}]}
         if priority is not None:
@@ -84,15 +94,19 @@ class VolcanoScenario(Scenario):
             spec["nodeName"] = node
         if policy is not None:
             spec["preemptionPolicy"] = policy
+        if selector is not None:
+            spec["nodeSelector"] = selector
         obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                               "metadata": {"namespace": ns, "name": name, "annotations": {GROUP: group}},
+                               "metadata": {"namespace": ns, "name": name, "annotations": {GROUP: group,
+                                                                                          **(annotations or {})}},
                                "spec": spec}
         if phase is not None:
             obj["status"] = {"phase": phase}
         return self._apply(obj, at)
 
     def job(self, key: str, queue: str, pods: int = 1, min_member: int | None = None, priority: int | None = None,
-            min_resources: bool = True, at: float | None = None, **per_pod: Any) -> None:
+            min_resources: bool = True, selector: dict | None = None, annotations: dict | None = None,
+            at: float | None = None, **per_pod: Any) -> None:
         """A PodGroup ``key`` with ``pods`` pods asking ``per_pod`` each, in one Batch; ``minMember``
         defaults to ``pods`` and ``minResources`` to ``minMember × per_pod``."""
         mm = pods if min_member is None else min_member
@@ -101,7 +115,8 @@ class VolcanoScenario(Scenario):
             self.group(key, queue=queue, min_member=mm,
                        min_resources={r: v * mm for r, v in per_pod.items()} if min_resources else None)
             for i in range(pods):
-                self.pod(f"{ns}/{name}-{i}", name, priority=priority, **per_pod)
+                self.pod(f"{ns}/{name}-{i}", name, priority=priority, selector=selector, annotations=annotations,
+                         **per_pod)
 
     def q(self, name: str) -> dict:
         """The state of queue ``name``."""
