@@ -285,7 +285,7 @@ def pod_placement(meta: dict, spec: dict) -> PlacementRequest | None:
     p = "object.spec"
     selector = smap(spec.get("nodeSelector"), f"{p}.nodeSelector")
     affinity = _affinity(spec, p)
-    tolerations = _tolerations(spec, p)
+    tolerations = parse_tolerations(spec, p)
     own = [PodSetPlacement("main", selector, affinity, tolerations)] if selector or affinity or tolerations else []
     return workload_placement(meta, own, [("main", 1)])
 
