@@ -99,8 +99,11 @@ def config_events(total: dict[str, int], placement: bool) -> list[dict]:
     return out
 
 
-def generate(n_nodes: int, path: Path, placement: bool = True, workloads: int = 50_000) -> dict:
-    """Write the closed-loop event file for ``n_nodes`` nodes (module docstring); return counts and hash."""
+def generate(n_nodes: int, path: Path, placement: bool = True, workloads: int = 50_000, filters: int = 0) -> dict:
+    """Write the closed-loop event file for ``n_nodes`` nodes (module docstring); return counts and hash.
+    ``filters`` > 0: workload ``j`` tolerates the taint key ``bench/t<j mod filters>`` (no node is
+    tainted, so every filter admits every node: that many distinct kept filtered orders, each
+    over all the nodes — what ``NodeLedger``'s bound on them is measured with)."""
     loop = ClosedLoop()
     node_objects, total = nodes(n_nodes)
     for obj in config_events(total, placement) + node_objects:
@@ -113,6 +116,11 @@ def generate(n_nodes: int, path: Path, placement: bool = True, workloads: int = 
         pod_set: dict = {"name": "main", "count": pods, "requests": req}
         if j % 2 == 0:
             pod_set["topologyRequest"] = {"required": RACK}
+        if filters:  # tolerations live in the pod template, which then carries the requests too
+            del pod_set["requests"]
+            pod_set["template"] = {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": req}}],
+                "tolerations": [{"key": f"bench/t{j % filters}", "operator": "Exists"}]}}
         loop.submit(1000 + j * gap_us // 1000, {"type": "Applied", "object": {
             "apiVersion": API, "kind": "Workload", "metadata": {"name": wl, "namespace": ns},
             "spec": {"queueName": "lq", "podSets": [pod_set]}}}, f"{ns}/{wl}", run_ms)
@@ -125,6 +133,8 @@ def main() -> None:
     parser.add_argument("--baseline", default=1523, type=int, help="node count of the off/on comparison (0: skip)")
     parser.add_argument("--workloads", default=50_000, type=int)
     parser.add_argument("--passes", default=3, type=int)
+    parser.add_argument("--filters", default=0, type=int,
+                        help="distinct tolerations over the workloads (generate's docstring; 0: none)")
     parser.add_argument("--workdir", default="benchmarks/out", type=Path)
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -135,9 +145,10 @@ def main() -> None:
     for n, on in runs:
         if (n, on) in results:
             continue
-        path = args.workdir / f"placement-{n}-{'on' if on else 'off'}-{args.workloads}.ndjson"
+        filters = f"-filters{args.filters}" if args.filters else ""
+        path = args.workdir / f"placement-{n}-{'on' if on else 'off'}-{args.workloads}{filters}.ndjson"
         started = time.process_time()
-        gen = generate(n, path, on, args.workloads)
+        gen = generate(n, path, on, args.workloads, args.filters)
         gen_cpu = time.process_time() - started
         result = best_replay(path, args.passes, time.process_time)
         assert result["hash"] == gen["hash"], "replay of the generated file diverged from generation"

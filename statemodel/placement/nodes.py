@@ -21,10 +21,16 @@ Determinism: every listing is sorted by node name or resource name; insertion or
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import Final
 
 from statemodel.objects import Node, Taint, Topology
 from statemodel.placement.node_order import BinpackOrder
 from statemodel.placement.topology import TopologyTree
+
+MAX_FILTERED_ORDERS: Final = 32
+"""Kept filtered binpack orders (``NodeLedger.filtered_order``) at most: building one more drops
+the least recently used (rebuilt on its next use), so memory and the cost of a charge stay bounded
+however many distinct node constraints the pod sets bring."""
 
 
 def node_document(node: Node) -> dict:
@@ -82,7 +88,8 @@ class NodeLedger:
         """requested resources -> the open nodes in binpack order (built on first use)"""
         self._filtered: dict[tuple[tuple[str, ...], Hashable], BinpackOrder] = {}
         """(requested resources, node filter) -> the nodes the filter admits in binpack order
-        (built on first use; a node's membership is decided again only when it is applied)"""
+        (built on first use; a node's membership is decided again only when it is applied), least
+        recently used first, at most ``MAX_FILTERED_ORDERS``"""
         self._names: list[str] | None = []
         """the node names, sorted (``None`` until listed again after a node came or went)"""
         self.topologies: dict[str, TopologyTree] = {}
@@ -208,14 +215,21 @@ class NodeLedger:
         ``resources`` (as ``binpack_order``); ``signature`` names the filter (equal signatures must
         mean equal filters).  Built on first use, O(nodes log nodes); after that kept up to date on
         every charge and release (O(log nodes) per order holding the node) and node change (the
-        filter is asked again for that node only).  The ledger's own: read only."""
-        order = self._filtered.get((resources, signature))
+        filter is asked again for that node only).  At most ``MAX_FILTERED_ORDERS`` are kept: a new
+        one drops the least recently used, rebuilt when next asked for (an order is a function of
+        the nodes, so which ones are kept never changes a placement).  The ledger's own: read only."""
+        key = (resources, signature)
+        filtered = self._filtered
+        order = filtered.pop(key, None)
         if order is None:
-            order = self._filtered[(resources, signature)] = BinpackOrder(resources, admits)
+            order = BinpackOrder(resources, admits)
             labels = self._labels
             for name, node in self._nodes.items():
                 if admits(node, labels[name]):
                     order.put(name, self._node_free[name], self._allocatable[name])
+            if len(filtered) >= MAX_FILTERED_ORDERS:
+                del filtered[next(iter(filtered))]
+        filtered[key] = order
         return order
 
     def largest_allocatable(self, resource: str) -> int:

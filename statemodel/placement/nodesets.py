@@ -323,11 +323,14 @@ class Placer:
     """Places one gang on a ``NodeLedger`` (module docstring).  ``place`` returns the pod sets
     placed (and has charged the ledger) or a ``PlacementFailure`` (and changed nothing).  Like KAI's
     statement, every pod is charged on the ledger as it is placed, so the domains a later pod set
-    sorts see the earlier ones, and a failed set is rolled back."""
+    sorts see the earlier ones, and a failed set is rolled back.  ``kept_orders`` false: every pod
+    set is placed by the scan of its node set (``_eligible`` + ``_allocate``), never by a kept binpack
+    order — the reference the kept orders must reproduce (the property tests compare the two)."""
 
-    def __init__(self, ledger: NodeLedger, node_order: str = BINPACK) -> None:
+    def __init__(self, ledger: NodeLedger, node_order: str = BINPACK, kept_orders: bool = True) -> None:
         self.ledger = ledger
         self.node_order = node_order
+        self.kept_orders = kept_orders
         self.attempts: list[Attempt] = []
         self.charged: list[tuple[str, int, dict[str, int]]] = []
         """what this attempt has charged so far (KAI's statement): rolled back when a set fails"""
@@ -436,7 +439,7 @@ class Placer:
     def _fill(self, ps: PodSetRequest, node_set: NodeSet) -> list[tuple[str, int]] | None:
         """Every pod of ``ps`` on the nodes of ``node_set`` (charged: sorted ``(node, pods)``), or
         ``None`` (nothing charged, the attempt recorded)."""
-        fast = self._binpack_everywhere(ps, node_set)
+        fast = self._binpack_everywhere(ps, node_set) if self.kept_orders else None
         if fast == []:
             return None
         if fast is not None:

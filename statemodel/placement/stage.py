@@ -29,10 +29,12 @@ from statemodel.workload import PodSetAssignment, WorkloadInfo
 class PlacementStage:
     """Placement for one cluster: ``place``, ``charge`` (observed nodes), ``release`` and the
     waiters.  ``waiting``: workload key -> ``[workload, its gang's total request in base units,
-    pods short, pods gained since]``."""
+    pods short, pods gained since]``.  ``kept_orders``: ``Placer``'s switch (false: every pod set
+    is placed by the scan, the reference the property tests compare the kept orders with)."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, list] = {}
+        self.kept_orders = True
 
     def gang(self, info: WorkloadInfo, pod_sets: list[PodSetAssignment],
              flavors: dict[str, ResourceFlavor]) -> GangRequest:
@@ -80,7 +82,7 @@ class PlacementStage:
         """Place ``info``'s gang; on success the nodes are charged, ``info.nodes`` records them and
         the returned podSet assignments carry ``topology`` / ``nodes``."""
         gang = self.gang(info, pod_sets, flavors)
-        result = Placer(ledger, node_order).place(gang)
+        result = Placer(ledger, node_order, self.kept_orders).place(gang)
         if isinstance(result, PlacementFailure):
             return result
         by_name: dict[str, PodSetPlaced] = {p.name: p for p in result}

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
-from statemodel.placement import nodesets
 from tests.property.test_snapshot import check_snapshot_plus_tail
 from tests.scenario.builder import Scenario
 from tests.scenario.placement.helpers import delete_node, gang, kai, node, placement_on, quota_cluster, tas_flavor, topology
@@ -133,14 +132,15 @@ def test_snapshot_plus_tail_equals_full_replay_with_placements(ops, order, cut):
 def scanned_decisions(events: list) -> bytes:
     """The decisions of ``events`` (as JSON) with every pod set placed by the scan of its node set
     (``Placer._eligible`` + ``_allocate``) instead of a kept binpack order: what the kept orders
-    must reproduce."""
-    original = nodesets.Placer._binpack_everywhere
-    nodesets.Placer._binpack_everywhere = lambda self, ps, node_set: None
-    try:
-        slow = Engine()
-        return orjson.dumps([[d.to_json() for d in slow.apply(e)] for e in events])
-    finally:
-        nodesets.Placer._binpack_everywhere = original
+    must reproduce (``PlacementStage.kept_orders`` off on every cluster before each event, as clusters
+    appear with their first event)."""
+    slow = Engine()
+    out = []
+    for e in events:
+        for cluster in slow.clusters.values():
+            cluster.placement.kept_orders = False
+        out.append([d.to_json() for d in slow.apply(e)])
+    return orjson.dumps(out)
 
 
 @SETTINGS

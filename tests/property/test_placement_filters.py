@@ -81,6 +81,44 @@ def test_the_kept_filtered_orders_pick_what_the_scan_picks(ops):
     assert scanned_decisions(events) == orjson.dumps(with_index)
 
 
+many_filters_job = st.tuples(st.integers(0, 47), st.integers(1, 2), st.integers(1, 3), st.none() | st.integers(0, 90))
+"""a gang: toleration key index, pods, cpu per pod, and an earlier gang to finish after it (or none)"""
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(many_filters_job, min_size=40, max_size=80))
+def test_at_most_max_filtered_orders_are_kept_and_a_dropped_one_is_rebuilt_the_same(ops):
+    """Gangs tolerating one of 48 taint keys (nodes n0-n3 carry ``t0``-``t3``, so the filters admit
+    different nodes): more distinct filters than ``MAX_FILTERED_ORDERS``, so orders are dropped and
+    rebuilt.  At most that many are kept, each equals a fresh filter and sort, and the decisions
+    equal the plain scan's."""
+    from statemodel.placement.node_order import fullness
+    from statemodel.placement.nodes import MAX_FILTERED_ORDERS
+
+    s = Scenario()
+    placement_on(s, "binpack")
+    tas_flavor(s, "default", None)
+    quota_cluster(s)
+    for i in range(8):
+        node(s, f"n{i}", {"zone": f"z{1 + i % 2}"}, cpu="8",
+             taints=[{"key": f"t{i}", "value": "x", "effect": "NoSchedule"}] if i < 4 else None)
+    for j, (key, count, cpu, finish) in enumerate(ops):
+        gang(s, f"ns/j{j}", "q", [{"count": count, "requests": {"cpu": str(cpu)},
+                                   "tolerations": [{"key": f"t{key}", "operator": "Exists"}]}])
+        if finish is not None:
+            s.finish(f"ns/j{finish % (j + 1)}")
+    events = [parse_event(e) for e in s.events]
+    fast = Engine()
+    with_index = [[d.to_json() for d in fast.apply(e)] for e in events]
+    ledger = fast.clusters["default"].nodes
+    assert len(ledger._filtered) <= MAX_FILTERED_ORDERS
+    for (resources, _), order in ledger._filtered.items():
+        admitted = [n for n in ledger.names() if order.admits(ledger.get(n), ledger.labels(n))]
+        assert order.entries == sorted((fullness(ledger.free(n), ledger.allocatable(n), resources), n)
+                                       for n in admitted)
+    assert scanned_decisions(events) == orjson.dumps(with_index)
+
+
 tree_node = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 16), st.integers(0, 3))
 
 
