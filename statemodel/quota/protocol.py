@@ -354,6 +354,13 @@ class QuotaModel(Protocol):
     def load(self, doc: dict) -> None:
         """Restore a fresh model from ``dump`` output of the same ``version``."""
 
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """``(kind, name)`` of the linked children of Cohort ``cohort`` that borrow: child Cohorts whose
+        usage exceeds their subtree quota on any flavor-resource, child ClusterQueues whose usage
+        exceeds their nominal quota on one of ``frs``, sorted — the children below which a
+        fair-sharing preemption search can find a victim (``statemodel.preemption.fair_sharing``).
+        A Cohort the model does not hold has none.  Cost: proportional to the answer."""
+
 
 UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None]
 """A decision a unit model made: ``(type, unit key, quota name, usage per resource, borrowing,

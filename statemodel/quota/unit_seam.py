@@ -102,3 +102,6 @@ class NoClusterQueueQuota:
         """No Kueue rows."""
         return []
 
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """None (nothing is charged)."""
+        return []
