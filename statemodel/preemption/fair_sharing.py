@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from statemodel.objects import FairSharingPreemptionStrategy, FlavorResource, PreemptionPolicy
 from statemodel.preemption.candidates import (
@@ -46,6 +46,9 @@ from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import borrowing_with
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, PreemptionReason
+
+if TYPE_CHECKING:
+    from statemodel.workload import WorkloadInfo
 
 NEVER: Final = PreemptionPolicy.NEVER
 LOWER_PRIORITY: Final = PreemptionPolicy.LOWER_PRIORITY
@@ -137,18 +140,7 @@ class TargetOrdering:
                 return []
         if policy == NEVER:
             return []
-        ordered = ctx.index.ordered(ctx.admitted, cq)
-        out: list[Candidate] = []
-        for info in ordered.evicting:
-            if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
-                out.append(Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE))
-        mine = ctx.preemptor.obj.priority
-        bound = mine if policy == LOWER_PRIORITY else mine + 1 if policy == LOWER_OR_NEWER_EQUAL_PRIORITY else None
-        for info in ordered.rest:
-            if bound is not None and info.obj.priority >= bound:
-                break  # ascending priority: no later workload satisfies the policy
-            if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
-                out.append(Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE))
+        out = [Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE) for info in _eligible(ctx, cq, policy)]
         return by_local_queue_usage(ctx, out)
 
     def _borrowed_at_start(self, cq: str) -> bool:
@@ -169,6 +161,18 @@ class TargetOrdering:
         """Take ``cq``'s next candidate."""
         self.version[cq] = self.version.get(cq, 0) + 1
         return self._candidates(cq).pop(0)
+
+    def pop_all(self, cq: str) -> list[Candidate]:
+        """Take every candidate ``cq`` has left, in order."""
+        self.version[cq] = self.version.get(cq, 0) + 1
+        got = self._candidates(cq)
+        self.targets[cq] = []
+        return got
+
+    def exhausted(self, node: Node) -> bool:
+        """Whether the walk can take nothing more below ``node``: pruned, or a ClusterQueue without
+        a candidate left."""
+        return node in self.pruned or (node[0] == CLUSTER_QUEUE and not self.has_workload(node[1]))
 
     def drop(self, cq: str) -> None:
         """Kueue ``DropQueue``: take no more victims from ``cq``."""
@@ -280,6 +284,76 @@ class TargetOrdering:
         raise AssertionError("the target shares no Cohort with the preemptor")
 
 
+def _eligible(ctx: PreemptionContext, cq: str, policy: PreemptionPolicy) -> Iterator["WorkloadInfo"]:
+    """The admitted workloads of ``cq`` that ``policy`` (not ``Never``) lets the context's preemptor
+    preempt and that use a flavor-resource needing preemption, in the candidate index's order
+    (evicting first, then ascending priority), read lazily."""
+    ordered = ctx.index.ordered(ctx.admitted, cq)
+    for info in ordered.evicting:
+        if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
+            yield info
+    mine = ctx.preemptor.obj.priority
+    bound = mine if policy == LOWER_PRIORITY else mine + 1 if policy == LOWER_OR_NEWER_EQUAL_PRIORITY else None
+    for info in ordered.rest:
+        if bound is not None and info.obj.priority >= bound:
+            return  # ascending priority: no later workload satisfies the policy
+        if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
+            yield info
+
+
+def may_remove(ctx: PreemptionContext, weight: Weight) -> bool:
+    """Whether the search can preempt anything at all, read off the state before it starts (the
+    preemptor's request charged); when not, :func:`find_targets` answers ``[]`` at once — the answer
+    of the whole search, which only succeeds after a removal.
+
+    ``True`` when the preemptor's own ClusterQueue has a candidate (step 4 always takes it), when its
+    ClusterQueue stays within nominal quota (``InCohortReclamation`` takes any target's), or when,
+    for some Cohort on the preemptor's path, a borrowing child off the path
+    (``QuotaModel.borrowing_children``: every target's almost lowest common ancestor is one) has a
+    share at least the preemptor's side's there.  Otherwise no strategy can pass: until the first
+    removal every share is the initial one, a target's share without a candidate is at most its
+    initial share, and both strategies need the preemptor's side at most the target's side
+    (``LessThanOrEqualToFinalShare``: ≤ final ≤ initial; ``LessThanInitialShare``: < initial),
+    so nothing is ever removed.  Cost: O(depth × borrowing children) cached shares, and the own
+    ClusterQueue's candidates up to the first one."""
+    own = ctx.cluster_queue
+    policy = ctx.preemption.within_cluster_queue
+    if policy != NEVER and next(_eligible(ctx, own, policy), None) is not None:
+        return True
+    if len(ctx.model.path(own)) == 1 or ctx.preemption.reclaim_within_cohort == NEVER:
+        return False
+    return _within_nominal(ctx) or _may_pass(ctx, weight)
+
+
+def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering | None = None) -> bool:
+    """Whether, for some Cohort on the preemptor's path, a borrowing child off the path
+    (``QuotaModel.borrowing_children``) has a share now at least the preemptor's side's there — the
+    only nodes a candidate can pass a strategy against (:func:`_cannot_pass`).  Given the first
+    strategy's ``ordering``, a child whose share equals the preemptor's side's does not count once
+    the ordering has nothing left below it: the second strategy needs the target's side strictly
+    above.  O(depth × borrowing children), shares as the quota model remembers them."""
+    model = ctx.model
+    path = model.path(ctx.cluster_queue)
+    for i in range(1, len(path)):
+        mine = path[i - 1]
+        mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).key()
+        for child in model.borrowing_children(path[i][1], ctx.frs):
+            if child == mine:
+                continue
+            key = model.share(child[0], child[1], weight(child[0], child[1])).key()
+            if key > mine_key or (key == mine_key and (ordering is None or not ordering.exhausted(child))):
+                return True
+    return False
+
+
+def _cannot_pass(preemptor_new: Share, target_old: Share) -> bool:
+    """Whether no candidate of a target can pass either strategy while the preemptor's side keeps its
+    share: the target's side is below it now, and removing candidates only lowers a share, so
+    ``LessThanOrEqualToFinalShare`` (preemptor ≤ final ≤ initial) and ``LessThanInitialShare``
+    (preemptor < initial) both fail."""
+    return target_old.key() < preemptor_new.key()
+
+
 def _fits(ctx: PreemptionContext) -> bool:
     """Kueue ``workloadFitsForFairSharing``: the request fits (borrowing allowed) with its own
     simulated charge taken out again."""
@@ -318,17 +392,27 @@ def _within_nominal(ctx: PreemptionContext) -> bool:
 
 
 def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharingPreemptionStrategy,
-                    removed: Removed) -> tuple[bool, list[Candidate]]:
-    """Kueue ``runFirstFsStrategy``: ``(fits, retry candidates)``."""
+                    removed: Removed) -> tuple[bool, list[Candidate] | None]:
+    """Kueue ``runFirstFsStrategy``: ``(fits, retry candidates)``; the retry candidates are ``None``
+    when no strategy can remove anything more (:func:`_may_pass`), so the search has failed.
+
+    A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives all its
+    candidates to the retry list at once: none of them can pass.  The first time since the last
+    removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
+    ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
+    changes any share any more and every later target would fail the same way, in this strategy
+    and the second."""
     ordering = TargetOrdering(ctx, weight, None)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
     model = ctx.model
+    checked = False  # the whole tree was checked since the last removal
     for cq in ordering:
         if cq == ctx.cluster_queue:
             _remove(ctx, ordering, ordering.pop(cq), IN_CLUSTER_QUEUE, removed)
             if _fits(ctx):
                 return True, []
+            checked = False
             continue
         if within_nominal:
             _remove(ctx, ordering, ordering.pop(cq), IN_COHORT_RECLAMATION, removed)
@@ -338,8 +422,14 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
         mine, theirs = ordering.almost_lcas(cq)
         preemptor_new, target_old = ordering.share(mine), ordering.share(theirs)
         if preemptor_new.zero_weight_borrows() and not target_old.zero_weight_borrows():
-            while ordering.has_workload(cq):
-                retry.append(ordering.pop(cq))
+            retry.extend(ordering.pop_all(cq))
+            continue
+        if _cannot_pass(preemptor_new, target_old):
+            if not checked:
+                checked = True
+                if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
+                    return False, None
+            retry.extend(ordering.pop_all(cq))
             continue
         while ordering.has_workload(cq):
             cand = ordering.pop(cq)
@@ -352,6 +442,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
                 if _fits(ctx):
                     return True, []
+                checked = False
                 break  # shares changed: choose the target again
             retry.append(cand)
     return False, retry
@@ -380,9 +471,12 @@ def find_targets(ctx: PreemptionContext, strategies: tuple[FairSharingPreemption
     model = ctx.model
     ctx.index.refresh(ctx.admitted, ctx.hierarchy)
     undo_request = model.simulate_charge(ctx.cluster_queue, ctx.usage)
+    if not may_remove(ctx, weight):
+        undo_request()
+        return []
     removed: Removed = []
     ok, retry = _first_strategy(ctx, weight, strategies[0], removed)
-    if not ok and len(strategies) > 1:
+    if not ok and retry is not None and len(strategies) > 1:
         ok = _second_strategy(ctx, weight, retry, removed)
     undo_request()
     if not ok:

@@ -753,6 +753,20 @@ class KueueModel:
             node = node.parent
         return path, level
 
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """From the Cohort's ``over`` index: child Cohorts above their subtree quota on any
+        flavor-resource, child ClusterQueues above their nominal quota on one of ``frs``, sorted."""
+        node = self._cohorts.get(cohort)
+        if node is None:
+            return []
+        found: dict[tuple[bool, str], bool] = {}
+        for fr, index in node.over.items():
+            needed = fr in frs
+            for key in index:
+                if needed or not key[0]:
+                    found[key] = True
+        return sorted((CLUSTER_QUEUE if is_cq else COHORT, name) for is_cq, name in found)
+
 
 def _load_quota(node: QuotaNode, quota: list) -> None:
     node.nominal, node.borrowing_limit, node.lending_limit = (_quota_rows(q) for q in quota)

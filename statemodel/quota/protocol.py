@@ -366,6 +366,13 @@ class QuotaModel(Protocol):
         Cohort ``path[i]`` iff ``level < i``.  One call instead of one ``quota_numbers`` per node and
         flavor-resource (the numbers are the same)."""
 
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """``(kind, name)`` of the linked children of Cohort ``cohort`` that borrow: child Cohorts whose
+        usage exceeds their subtree quota on any flavor-resource, child ClusterQueues whose usage
+        exceeds their nominal quota on one of ``frs``, sorted — the children below which a
+        fair-sharing preemption search can find a victim (``statemodel.preemption.fair_sharing``).
+        A Cohort the model does not hold has none.  Cost: proportional to the answer."""
+
 
 UnitDecision = tuple[str, str, str, dict[str, int], int, str | None, str | None, str | None,
                      list[tuple[str, int]] | None]

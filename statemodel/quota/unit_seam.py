@@ -107,3 +107,6 @@ class NoClusterQueueQuota:
         """Just the ClusterQueue, whose quota is 0: level 0 only when nothing is asked, else 1 (none)."""
         return self.path(leaf), 0 if all(amount <= 0 for _, amount in requests) else 1
 
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        """None (nothing is charged)."""
+        return []

@@ -12,6 +12,8 @@ victims at the decision (``releaseOn: Decision``), so the preemptor is admitted 
 
 from __future__ import annotations
 
+from statemodel.preemption import fair_sharing
+from statemodel.preemption.context import PreemptionContext
 from tests.scenario.builder import Scenario, admitted, preempted
 
 POLICY = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
@@ -370,3 +372,63 @@ def test_release_on_eviction_keeps_the_preemptor_waiting():
     assert s.pending("ns/incoming")[0] == "WaitingForPreemptedWorkloads"
     s.evict("ns/b1")
     assert admitted(s.run()) == ["ns/incoming"]
+
+
+def _may_remove(s: Scenario, cq: str, cpu: int, priority: int = 0) -> bool:
+    """``fair_sharing.may_remove`` for a workload of ``cpu`` cores held (stopped LocalQueue, so it is
+    never admitted) as the preemptor of ``cq``, its request charged as the search charges it."""
+    s.lq("ns/held", cq, stop_policy="Hold")
+    s.submit("ns/held-1", "held", cpu=str(cpu), priority=priority, uid="held-1")
+    s.run()
+    cluster = s.engine.clusters[s.cluster]
+    spec = cluster.hierarchy.cluster_queues[cq].spec
+    fr = ("default", "cpu")
+    ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, cluster.workloads["ns/held-1"], cq,
+                            spec.preemption, [fr], {fr: cpu * 1000}, cluster.candidate_index)
+    undo = cluster.model.simulate_charge(cq, ctx.usage)
+    got = fair_sharing.may_remove(ctx, cluster.hierarchy.fair_weight)
+    undo()
+    return got
+
+
+def test_no_search_when_every_borrowing_queue_is_below_the_preemptor():
+    """a with the incoming: 6 -> 333; b, the only other borrower: 4 -> 111.  a has nothing of lower
+    priority and is over nominal, and b's share is below a's: no candidate can pass either strategy
+    (333 <= 0 / 333 < 111), so the search ends before its walk — and the incoming waits."""
+    s = base()
+    hold(s, units("a", "a1", "a2", "a3", "a4", "a5") + units("b", "b1", "b2", "b3", "b4"))
+    assert not _may_remove(s, "a", 1)
+    assert incoming(s, "a", "1") == []
+    assert s.pending("ns/incoming")[0] == "WaitingForQuota"
+
+
+def test_search_runs_when_the_preemptor_ties_a_borrowing_queue():
+    """a with the incoming: 5 -> 222; b: 5 -> 222.  A tie can pass LessThanOrEqualToFinalShare when a
+    removal leaves the target's share unchanged, so the search runs; here every removal lowers b's
+    share (to 111) and neither strategy passes."""
+    s = base()
+    hold(s, units("a", "a1", "a2", "a3", "a4") + units("b", "b1", "b2", "b3", "b4", "b5"))
+    assert _may_remove(s, "a", 1)
+    assert incoming(s, "a", "1") == []
+
+
+def test_search_runs_for_a_borrowing_queue_above_the_preemptor():
+    """a with the incoming: 4 -> 111; b: 6 -> 333, 5 -> 222 without b1: 111 <= 222 (S2-a)."""
+    s = base()
+    hold(s, units("a", "a1", "a2", "a3") + units("b", "b1", "b2", "b3", "b4", "b5", "b6"))
+    assert _may_remove(s, "a", 1)
+    assert victims(incoming(s, "a", "1")) == {("b1", FS)}
+
+
+def test_search_runs_for_a_lower_priority_workload_of_its_own():
+    """a with the incoming (priority 1): 6 -> 333, above b (4 -> 111); a's own a1 is of lower priority,
+    and a preemptor always takes its own ClusterQueue's candidates (InClusterQueue)."""
+    s = base()
+    hold(s, units("a", "a1", "a2", "a3", "a4", "a5") + units("b", "b1", "b2", "b3", "b4"))
+    assert _may_remove(s, "a", 1, priority=1)
+    assert victims(incoming_with_priority(s, "a", "1", 1)) == {("a1", IN_CQ)}
+
+
+def incoming_with_priority(s: Scenario, cq: str, cpu: str, priority: int) -> list[dict]:
+    s.submit("ns/incoming", f"q-{cq}", cpu=cpu, uid="incoming", created=1000, priority=priority)
+    return s.run()

@@ -158,3 +158,6 @@ class HardLimitModel:
         self.limits = {n: _unrows(v) for n, v in doc["limits"].items()}
         self.usage = {n: _unrows(v) for n, v in doc["usage"].items()}
         self.pending = {n: dict(v) for n, v in doc["pending"].items()}
+
+    def borrowing_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
+        return []
