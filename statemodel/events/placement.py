@@ -373,15 +373,15 @@ def _sub_groups(raw: Any, path: str, topology: str | None) -> tuple[SubGroup, ..
             if sub_topology is None and topology is None and (sub_required is not None or sub_preferred is not None):
                 fail(f"{cp}.topology", f"required when a level is given and the Workload has no {TOPOLOGY_ANNOTATION}")
         out.append(SubGroup(name, min_member, parent, sub_topology, sub_required, sub_preferred))
-    parents = {g.name: g.parent for g in out}
-    for i, g in enumerate(out):
-        if g.parent is not None and g.parent not in parents:
-            fail(f"{path}[{i}].parent", f"sub-group {g.parent!r} does not exist")
-        seen = {g.name}
-        up = g.parent
+    parents = {sg.name: sg.parent for sg in out}
+    for i, sg in enumerate(out):
+        if sg.parent is not None and sg.parent not in parents:
+            fail(f"{path}[{i}].parent", f"sub-group {sg.parent!r} does not exist")
+        seen = {sg.name}
+        up = sg.parent
         while up is not None:
             if up in seen:
-                fail(f"{path}[{i}].parent", f"sub-group {g.name!r} is its own ancestor")
+                fail(f"{path}[{i}].parent", f"sub-group {sg.name!r} is its own ancestor")
             seen.add(up)
             up = parents[up]
     return tuple(out)
