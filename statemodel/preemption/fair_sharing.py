@@ -29,6 +29,11 @@ reference/kueue.md §4.4).
    candidate goes.
 6. If the request fits, the victims not needed are given back (``classical.fill_back``, borrowing
    allowed); otherwise there are no targets.  Every simulated change is undone before returning.
+
+Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
+before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
+gives all its candidates to the retry list at once, and the search ends once no strategy can pass
+any more (:func:`_may_pass`).
 """
 
 from __future__ import annotations

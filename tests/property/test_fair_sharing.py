@@ -388,7 +388,7 @@ def _check_fair_decisions(decisions: list[dict], policies: dict, info: dict, hol
             assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
 
 
-def _literal_search(ctx: PreemptionContext, strategies: list[str], weight) -> list[Target]:
+def _literal_search(ctx: PreemptionContext, strategies: tuple[str, ...], weight) -> list[Target]:
     """Kueue ``fairPreemptions`` run literally on the live state (``pkg/scheduler/preemption/
     preemption.go``, ``fairsharing/ordering.go``, ``fairsharing/strategy.go``): every candidate of
     the whole tree collected and sorted up front, every target chosen by comparing every child of
@@ -575,7 +575,7 @@ def _check_search(cluster, head, name: str) -> list:
     model = cluster.model
     before = _model_state(model)
     strategies = cluster.config.preemption_strategies
-    every_strategy = list(strategies or DEFAULT_STRATEGIES)
+    every_strategy = tuple(strategies or DEFAULT_STRATEGIES)
     entry = cluster.hierarchy.cluster_queues[name]
     oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
                          search=cluster.preemption_search)
