@@ -33,6 +33,17 @@ SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def node_operation(s: Scenario, op: tuple) -> None:
+    """A node step of a generated history, ``(_, i, what, cpu)`` on ``NODES[i]``: ``delete`` deletes
+    the node, ``cordon`` applies it unschedulable, anything else applies it with ``cpu`` cores."""
+    _, i, what, cpu = op
+    name, spine, rack = NODES[i]
+    if what == "delete":
+        delete_node(s, name)
+    else:
+        node(s, name, {"spine": spine, "rack": rack}, cpu=str(cpu), unschedulable=what == "cordon")
+
+
 def _history(ops: list, order: str) -> Scenario:
     s = Scenario()
     placement_on(s, order)
@@ -57,12 +68,7 @@ def _history(ops: list, order: str) -> Scenario:
             if jobs:
                 s.finish(f"ns/j{op[1] % jobs}")
         else:
-            _, i, what, cpu = op
-            name, spine, rack = NODES[i]
-            if what == "delete":
-                delete_node(s, name)
-            else:
-                node(s, name, {"spine": spine, "rack": rack}, cpu=str(cpu), unschedulable=what == "cordon")
+            node_operation(s, op)
     return s
 
 

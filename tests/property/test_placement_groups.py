@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
+from tests.property.test_placement import NODES, node_operation
 from tests.property.test_snapshot import check_snapshot_plus_tail
 from tests.scenario.builder import Scenario
-from tests.scenario.placement.helpers import delete_node, gang, node, placement_on, quota_cluster, tas_flavor, topology
+from tests.scenario.placement.helpers import gang, node, placement_on, quota_cluster, tas_flavor, topology
 
 HOST = "kubernetes.io/hostname"
-NODES = [(f"n{i}", f"s{i // 4}", f"r{i // 2}") for i in range(8)]  # 2 spines × 2 racks × 2 nodes
 LABELS = {name: {"spine": spine, "rack": rack} for name, spine, rack in NODES}
 DEPTH = {"spine": "spine", "rack": "rack"}
 
@@ -78,12 +78,7 @@ def _history(ops: list) -> tuple[Scenario, dict[str, tuple]]:
             if asked:
                 s.finish(f"ns/j{op[1] % len(asked)}")
         else:
-            _, i, what, cpu = op
-            name, spine, rack = NODES[i]
-            if what == "delete":
-                delete_node(s, name)
-            else:
-                node(s, name, {"spine": spine, "rack": rack}, cpu=str(cpu), unschedulable=what == "cordon")
+            node_operation(s, op)
     return s, asked
 
 
