@@ -71,7 +71,7 @@ from replay.sim.importers.jobs import (
 )
 
 __all__ = ["Mapping", "MappingError", "load_mapping", "import_csv", "parse_iso_ms", "value_text", "condition_holds",
-           "is_empty", "RESOURCE_UNITS", "ValueSpec", "ResourceColumn", "Condition"]
+           "is_empty", "resource_amount", "RESOURCE_UNITS", "ValueSpec", "ResourceColumn", "Condition"]
 
 TIME_UNITS_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 RESOURCE_UNITS: dict[str, int] = {
@@ -283,6 +283,21 @@ def is_empty(raw: str) -> bool:
     return raw == "" or raw.lower() == "nan"
 
 
+def resource_amount(column: str | None, raw: str, unit: str, scale: Decimal) -> int:
+    """The resource value ``raw`` (a decimal in ``unit``, one of :data:`RESOURCE_UNITS`) times
+    ``scale``, in base units.
+
+    Raises:
+        ValueError: ``raw`` is empty or not a number; the message starts with ``column``.
+    """
+    if is_empty(raw):
+        raise ValueError(f"{column}: empty")
+    try:
+        return to_units(decimal_of(raw), RESOURCE_UNITS[unit] * scale)
+    except ValueError as exc:
+        raise ValueError(f"{column}: {exc}") from None
+
+
 def value_text(spec: ValueSpec, row: dict[str, str], what: str) -> str:
     """The text a value spec gives for ``row`` (its constant or column, mapped or bucketed).
 
@@ -375,13 +390,7 @@ def _read(m: Mapping, clock: _Clock, line: int, row: dict[str, str], trace_start
     for rc in m.resources:
         if not condition_holds(rc.when, row):
             continue
-        raw = row[rc.column].strip()
-        if is_empty(raw):
-            raise ValueError(f"{rc.column}: empty")
-        try:
-            amount = to_units(decimal_of(raw), RESOURCE_UNITS[rc.unit] * rc.scale)
-        except ValueError as exc:
-            raise ValueError(f"{rc.column}: {exc}") from None
+        amount = resource_amount(rc.column, row[rc.column].strip(), rc.unit, rc.scale)
         if rc.per == "job":
             amount = -(-amount // pods)  # the job's total over its pods, rounded up to a base unit
         totals[rc.resource] = totals.get(rc.resource, 0) + amount

@@ -43,9 +43,10 @@ from replay.sim.importers.csvrows import iter_rows
 from replay.sim.importers.inventory import (
     HOSTNAME_LABEL, NodeInventory, capacity_of, flavor_object, node_object, topology_object,
 )
-from replay.sim.importers.jobs import BadRow, TraceImportError, bad_row_summary, decimal_of, slug, to_units
+from replay.sim.importers.jobs import BadRow, TraceImportError, bad_row_summary, slug
 from replay.sim.importers.mapping import (
-    RESOURCE_UNITS, Condition, MappingError, ValueSpec, condition_holds, is_empty, load_yaml_model, value_text,
+    RESOURCE_UNITS, Condition, MappingError, ValueSpec, condition_holds, is_empty, load_yaml_model, resource_amount,
+    value_text,
 )
 
 __all__ = ["NodeMapping", "load_node_mapping", "import_nodes", "POOL_LABEL"]
@@ -173,12 +174,7 @@ def _read_row(m: NodeMapping, row: dict[str, str]) -> tuple[str, dict[str, str],
         if not condition_holds(rc.when, row):
             continue
         raw = str(rc.value) if rc.value is not None else row[rc.column].strip()  # type: ignore[index]
-        if is_empty(raw):
-            raise ValueError(f"{rc.column}: empty")
-        try:
-            amount = to_units(decimal_of(raw), RESOURCE_UNITS[rc.unit] * rc.scale)
-        except ValueError as exc:
-            raise ValueError(f"{rc.column}: {exc}") from None
+        amount = resource_amount(rc.column, raw, rc.unit, rc.scale)
         alloc[rc.resource] = alloc.get(rc.resource, 0) + amount
     labels: dict[str, str] = {}
     for lc in m.labels:
