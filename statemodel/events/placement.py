@@ -73,6 +73,12 @@ def _label_key(value: Any, path: str) -> str:
     return value
 
 
+def _opt_label_key(obj: dict, key: str, path: str) -> str | None:
+    """``obj[key]`` checked as a label key (``_label_key``), or ``None`` when absent."""
+    value = obj.get(key)
+    return None if value is None else _label_key(value, path)
+
+
 def _parse_topology(o: dict, name: str, time_ms: int) -> Topology:
     """``spec.levels[].nodeLabel`` (module docstring)."""
     spec = opt_obj(o, "spec", "object")
@@ -213,12 +219,8 @@ def _topology_request(ps: dict) -> tuple[str | None, str | None, bool, str | Non
     if tr is None:
         return None, None, False, None, None, None
     p = ".topologyRequest"
-    required = tr.get("required")
-    preferred = tr.get("preferred")
-    if required is not None:
-        _label_key(required, f"{p}.required")
-    if preferred is not None:
-        _label_key(preferred, f"{p}.preferred")
+    required = _opt_label_key(tr, "required", f"{p}.required")
+    preferred = _opt_label_key(tr, "preferred", f"{p}.preferred")
     unconstrained = opt_bool(tr, "unconstrained", p, False)
     if sum((required is not None, preferred is not None, unconstrained)) > 1:
         fail(p, "must set at most one of required, preferred and unconstrained")
@@ -227,9 +229,7 @@ def _topology_request(ps: dict) -> tuple[str | None, str | None, bool, str | Non
         if not isinstance(group, str) or subdomain_problem(group) is not None:
             fail(f"{p}.podSetGroupName", "must be a DNS-1123 subdomain" if isinstance(group, str)
                  else "must be a string")
-    slice_level = tr.get("podSetSliceRequiredTopology")
-    if slice_level is not None:
-        _label_key(slice_level, f"{p}.podSetSliceRequiredTopology")
+    slice_level = _opt_label_key(tr, "podSetSliceRequiredTopology", f"{p}.podSetSliceRequiredTopology")
     slice_size = tr.get("podSetSliceSize")
     if slice_size is not None and (type(slice_size) is not int or slice_size < 1):
         fail(f"{p}.podSetSliceSize", "must be an integer greater than 0")
@@ -307,14 +307,10 @@ def workload_placement(meta: dict, pod_sets: list[PodSetPlacement], counts: list
     if isinstance(annotations, dict):
         ap = "object.metadata.annotations"
         topology = annotations.get(TOPOLOGY_ANNOTATION)
-        required = annotations.get(REQUIRED_ANNOTATION)
-        preferred = annotations.get(PREFERRED_ANNOTATION)
         if topology is not None and (not isinstance(topology, str) or subdomain_problem(topology) is not None):
             fail(f"{ap}[{TOPOLOGY_ANNOTATION}]", "must be a Topology name (DNS-1123 subdomain)")
-        if required is not None:
-            _label_key(required, f"{ap}[{REQUIRED_ANNOTATION}]")
-        if preferred is not None:
-            _label_key(preferred, f"{ap}[{PREFERRED_ANNOTATION}]")
+        required = _opt_label_key(annotations, REQUIRED_ANNOTATION, f"{ap}[{REQUIRED_ANNOTATION}]")
+        preferred = _opt_label_key(annotations, PREFERRED_ANNOTATION, f"{ap}[{PREFERRED_ANNOTATION}]")
         if topology is None and (required is not None or preferred is not None):
             fail(f"{ap}[{TOPOLOGY_ANNOTATION}]", "required when a topology placement level is given")
         if topology is not None and required is None and preferred is None:
@@ -364,12 +360,8 @@ def _sub_groups(raw: Any, path: str, topology: str | None) -> tuple[SubGroup, ..
         if constraint is not None:
             cp = f"{ip}.topologyConstraint"
             sub_topology = opt_name(constraint, "topology", cp)
-            sub_required = constraint.get("requiredTopologyLevel")
-            sub_preferred = constraint.get("preferredTopologyLevel")
-            if sub_required is not None:
-                _label_key(sub_required, f"{cp}.requiredTopologyLevel")
-            if sub_preferred is not None:
-                _label_key(sub_preferred, f"{cp}.preferredTopologyLevel")
+            sub_required = _opt_label_key(constraint, "requiredTopologyLevel", f"{cp}.requiredTopologyLevel")
+            sub_preferred = _opt_label_key(constraint, "preferredTopologyLevel", f"{cp}.preferredTopologyLevel")
             if sub_topology is None and topology is None and (sub_required is not None or sub_preferred is not None):
                 fail(f"{cp}.topology", f"required when a level is given and the Workload has no {TOPOLOGY_ANNOTATION}")
         out.append(SubGroup(name, min_member, parent, sub_topology, sub_required, sub_preferred))
