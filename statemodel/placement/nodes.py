@@ -25,7 +25,7 @@ from typing import Final
 
 from statemodel.objects import Node, Taint, Topology
 from statemodel.placement.node_order import BinpackOrder
-from statemodel.placement.topology import TopologyTree
+from statemodel.placement.topology import TopologyTree, add_amounts
 
 MAX_FILTERED_ORDERS: Final = 32
 """Kept filtered binpack orders (``NodeLedger.filtered_order``) at most: building one more drops
@@ -155,7 +155,7 @@ class NodeLedger:
             labels = dict(node.labels)
             for tree in self.topologies.values():
                 tree.add(node.name, labels, free)
-        _add(self._free, free, sign)
+        add_amounts(self._free, free, sign)
         if node.unschedulable:
             return
         totals = self._totals
@@ -268,7 +268,7 @@ class NodeLedger:
         if node is None:
             return
         allocated = self._allocated.setdefault(name, {})
-        _add(allocated, amounts, sign)
+        add_amounts(allocated, amounts, sign)
         if not allocated:
             del self._allocated[name]
         holders = self._holders.setdefault(name, {})
@@ -281,14 +281,14 @@ class NodeLedger:
                 del self._holders[name]
         if node.unschedulable:
             return
-        _add(self._node_free[name], amounts, -sign)
+        add_amounts(self._node_free[name], amounts, -sign)
         if name in self._plain:
             for order in self._orders.values():
                 order.put(name, self._node_free[name], self._allocatable[name])
         for order in self._filtered.values():
             if name in order.keys:
                 order.put(name, self._node_free[name], self._allocatable[name])
-        _add(self._free, amounts, -sign)
+        add_amounts(self._free, amounts, -sign)
         for tree in self.topologies.values():
             tree.change(name, amounts, -sign)
 
@@ -383,13 +383,3 @@ class NodeLedger:
 
 
 _EMPTY: dict[str, int] = {}
-
-
-def _add(into: dict[str, int], amounts: dict[str, int], sign: int) -> None:
-    """``into += sign × amounts`` per resource, dropping resources that reach 0."""
-    for res, amount in amounts.items():
-        left = into.get(res, 0) + sign * amount
-        if left:
-            into[res] = left
-        else:
-            into.pop(res, None)

@@ -124,12 +124,7 @@ class TopologyTree:
         if leaf is None:
             return
         for d in leaf.path():
-            for res, amount in free.items():
-                left = d.free.get(res, 0) - amount
-                if left:
-                    d.free[res] = left
-                else:
-                    d.free.pop(res, None)
+            add_amounts(d.free, free, -1)
             del d.nodes[name]
             if not d.nodes and d.parent is not None:
                 del d.parent.children[d.id]
@@ -142,11 +137,16 @@ class TopologyTree:
             return
         d: Domain | None = leaf
         while d is not None:
-            free = d.free
-            for res, amount in delta.items():
-                left = free.get(res, 0) + sign * amount
-                if left:
-                    free[res] = left
-                else:
-                    free.pop(res, None)
+            add_amounts(d.free, delta, sign)
             d = d.parent
+
+
+def add_amounts(into: dict[str, int], amounts: dict[str, int], sign: int) -> None:
+    """``into += sign × amounts`` per resource (base units), dropping resources that reach 0: the
+    free and allocated amounts of nodes and of topology domains."""
+    for res, amount in amounts.items():
+        left = into.get(res, 0) + sign * amount
+        if left:
+            into[res] = left
+        else:
+            into.pop(res, None)
