@@ -8,6 +8,7 @@ replay is byte-identical, and a snapshot at any point plus the tail equals the f
 from __future__ import annotations
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,18 +134,11 @@ def _selector(raw_events: list[dict], key: str) -> str | None:
     return None
 
 
+@pytest.mark.parametrize("history", [_koordinator, _volcano], ids=["koordinator", "volcano"])
 @SETTINGS
 @given(st.lists(operation, min_size=1, max_size=30))
-def test_koordinator_no_node_over_allocated(ops: list) -> None:
-    events = _koordinator(ops)
-    _replay(events)
-    _selectors_hold(events)
-
-
-@SETTINGS
-@given(st.lists(operation, min_size=1, max_size=30))
-def test_volcano_no_node_over_allocated(ops: list) -> None:
-    events = _volcano(ops)
+def test_no_node_over_allocated(history, ops: list) -> None:
+    events = history(ops)
     _replay(events)
     _selectors_hold(events)
 
