@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
-from tests.property.test_placement import NODES, node_operation
+from tests.property.test_placement import NODES, SETTINGS, finish_op, node_op, node_operation
 from tests.property.test_snapshot import check_snapshot_plus_tail
 from tests.scenario.builder import Scenario
 from tests.scenario.placement.helpers import gang, node, placement_on, quota_cluster, tas_flavor, topology
@@ -32,12 +32,7 @@ group_op = st.tuples(st.just("group"), st.integers(1, 4), st.integers(1, 6), st.
                      st.sampled_from(("rack", "spine")))
 slice_op = st.tuples(st.just("slices"), st.integers(1, 3), st.integers(1, 3), st.integers(1, 6))
 sub_op = st.tuples(st.just("subgroups"), st.integers(1, 2), st.integers(1, 2), st.integers(1, 6))
-finish_op = st.tuples(st.just("finish"), st.integers(0, 60))
-node_op = st.tuples(st.just("node"), st.integers(0, 7), st.sampled_from(("up", "cordon", "delete")),
-                    st.integers(4, 12))
 operation = st.one_of(group_op, slice_op, sub_op, finish_op, finish_op, node_op)
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _history(ops: list) -> tuple[Scenario, dict[str, tuple]]:
