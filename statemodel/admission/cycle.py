@@ -94,7 +94,9 @@ class WakeIndex:
       wakes, per ClusterQueue with room under its nominal quota (``own_room``: one whose usage fell,
       or whose waiter parked within its room), the waiters that fit in that room, best order first,
       charged against the same free capacity — a higher-priority waiter that would borrow does not
-      take the quota a non-borrowing one is owed.  (Heights above 0 are still woken in priority
+      take the quota a non-borrowing one is owed; a ClusterQueue whose waiters there all need more
+      than the pool has free is not read again until the pool can cover the least of them
+      (``dormant``).  (Heights above 0 are still woken in priority
       order: a woken waiter whose quota is then taken by a lower-height head waits for the next
       release.)
     * **otherwise** — it can only fit after its ``available`` grows by the deficit, and
@@ -118,6 +120,12 @@ class WakeIndex:
         self.by_queue: dict[tuple[WaitKey, str], dict[int, list[tuple[int, int, str, int, Waiter]]]] = {}
         self.parked: set[int] = set()
         self.own_room: dict[WaitKey, set[str]] = {}
+        self.room_order: dict[WaitKey, list[str]] = {}  # per key, ``own_room``'s names as a heap
+        # ClusterQueues not read until the budget covers their threshold (``_within_nominal``):
+        # ``dormant`` their threshold, ``sleepers`` per threshold a name heap (an entry counts while
+        # ``dormant`` still gives its ClusterQueue that threshold)
+        self.dormant: dict[WaitKey, dict[str, int]] = {}
+        self.sleepers: dict[WaitKey, dict[int, list[str]]] = {}
 
     def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
         """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
@@ -143,7 +151,7 @@ class WakeIndex:
             self._view(key, waiter, self.seq, val)
             nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, waiter.cluster_queue, fr)
             if nominal - usage >= val:
-                self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
+                self._to_read(key, waiter.cluster_queue)
         else:
             heapq.heappush(self.heaps.setdefault(key, []), (self.released.get(key, 0) + val - free, self.seq, waiter))
 
@@ -174,12 +182,15 @@ class WakeIndex:
         self.by_queue.clear()
         self.parked.clear()
         self.own_room.clear()
+        self.room_order.clear()
+        self.dormant.clear()
+        self.sleepers.clear()
         for key, vals in self.buckets.items():
             for val, heap in vals.items():
                 for entry in heap:
                     waiter = entry[5]
                     self._view(key, waiter, entry[4], val)
-                    self.own_room.setdefault(key, set()).add(waiter.cluster_queue)
+                    self._to_read(key, waiter.cluster_queue)
 
     def _all_met(self, model: QuotaModel, waiter: Waiter) -> bool:
         """Whether every need of a parked option is met now; if not, re-park it on the first unmet one
@@ -212,7 +223,7 @@ class WakeIndex:
             if key in self.buckets:
                 self.dirty.add(key)
                 if (key, cq_name) in self.by_queue:
-                    self.own_room.setdefault(key, set()).add(cq_name)
+                    self._to_read(key, cq_name)
             heap = self.heaps.get(key)
             if not heap:
                 continue
@@ -269,30 +280,71 @@ class WakeIndex:
 
     def _within_nominal(self, model: QuotaModel, key: WaitKey, budget: int, woken: list["WorkloadInfo"]) -> int:
         """Wake the at-pool-free waiters of ``key`` that fit within their ClusterQueue's room under its
-        nominal quota (``nominal - usage``), per ClusterQueue of ``own_room`` in name order and best
-        order within it, while ``budget`` (the pool's free quota) covers them; returns what is left
-        of the budget.  A ClusterQueue leaves ``own_room`` once no live waiter of its fits its room
-        (its room then grows only by a release at it, which puts it back, or a configuration change,
-        which wakes everyone).  The walk ends when the budget does: a waiter needs a positive amount,
-        so the ClusterQueues after that point could wake nothing — they would only have been
-        dropped from ``own_room`` (lazily, the next walk that reaches them does it), and a
-        ClusterQueue's room grows only by a release at it, which puts it back anyway.  Cost: O(n)
-        to heapify the n ClusterQueues of ``own_room`` plus O(log n) per one read (not a sort of all
-        of them per release: at 10,000 ClusterQueues in one pool, thousands)."""
-        rooms = self.own_room.get(key)
-        if not rooms or budget <= 0:  # nothing to hand out: every ClusterQueue keeps its place
+        nominal quota (``nominal - usage``), per ClusterQueue in name order and best order within it,
+        while ``budget`` (the pool's free quota) covers them; returns what is left of the budget.
+
+        The ClusterQueues read are those of ``own_room`` (to be read: usage fell there, or a waiter
+        parked within its room) and the ``dormant`` ones whose threshold the budget still covers.  A
+        ClusterQueue leaves ``own_room`` once no live waiter of its fits its room (its room then
+        grows only by a release at it, which puts it back, or a configuration change, which wakes
+        everyone).  One whose every waiter fitting its room was held only because it needs more than
+        the budget becomes dormant with threshold ``t``, the least such need: until something at it
+        changes (a release at it or a new waiter there puts it back in ``own_room``), reading it
+        with a budget below ``t`` could wake nothing, so it is not read.  The walk ends when the
+        budget does: a waiter needs a positive amount, so the ClusterQueues after that point could
+        wake nothing.  Same wakes, in the same order, as reading every ClusterQueue with a waiter
+        fitting its room.  Cost: O(log n) per ClusterQueue read (``own_room`` is kept in name order
+        in ``room_order``, the dormant ones per threshold in ``sleepers``), and a dormant one is read
+        only when the budget covers its threshold or something at it changed — not, as a plain walk
+        would, every ClusterQueue holding a waiter the pool cannot cover, on every release
+        (thousands at 10,000 ClusterQueues in one pool)."""
+        if budget <= 0:  # nothing to hand out: every ClusterQueue keeps its place
             return budget
-        order = list(rooms)  # name order, read lazily: the walk usually ends when the budget does
-        heapq.heapify(order)
-        while order and budget > 0:
-            cq = heapq.heappop(order)
+        rooms = self.own_room.get(key)
+        dormant = self.dormant.get(key)
+        if not rooms and not dormant:
+            return budget
+        if rooms is None:
+            rooms = self.own_room[key] = set()
+            self.room_order[key] = []
+        order = self.room_order[key]  # name order, read lazily: the walk usually ends when the budget does
+        keep: list[str] = []
+        sleepers = self.sleepers.get(key, {})
+        merge = [(names[0], t) for t, names in sleepers.items() if t <= budget and names]
+        heapq.heapify(merge)  # the dormant ClusterQueues the budget covers, by name, per threshold
+        to_sleep: list[tuple[str, int]] = []
+        while budget > 0:
+            cq = ""
+            while merge:
+                name, t = merge[0]
+                if t > budget:  # the budget no longer covers this threshold: none of it can wake
+                    heapq.heappop(merge)
+                    continue
+                if order and order[0] < name:
+                    break
+                names = sleepers[t]
+                heapq.heappop(names)
+                if names:
+                    heapq.heapreplace(merge, (names[0], t))
+                else:
+                    heapq.heappop(merge)
+                    del sleepers[t]
+                if dormant is not None and dormant.get(name) == t:
+                    del dormant[name]
+                    cq = name
+                    break
+            if not cq:
+                if not order:
+                    break
+                cq = heapq.heappop(order)
+                rooms.discard(cq)
             vals = self.by_queue.get((key, cq))
             nominal, _, usage = model.quota_numbers(CLUSTER_QUEUE, cq, key[1])
             room = nominal - usage
             if vals is None or room <= 0:  # a waiter always needs a positive amount
-                rooms.discard(cq)
                 continue
-            waiting = False
+            least_over = 0  # the least need held because the budget does not cover it
+            unmet = False  # a waiter the budget covers was held because another of its needs is unmet
             held: list[tuple[int, tuple[int, int, str, int, Waiter]]] = []
             while True:  # best order first among the waiters whose val fits the room
                 best = -1
@@ -308,7 +360,10 @@ class WakeIndex:
                 entry = heapq.heappop(vals[best])
                 waiter = entry[4]
                 if best > budget or not _met(model, waiter):
-                    waiting = True  # it fits the room: the ClusterQueue stays in own_room
+                    if best > budget:
+                        least_over = best if least_over == 0 else min(least_over, best)
+                    else:
+                        unmet = True
                     held.append((best, entry))
                     continue
                 info = waiter.info
@@ -323,11 +378,53 @@ class WakeIndex:
                 del vals[val]
             if not vals:
                 del self.by_queue[(key, cq)]
-            if not waiting:
-                rooms.discard(cq)
+            if unmet:
+                keep.append(cq)  # read again at every walk
+            elif held:
+                to_sleep.append((cq, least_over))
+        for cq in keep:
+            rooms.add(cq)
+            heapq.heappush(order, cq)
+        for cq, t in to_sleep:  # after the walk: the merge above reads the name heaps as they were
+            self._sleep(key, cq, t)
+        if dormant is not None and not dormant:
+            del self.dormant[key]
+            del self.sleepers[key]
         if not rooms:
             del self.own_room[key]
+            del self.room_order[key]
         return budget
+
+    def _sleep(self, key: WaitKey, cq: str, t: int) -> None:
+        """Make ClusterQueue ``cq`` dormant for ``key`` with threshold ``t`` (see ``_within_nominal``)."""
+        dormant = self.dormant.get(key)
+        if dormant is None:
+            dormant = self.dormant[key] = {}
+        dormant[cq] = t
+        sleepers = self.sleepers.get(key)
+        if sleepers is None:
+            sleepers = self.sleepers[key] = {}
+        names = sleepers.get(t)
+        if names is None:
+            names = sleepers[t] = []
+        elif len(names) >= 32 and len(names) & (len(names) - 1) == 0:  # drop stale names now and then
+            names[:] = sorted({n for n in names if dormant.get(n) == t})
+        heapq.heappush(names, cq)
+
+    def _to_read(self, key: WaitKey, cq: str) -> None:
+        """Put ClusterQueue ``cq`` in ``own_room`` for ``key`` (something at it changed): it is read
+        at the next walk, and is no longer dormant."""
+        rooms = self.own_room.get(key)
+        if rooms is None:
+            rooms = self.own_room[key] = set()
+            self.room_order[key] = []
+        if cq not in rooms:
+            rooms.add(cq)
+            heapq.heappush(self.room_order[key], cq)
+        dormant = self.dormant.get(key)
+        if dormant is not None and dormant.pop(cq, None) is not None and not dormant:
+            del self.dormant[key]
+            del self.sleepers[key]
 
     def clear(self) -> None:
         """Forget every waiter (after everyone was woken by a configuration change)."""
@@ -339,6 +436,9 @@ class WakeIndex:
         self.by_queue.clear()
         self.parked.clear()
         self.own_room.clear()
+        self.room_order.clear()
+        self.dormant.clear()
+        self.sleepers.clear()
 
 
 class Candidate:

@@ -79,3 +79,63 @@ def test_a_borrowing_limit_waits_for_the_deficit_to_be_released():
     assert index.release(model, "b", {CPU: 500}) == []      # 0.5 released: below the deficit
     model.release("a", {CPU: 1000})
     assert index.release(model, "a", {CPU: 1000}) == [w]    # a's cap is now 1 + 0.5: it fits
+
+
+class CountingModel(KueueModel):
+    """The kueue model, counting the quota reads of each ClusterQueue (what the walk within nominal
+    quota reads per ClusterQueue)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: dict[str, int] = {}
+
+    def quota_numbers(self, kind, name, fr):
+        self.reads[name] = self.reads.get(name, 0) + 1
+        return super().quota_numbers(kind, name, fr)
+
+
+def test_a_queue_whose_waiter_needs_more_than_the_pool_has_free_is_not_read_until_it_could_wake():
+    # a: nominal 5, empty, so a 3-cpu waiter fits its room; b: nominal 5, holds 9 (borrows 4 of a's),
+    # so the pool has 1 free: the waiter is held, and a is dormant until 3 are free
+    model = CountingModel()
+    h = Hierarchy(model)
+    for q in (cq("a", "org", default={"cpu": 5000}), cq("b", "org", default={"cpu": 5000})):
+        h.apply_cluster_queue(q)
+    model.charge("b", {CPU: 9000})
+    index = WakeIndex()
+    w = workload("w")
+    index.register(model, "a", w, waiting("a", 3000, 1000))
+    key = (model.pool("a"), CPU)
+    model.release("b", {CPU: 1000})                          # 2 free: a is read once, its waiter held
+    index.release(model, "b", {CPU: 1000})
+    assert index.affordable(model) == []
+    assert index.dormant == {key: {"a": 3000}} and key not in index.own_room
+    reads = model.reads["a"]
+    model.release("b", {CPU: 500})                           # 2.5 free: below the threshold, a is not read
+    index.release(model, "b", {CPU: 500})
+    assert index.affordable(model) == []
+    assert model.reads["a"] == reads
+    model.release("b", {CPU: 500})                           # 3 free: a is read and its waiter woken
+    index.release(model, "b", {CPU: 500})
+    assert [x.key for x in index.affordable(model)] == ["ns/w"]
+    assert model.reads["a"] > reads and key not in index.dormant
+
+
+def test_a_release_at_a_dormant_queue_makes_it_read_again():
+    # as above, then b's borrowing shrinks and a itself releases: a is read at the next walk
+    model = KueueModel()
+    h = Hierarchy(model)
+    for q in (cq("a", "org", default={"cpu": 5000}), cq("b", "org", default={"cpu": 5000})):
+        h.apply_cluster_queue(q)
+    model.charge("b", {CPU: 9000})
+    index = WakeIndex()
+    index.register(model, "a", workload("w"), waiting("a", 3000, 1000))
+    key = (model.pool("a"), CPU)
+    model.release("b", {CPU: 1000})
+    index.release(model, "b", {CPU: 1000})
+    index.affordable(model)
+    assert "a" in index.dormant[key]
+    model.charge("a", {CPU: 1000})
+    model.release("a", {CPU: 1000})
+    index.release(model, "a", {CPU: 1000})
+    assert "a" in index.own_room[key] and key not in index.dormant
