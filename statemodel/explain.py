@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from statemodel.admission.flavorassigner import pending_shortfalls
 from statemodel.decisions import PREEMPTED, assignments_json
-from statemodel.objects import BorrowWithinCohortPolicy, PreemptionPolicy
+from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, PreemptionPolicy
 from statemodel.placement.nodesets import PlacementFailure
 from statemodel.quota.protocol import CLUSTER_QUEUE, QuotaModel
 from statemodel.timefmt import format_time
@@ -58,7 +58,7 @@ class UnknownWorkload(KeyError):
     """The cluster has no workload of that key."""
 
 
-def _level(model: QuotaModel, kind: str, name: str, frs: list[tuple[str, str]]) -> dict:
+def _level(model: QuotaModel, kind: str, name: str, frs: list[FlavorResource]) -> dict:
     resources: dict[str, dict[str, dict]] = {}
     for row in model.entitlements(kind, name, frs):
         resources.setdefault(row.flavor, {})[row.resource] = {

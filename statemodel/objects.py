@@ -15,8 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-FlavorResource = tuple[str, str]
-"""A ``(flavor, resource)`` pair: the unit of all capacity arithmetic (Kueue ``FlavorResource``)."""
+FlavorResource = tuple[str, ...]
+"""A ``(flavor, resource)`` pair: the unit of all capacity arithmetic (Kueue ``FlavorResource``).
+Always two strings; typed as a tuple of any length only so that mypyc keeps it as the tuple object
+(it stores a ``tuple[str, str]`` unboxed, as two fields, and builds a new tuple object every time one
+is used as a dict key: the shared pairs of ``flavor_resource`` would be lost in the compiled
+modules, and every lookup would hash and compare a fresh tuple)."""
 
 _FLAVOR_RESOURCES: dict[FlavorResource, FlavorResource] = {}
 """Memo of :func:`flavor_resource`: each pair seen, as the one tuple handed out for it (bounded;

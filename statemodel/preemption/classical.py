@@ -126,6 +126,9 @@ def find_targets(ctx: PreemptionContext) -> list[Target]:
             removed.append((cand, model.simulate_release(cand.cluster_queue, cand.info.charge)))
             if fits(ctx, borrow):
                 kept = fill_back(ctx, removed, borrow)
+                if ctx.wants_height:  # read with the victims still released (preemption_mode)
+                    fr = ctx.frs[0]
+                    ctx.height = model.lowest_fitting_subtree(ctx.cluster_queue, fr, ctx.usage[fr])[0]
                 for _, undo in reversed(kept):
                     undo()
                 return [Target(cand) for cand, _ in kept]
@@ -151,14 +154,24 @@ def preemption_mode(ctx: PreemptionContext, fr: FlavorResource, amount: int, tar
     :func:`find_targets`) found for ``ctx``: ``(mode, borrowing height after the preemptions)`` —
     ``RECLAIM`` when every victim is in another ClusterQueue, ``PREEMPT`` when one is in the
     preemptor's own, ``NO_CANDIDATES`` when there is no victim set, with the height as things are —
-    or ``height`` when the caller gives one (it has it, or does not read it)."""
+    or ``height`` when the caller gives one (it has it, or does not read it).  With victims, the
+    height the search left in ``ctx.height`` (read with those victims released,
+    ``PreemptionContext.wants_height``) is taken as is; without it the victims are released,
+    the height read, and the releases undone."""
     model, leaf = ctx.model, ctx.cluster_queue
     if not targets:
         return NO_CANDIDATES, height if height is not None else model.lowest_fitting_subtree(leaf, fr, amount)[0]
+    if ctx.height is not None:
+        return _mode(leaf, targets), ctx.height
     undo = release_all(ctx, targets)
     height = model.lowest_fitting_subtree(leaf, fr, amount)[0]
     undo()
+    return _mode(leaf, targets), height
+
+
+def _mode(leaf: str, targets: list[Target]) -> int:
+    """``PREEMPT`` when a victim is in the preemptor's ClusterQueue ``leaf``, else ``RECLAIM``."""
     for t in targets:
         if t.cluster_queue == leaf:
-            return PREEMPT, height
-    return RECLAIM, height
+            return PREEMPT
+    return RECLAIM

@@ -40,10 +40,15 @@ class PreemptionContext:
             whole when admission fair sharing is off (``candidates.by_local_queue_usage``).
         index: each ClusterQueue's admitted workloads in candidate order (``candidate_index``): the
             one given (the cluster state's, kept between searches), else a fresh one.
+        wants_height: set by the flavor assigner's oracle, whose context needs one flavor-resource
+            (``frs[0]``): a search that finds victims may leave in ``height`` the borrowing height
+            of ``usage[frs[0]]`` (``QuotaModel.lowest_fitting_subtree``) read while its victims
+            are still released, so ``classical.preemption_mode`` need not release them again.
+        height: that height, or ``None`` when the search did not compute it.
     """
 
     __slots__ = ("model", "hierarchy", "admitted", "preemptor", "cluster_queue", "preemption", "frs", "usage",
-                 "local_queue_usage", "index", "_fr_index")
+                 "local_queue_usage", "index", "_fr_index", "wants_height", "height")
 
     def __init__(self, model: QuotaModel, hierarchy: "Hierarchy", admitted: "dict[str, dict[str, WorkloadInfo]]",
                  preemptor: "WorkloadInfo", cluster_queue: str, preemption: Preemption,
@@ -60,6 +65,8 @@ class PreemptionContext:
         self._fr_index = {fr: True for fr in self.frs}
         self.local_queue_usage: "Callable[[WorkloadInfo], Decimal | None] | None" = None
         self.index = index if index is not None else CandidateIndex()
+        self.wants_height = False
+        self.height: int | None = None
 
     def uses_needed(self, info: "WorkloadInfo") -> bool:
         """Kueue ``WorkloadUsesResources``: whether ``info`` holds a non-zero amount of a

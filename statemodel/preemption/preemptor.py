@@ -82,6 +82,7 @@ class PreemptionOracle:
             return NO_FIT, 0
         ctx = PreemptionContext(model, self.hierarchy, self.admitted, self.preemptor, leaf, self.spec.preemption,
                                 [fr], {fr: amount}, self.index)
+        ctx.wants_height = True
         targets = self.searched[(fr, amount)] = self.search(ctx)
         return preemption_mode(ctx, fr, amount, targets, 0)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 
-from statemodel.objects import AdmissionFairSharingConfig
+from statemodel.objects import AdmissionFairSharingConfig, FlavorResource
 
 CONTEXT = Context(prec=34, rounding=ROUND_HALF_EVEN)
 """The decimal context of every AFS computation (IEEE 754 decimal128 precision)."""
@@ -224,7 +224,7 @@ def score(params: DecayParams, consumed: dict[str, Decimal], penalty: dict[str, 
     return CONTEXT.divide(CONTEXT.multiply(total, _MILLI), Decimal(weight_milli))
 
 
-def flatten(charge: dict[tuple[str, str], int]) -> dict[str, int]:
+def flatten(charge: dict[FlavorResource, int]) -> dict[str, int]:
     """Quota per ``(flavor, resource)`` → per resource (AFS sums flavors, as Kueue)."""
     out: dict[str, int] = {}
     for (_, res), amount in charge.items():

@@ -39,7 +39,7 @@ from statemodel.admission.flavorassigner import assign_flavors
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
 from statemodel.preemption.candidates import collect, may_have_candidates
-from statemodel.preemption.classical import find_targets, fits
+from statemodel.preemption.classical import find_targets, fits, preemption_mode
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import make_oracle, may_preempt
 from statemodel.snapshot import dump, load
@@ -222,11 +222,10 @@ def check_over_quota_index(s: Scenario, frs: list) -> None:
             assert model.over_quota_children(name, [fr]) == expected, (name, fr)
 
 
-def check_precheck(s: Scenario, name: str, head, frs: list) -> None:
-    """``may_have_candidates`` rules a search out only when it has no candidate at all: asked as the
-    flavor assigner's oracle asks, for a pending workload of ClusterQueue ``name`` (any, not only its
-    head: as if it were the head) and each flavor-resource of a resource it requests (its whole
-    request of that resource), and compared with the candidate list itself."""
+def _oracle_probes(s: Scenario, name: str, head, frs: list) -> Iterator[PreemptionContext]:
+    """Contexts as the flavor assigner's oracle builds them, for a pending workload of ClusterQueue
+    ``name`` (any, not only its head: as if it were the head): one per flavor-resource of a resource
+    it requests, needing its whole request of that resource."""
     cluster = s.engine.clusters[s.cluster]
     spec = cluster.hierarchy.cluster_queues[name].spec
     wanted: dict[str, int] = {}
@@ -234,15 +233,41 @@ def check_precheck(s: Scenario, name: str, head, frs: list) -> None:
         for res, amount in totals:
             wanted[res] = wanted.get(res, 0) + amount
     for fr in frs:
-        if not wanted.get(fr[1]):
-            continue
-        probe = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, head, name, spec.preemption,
-                                  [fr], {fr: wanted[fr[1]]}, cluster.candidate_index)
+        if wanted.get(fr[1]):
+            yield PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, head, name, spec.preemption,
+                                    [fr], {fr: wanted[fr[1]]}, cluster.candidate_index)
+
+
+def check_precheck(s: Scenario, name: str, head, frs: list) -> None:
+    """``may_have_candidates`` rules a search out only when it has no candidate at all: asked as the
+    flavor assigner's oracle asks (``_oracle_probes``), and compared with the candidate list itself."""
+    for probe in _oracle_probes(s, name, head, frs):
         if may_have_candidates(probe):
             event("precheck: search")
         else:
             event("precheck: no candidate")
-            assert collect(probe).get(0) is None, f"{head.key} {fr}: the precheck ruled out a search with candidates"
+            assert collect(probe).get(0) is None, \
+                f"{head.key} {probe.frs[0]}: the precheck ruled out a search with candidates"
+
+
+def check_oracle_height(s: Scenario, name: str, head, frs: list) -> None:
+    """The oracle's answer with the height the search read while its victims were still released
+    (``PreemptionContext.wants_height``) equals the answer read by releasing the victims again
+    (``preemption_mode`` without ``ctx.height``), for the oracle's probes (``_oracle_probes``);
+    the model is left as found."""
+    model = s.engine.clusters[s.cluster].model
+    before = orjson.dumps(model.dump())
+    for probe in _oracle_probes(s, name, head, frs):
+        fr = probe.frs[0]
+        probe.wants_height = True
+        targets = find_targets(probe)
+        if targets:
+            event("oracle: victims")
+            assert probe.height is not None
+        fast = preemption_mode(probe, fr, probe.usage[fr], targets, 0)
+        probe.height = None
+        assert fast == preemption_mode(probe, fr, probe.usage[fr], targets, 0), f"{head.key} {fr}"
+    assert orjson.dumps(model.dump()) == before, "the oracle's search left the model changed"
 
 
 def check_lowest_priority(s: Scenario) -> None:
@@ -269,6 +294,7 @@ def check_searches(s: Scenario, frs: list) -> None:
             continue
         for info in sorted(queue.members.values(), key=lambda i: i.key):
             check_precheck(s, name, info, frs)
+            check_oracle_height(s, name, info, frs)
         oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec)
         assignment = assign_flavors(model, entry, head, cluster.flavors, oracle)
         assert orjson.dumps(model.dump()) == before, "the oracle left the model changed"
