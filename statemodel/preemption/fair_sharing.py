@@ -49,7 +49,7 @@ from statemodel.preemption.candidates import (
 from statemodel.preemption.classical import Target, fill_back, fits
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import borrowing_with
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share, ShareOrder
 from statemodel.reasons import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, PreemptionReason
 
 if TYPE_CHECKING:
@@ -94,10 +94,10 @@ class TargetOrdering:
             self.targets.setdefault(cand.cluster_queue, []).append(cand)
         self.pruned: set[Node] = set()
         self.shares: dict[Node, Share] = {}
-        self.keys: dict[Node, tuple] = {}
+        self.keys: dict[Node, ShareOrder] = {}
         self.children: dict[str, tuple[list[str], list[str]]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
-        self.heaps: dict[str, list[tuple[tuple, tuple, str, int]]] = {}
+        self.heaps: dict[str, list[tuple[ShareOrder, tuple, str, int]]] = {}
         self.version: dict[str, int] = {}
 
     def share(self, node: Node) -> Share:
@@ -107,11 +107,11 @@ class TargetOrdering:
             got = self.shares[node] = self.ctx.model.share(node[0], node[1], self.weight(node[0], node[1]))
         return got
 
-    def key(self, node: Node) -> tuple:
-        """``Share.key`` of the node's share now."""
+    def key(self, node: Node) -> ShareOrder:
+        """``Share.order`` of the node's share now."""
         got = self.keys.get(node)
         if got is None:
-            got = self.keys[node] = self.share(node).key()
+            got = self.keys[node] = self.share(node).order()
         return got
 
     def changed(self, cq: str, charge: dict[FlavorResource, int]) -> None:
@@ -210,7 +210,7 @@ class TargetOrdering:
         cqs, child_cohorts = self._sorted_children(cohort)
         best_cq, best_cq_key = self._best_cluster_queue(cohort, cqs)
         best_cohort: str | None = None
-        best_cohort_key: tuple | None = None
+        best_cohort_key: ShareOrder | None = None
         for child in child_cohorts:
             node = (COHORT, child)
             if node in self.pruned:
@@ -230,7 +230,7 @@ class TargetOrdering:
             return self._next(best_cohort)
         return best_cq
 
-    def _entry(self, cq: str) -> tuple[tuple, tuple, str, int] | None:
+    def _entry(self, cq: str) -> tuple[ShareOrder, tuple, str, int] | None:
         """``cq``'s place in its Cohort's heap (highest share first, then the next candidate first),
         or ``None`` — and ``cq`` pruned — when it does not borrow (the preemptor's own excepted) or
         has no candidate left."""
@@ -240,9 +240,9 @@ class TargetOrdering:
             self.pruned.add(node)
             return None
         key = self.key(node)
-        return ((-key[0], -key[1]), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+        return (key.negated(), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
 
-    def _best_cluster_queue(self, cohort: str, cqs: list[str]) -> tuple[str | None, tuple | None]:
+    def _best_cluster_queue(self, cohort: str, cqs: list[str]) -> tuple[str | None, ShareOrder | None]:
         """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
         candidate sorts first) and its share's key; ``(None, None)`` when every one is pruned.
 
@@ -341,11 +341,11 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     path = model.path(ctx.cluster_queue)
     for i in range(1, len(path)):
         mine = path[i - 1]
-        mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).key()
+        mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).order()
         for child in model.borrowing_children(path[i][1], ctx.frs):
             if child == mine:
                 continue
-            key = model.share(child[0], child[1], weight(child[0], child[1])).key()
+            key = model.share(child[0], child[1], weight(child[0], child[1])).order()
             if key > mine_key or (key == mine_key and (ordering is None or not ordering.exhausted(child))):
                 return True
     return False
@@ -356,7 +356,7 @@ def _cannot_pass(preemptor_new: Share, target_old: Share) -> bool:
     share: the target's side is below it now, and removing candidates only lowers a share, so
     ``LessThanOrEqualToFinalShare`` (preemptor ≤ final ≤ initial) and ``LessThanInitialShare``
     (preemptor < initial) both fail."""
-    return target_old.key() < preemptor_new.key()
+    return target_old.order() < preemptor_new.order()
 
 
 def _fits(ctx: PreemptionContext) -> bool:
@@ -373,8 +373,8 @@ def _strategy_passes(strategy: FairSharingPreemptionStrategy, preemptor_new: Sha
     """Kueue ``LessThanOrEqualToFinalShare`` / ``LessThanInitialShare``."""
     if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
         assert target_new is not None
-        return preemptor_new.key() <= target_new.key()
-    return preemptor_new.key() < target_old.key()
+        return preemptor_new.order() <= target_new.order()
+    return preemptor_new.order() < target_old.order()
 
 
 Removed = list[tuple[Candidate, Callable[[], None]]]

@@ -1,5 +1,7 @@
 """Property tests of fair sharing (reference/kueue.md §3.3-3.4) on random cohort trees.
 
+* **The integer order**: ``Share.order`` (cross-multiplied integers) orders every pair of shares as
+  ``Share.key`` (exact rationals) does; ``ShareOrder.negated`` reverses it.
 * **DRS from scratch**: every node's share in the state JSON equals Kueue's formula recomputed from
   the state's own rows (``potentialAvailable`` of the parent rebuilt from subtree quota and limits),
   in exact rationals; ``weightedShare`` is its ceiling, 0 for a root or a node within quota, MaxInt64
@@ -32,7 +34,7 @@ from statemodel.preemption.classical import Target, fill_back, fits
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import make_oracle, may_preempt
 from statemodel.quota.kueue import KueueModel
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import PreemptionReason
 from statemodel.snapshot import dump, load
 from tests.property.test_kep79 import group_spec
@@ -184,6 +186,33 @@ def test_shares_match_kueue_formula_from_scratch(tree, holds):
             assert Fraction(view["share"]) == share, (kind, name)
             assert view["weightedShare"] == math.ceil(share) >= 0
             assert (view["weightedShare"] == 0) == (share == 0)
+
+
+shares = st.builds(lambda num, den, scale, weight: Share((), num * scale, den * scale, "cpu" if num else "", weight),
+                   st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=12),
+                   st.integers(min_value=1, max_value=4), st.sampled_from([0, 0, 500, 1000, 2000, 3000, 7]))
+
+
+def _sign(a, b) -> int:
+    return (a > b) - (a < b)
+
+
+@SETTINGS
+@given(st.lists(shares, min_size=2, max_size=6))
+def test_integer_order_is_the_rational_order(group):
+    """``Share.order`` — what the tournament and fair-sharing preemption compare — orders any two
+    shares (zero weights, zero ratios and unreduced pairs included) as ``Share.key`` does, with
+    equal keys equal and hashing alike, and ``negated`` reverses the order."""
+    for a in group:
+        for b in group:
+            want = _sign(a.key(), b.key())
+            got = a.order()
+            assert _sign(got, b.order()) == want, (a, b)
+            assert (got == b.order()) == (want == 0) and (got != b.order()) == (want != 0)
+            assert (got <= b.order()) == (want <= 0) and (got >= b.order()) == (want >= 0)
+            assert _sign(got.negated(), b.order().negated()) == -want
+            if want == 0:
+                assert hash(got) == hash(b.order())
 
 
 # --------------------------------------------------------------------------- the tournament
