@@ -76,9 +76,10 @@ class TargetOrdering:
     path, and such a Cohort cannot start borrowing while releases are simulated, so those
     candidates, which Kueue collects, can never be chosen.  Whether another ClusterQueue borrows
     for that rule is judged as at the start of the search (``released`` adds back what was
-    simulated away).  The tree is read through the quota model's ``path`` and the hierarchy's
-    child lists (linked edges, sorted once per search); shares through ``QuotaModel.share``,
-    remembered per node until a simulated release below it (``changed``).
+    simulated away).  The tree is read through the quota model's ``path``, its index of children
+    above their quota (``over_quota_children``: the child ClusterQueues that can hold candidates)
+    and the hierarchy's child Cohorts (linked edges, sorted once per search); shares through
+    ``QuotaModel.share``, remembered per node until a simulated release below it (``changed``).
     """
 
     def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None) -> None:
@@ -95,7 +96,7 @@ class TargetOrdering:
         self.pruned: set[Node] = set()
         self.shares: dict[Node, Share] = {}
         self.keys: dict[Node, ShareOrder] = {}
-        self.children: dict[str, tuple[list[str], list[str]]] = {}
+        self.children: dict[str, list[str]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
         self.heaps: dict[str, list[tuple[ShareOrder, tuple, str, int]]] = {}
         self.version: dict[str, int] = {}
@@ -183,15 +184,39 @@ class TargetOrdering:
         """Kueue ``DropQueue``: take no more victims from ``cq``."""
         self.pruned.add((CLUSTER_QUEUE, cq))
 
-    def _sorted_children(self, cohort: str) -> tuple[list[str], list[str]]:
-        """The Cohort's child ClusterQueues and linked child Cohorts, by name."""
+    def _child_cohorts(self, cohort: str) -> list[str]:
+        """The Cohort's linked child Cohorts, by name."""
         got = self.children.get(cohort)
         if got is None:
             cohorts = self.ctx.hierarchy.cohorts
-            entry = cohorts[cohort]
-            got = self.children[cohort] = (sorted(entry.child_cluster_queues),
-                                           sorted(c for c in entry.child_cohorts if cohorts[c].linked))
+            got = self.children[cohort] = sorted(c for c in cohorts[cohort].child_cohorts if cohorts[c].linked)
         return got
+
+    def _may_target(self, cohort: str) -> list[str]:
+        """The child ClusterQueues of ``cohort`` that can be targets now — a superset of those
+        :meth:`_entry` keeps, so the heap skips the rest of the Cohort's children.  Given candidate
+        lists (the second strategy), the ClusterQueues that have one.  Read lazily (the first
+        strategy), a ClusterQueue other than the preemptor's has a candidate only if it borrowed on a
+        flavor-resource needing preemption at the start of the search (``_collect``), and only this
+        ordering's simulated releases lowered its usage since: so it is above its nominal quota on
+        one of them now (``QuotaModel.over_quota_children``) or it is in ``released``."""
+        ctx = self.ctx
+        model = ctx.model
+        parent = (COHORT, cohort)
+        if self.lazy:
+            out = [name for kind, name in model.over_quota_children(cohort, ctx.frs) if kind == CLUSTER_QUEUE]
+            more: list[str] = list(self.released)
+        else:
+            out = []
+            more = list(self.targets)
+        own = ctx.cluster_queue
+        if self.preemptor_path.get(parent) == 1:
+            more.append(own)
+        for cq in more:
+            path = model.path(cq)
+            if len(path) > 1 and path[1] == parent and cq not in out:
+                out.append(cq)
+        return out
 
     def __iter__(self) -> Iterator[str]:
         own = self.ctx.cluster_queue
@@ -207,8 +232,8 @@ class TargetOrdering:
     def _next(self, cohort: str) -> str | None:
         """Kueue ``nextTarget``: the ClusterQueue below ``cohort`` to take a victim from, or ``None``
         when everything below it is pruned (it is then pruned too)."""
-        cqs, child_cohorts = self._sorted_children(cohort)
-        best_cq, best_cq_key = self._best_cluster_queue(cohort, cqs)
+        child_cohorts = self._child_cohorts(cohort)
+        best_cq, best_cq_key = self._best_cluster_queue(cohort)
         best_cohort: str | None = None
         best_cohort_key: ShareOrder | None = None
         for child in child_cohorts:
@@ -242,7 +267,7 @@ class TargetOrdering:
         key = self.key(node)
         return (key.negated(), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
 
-    def _best_cluster_queue(self, cohort: str, cqs: list[str]) -> tuple[str | None, ShareOrder | None]:
+    def _best_cluster_queue(self, cohort: str) -> tuple[str | None, ShareOrder | None]:
         """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
         candidate sorts first) and its share's key; ``(None, None)`` when every one is pruned.
 
@@ -251,11 +276,12 @@ class TargetOrdering:
         Both only lower its place (simulated releases only lower shares; the candidate order is
         ascending), so a stale entry reaches the top no later than its fresh one would, and is
         replaced there (or dropped, when pruned): the top after that is the scan's answer.  Cost:
-        O(children) on the first visit, O(log children) per stale entry after."""
+        O(borrowing children) on the first visit (:meth:`_may_target`), O(log children) per stale entry
+        after."""
         heap = self.heaps.get(cohort)
         if heap is None:
             heap = []
-            for cq in cqs:
+            for cq in self._may_target(cohort):
                 if (CLUSTER_QUEUE, cq) not in self.pruned:
                     entry = self._entry(cq)
                     if entry is not None:
