@@ -275,17 +275,23 @@ class TargetOrdering:
         its ClusterQueue's share was forgotten (``changed``) or its next candidate taken (``pop``).
         Both only lower its place (simulated releases only lower shares; the candidate order is
         ascending), so a stale entry reaches the top no later than its fresh one would, and is
-        replaced there (or dropped, when pruned): the top after that is the scan's answer.  Cost:
-        O(borrowing children) on the first visit (:meth:`_may_target`), O(log children) per stale entry
-        after."""
+        replaced there (or dropped, when pruned): the top after that is the scan's answer.  The
+        heap starts with stale entries too — the share now and the empty key ``()``, which sorts
+        before every candidate's, version -1 — so a ClusterQueue's candidates are read only when it
+        reaches the top.  Cost: O(borrowing children) cached shares on the first visit
+        (:meth:`_may_target`), O(log children) and the candidates' reading per stale entry after."""
         heap = self.heaps.get(cohort)
         if heap is None:
             heap = []
+            own = self.ctx.cluster_queue
             for cq in self._may_target(cohort):
-                if (CLUSTER_QUEUE, cq) not in self.pruned:
-                    entry = self._entry(cq)
-                    if entry is not None:
-                        heap.append(entry)
+                node = (CLUSTER_QUEUE, cq)
+                if node in self.pruned:
+                    continue
+                if not self.share(node).borrowed and cq != own:
+                    self.pruned.add(node)
+                    continue
+                heap.append((self.key(node).negated(), (), cq, -1))
             heapq.heapify(heap)
             self.heaps[cohort] = heap
         pruned, version = self.pruned, self.version
