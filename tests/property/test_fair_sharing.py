@@ -246,6 +246,43 @@ def _model(tree: dict) -> KueueModel:
     return model
 
 
+def _all_shares(model: KueueModel, tree: dict, weight) -> dict:
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n, _, _, _ in tree["cqs"]]
+    return {node: model.share(node[0], node[1], weight(*node)).fields() for node in nodes}
+
+
+simulations = st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
+                                 st.sampled_from(RESOURCES), st.integers(min_value=1, max_value=6),
+                                 st.integers(min_value=0, max_value=5)), min_size=1, max_size=6)
+
+
+@SETTINGS
+@given(trees(), simulations, st.randoms(use_true_random=False))
+def test_shares_kept_across_simulations_are_the_shares_recomputed(tree, steps, rnd):
+    """Simulated charges and releases, with every share read in between, undone in any order (the
+    fair-sharing search undoes its request before its removals): every share the model answers
+    afterwards — kept across the round trips or not — is the one a fresh model computes for the same
+    usage."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    model.charge(cqs[0], {(FLAVORS[0], RESOURCES[0]): 3})
+    _all_shares(model, tree, weight)  # remembered before the simulations
+    undos = []
+    for charge, index, flavor, resource, amount, reads in steps:
+        cq = cqs[index % len(cqs)]
+        usage = {(flavor, resource): amount}
+        undos.append((model.simulate_charge if charge else model.simulate_release)(cq, usage))
+        for _ in range(reads):
+            _all_shares(model, tree, weight)
+    rnd.shuffle(undos)
+    for i, undo in enumerate(undos):
+        undo()
+        fresh = KueueModel()
+        fresh.load(model.dump())
+        assert _all_shares(model, tree, weight) == _all_shares(fresh, tree, weight), f"after {i + 1} undos"
+
+
 def _weights(tree: dict):
     table = {(COHORT, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cohorts"]}
     table.update({(CLUSTER_QUEUE, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cqs"]})
