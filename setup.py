@@ -24,7 +24,6 @@ COMPILED = [
     "statemodel/queues/afs.py",
     "statemodel/admission/flavorassigner.py",
     "statemodel/admission/cycle.py",
-    "statemodel/admission/fair_sharing_iterator.py",
     "statemodel/preemption/candidate_index.py",
     "statemodel/preemption/candidates.py",
     "statemodel/preemption/classical.py",
