@@ -22,6 +22,9 @@ With ``--preemption`` every size also runs with Kueue's preemption on every Clus
 LowerPriority``): the priority mix above makes large workloads preempt small and medium ones that
 borrow; a preempted workload's pending finish is cancelled and it runs its full time again once
 re-admitted (``releaseOn: Decision``).  Without the flag the ClusterQueues have no preemption policy.
+``--fair-sharing`` runs two fair-sharing variants beside the plain one: ``FS-NP``, fair sharing on and
+every preemption policy ``Never`` (the DRS tournament orders the heads, nothing is preempted), and
+``FS``, fair sharing on with the preemption policies above (fair-sharing preemption picks the victims).
 With ``--preemption`` or ``--fair-sharing`` every variant of the run (the one without preemption
 included) uses Kueue's own per-queue shape (``--per-queue``: 50 workloads per ClusterQueue): the
 50,000 workloads of the default, dealt over 10,000 queues, leave 5 per queue and the cohorts with
@@ -31,7 +34,7 @@ preempts alike and only the breadth of the tree differs.
 
     python benchmarks/kueue_scale.py                 # 100, 1,000 and 10,000 ClusterQueues
     python benchmarks/kueue_scale.py --sizes 1000 --afs   # with and without admission fair sharing
-    python benchmarks/kueue_scale.py --fair-sharing       # with and without fair sharing (DRS tournament, fair-sharing preemption)
+    python benchmarks/kueue_scale.py --fair-sharing       # without fair sharing, the DRS tournament alone, + fair-sharing preemption
     python benchmarks/kueue_scale.py --preemption         # with and without preemption
 """
 
@@ -289,8 +292,8 @@ def main() -> None:
     parser.add_argument("--preemption", action="store_true",
                         help="also run every size with preemption on for every ClusterQueue")
     parser.add_argument("--fair-sharing", action="store_true",
-                        help="also run every size with fair sharing on (the DRS tournament orders the heads, "
-                             "fair-sharing preemption chooses the victims)")
+                        help="also run every size with fair sharing on: once without preemption (FS-NP: the DRS "
+                             "tournament alone) and once with it (FS: fair-sharing preemption chooses the victims)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="with a variant: engine passes per file, the files alternated, best CPU time of each")
     parser.add_argument("--regenerate", action="store_true", help="write the event files even when cached")
@@ -305,6 +308,7 @@ def main() -> None:
     if args.preemption:
         variants.append(("PRE", False, True, False))
     if args.fair_sharing:
+        variants.append(("FS-NP", False, False, True))  # the tournament alone: every policy Never
         variants.append(("FS", False, True, True))
     total = None if args.per_queue else 50_000
     rows: dict[str, list[tuple[int, dict]]] = {label: [] for label, _, _, _ in variants}

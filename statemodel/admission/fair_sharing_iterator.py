@@ -10,7 +10,7 @@ of its own tournament — and the root's winner is popped.  At a Cohort, an offe
 1. whether the child node (the ClusterQueue, or the child Cohort) would borrow, with the head
    admitted, on a flavor-resource the head asks for — non-borrowing first (Kueue's
    ``FairSharingPrioritizeNonBorrowing``, on by default);
-2. the child node's Dominant Resource Share with the head admitted (``Share.key``, Kueue
+2. the child node's Dominant Resource Share with the head admitted (``Share.order``, Kueue
    ``CompareDRS``) — lower first;
 3. higher priority; 4. earlier queue-order time;
 5. the ClusterQueue name — our documented final tie-break (Kueue keeps whichever offer came first
@@ -33,10 +33,9 @@ on that path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from statemodel.quota.protocol import CLUSTER_QUEUE, PoolKey, QuotaModel
+from statemodel.quota.protocol import CLUSTER_QUEUE, PoolKey, QuotaModel, ShareOrder
 
 if TYPE_CHECKING:
     from statemodel.admission.cycle import Candidate
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
 Node = tuple[str, str]
 """A node of the quota tree as ``(kind, name)``."""
 
-OfferKey = tuple[bool, bool, tuple[int, Fraction], int, int, str]
+OfferKey = tuple[bool, bool, ShareOrder, int, int, str]
 """How an offer ranks at a Cohort (see the module docstring); lower is better."""
 
 
@@ -153,4 +152,4 @@ class FairSharingIterator:
         share = self.model.share(child[0], child[1], self.weight(child[0], child[1]))
         undo()
         order = cand.order
-        return (not cand.info.preempting, share.borrowing_on(usage), share.key(), order[0], order[1], cand.name)
+        return (not cand.info.preempting, share.borrowing_on(usage), share.order(), order[0], order[1], cand.name)

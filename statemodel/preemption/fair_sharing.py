@@ -49,7 +49,7 @@ from statemodel.preemption.candidates import (
 from statemodel.preemption.classical import Target, fill_back, fits
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.hierarchical import borrowing_with
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share, ShareOrder
 from statemodel.reasons import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, PreemptionReason
 
 if TYPE_CHECKING:
@@ -76,9 +76,10 @@ class TargetOrdering:
     path, and such a Cohort cannot start borrowing while releases are simulated, so those
     candidates, which Kueue collects, can never be chosen.  Whether another ClusterQueue borrows
     for that rule is judged as at the start of the search (``released`` adds back what was
-    simulated away).  The tree is read through the quota model's ``path`` and the hierarchy's
-    child lists (linked edges, sorted once per search); shares through ``QuotaModel.share``,
-    remembered per node until a simulated release below it (``changed``).
+    simulated away).  The tree is read through the quota model's ``path``, its index of children
+    above their quota (``over_quota_children``: the child ClusterQueues that can hold candidates)
+    and the hierarchy's child Cohorts (linked edges, sorted once per search); shares through
+    ``QuotaModel.share``, remembered per node until a simulated release below it (``changed``).
     """
 
     def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None) -> None:
@@ -94,10 +95,10 @@ class TargetOrdering:
             self.targets.setdefault(cand.cluster_queue, []).append(cand)
         self.pruned: set[Node] = set()
         self.shares: dict[Node, Share] = {}
-        self.keys: dict[Node, tuple] = {}
-        self.children: dict[str, tuple[list[str], list[str]]] = {}
+        self.keys: dict[Node, ShareOrder] = {}
+        self.children: dict[str, list[str]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
-        self.heaps: dict[str, list[tuple[tuple, tuple, str, int]]] = {}
+        self.heaps: dict[str, list[tuple[ShareOrder, tuple, str, int]]] = {}
         self.version: dict[str, int] = {}
 
     def share(self, node: Node) -> Share:
@@ -107,11 +108,11 @@ class TargetOrdering:
             got = self.shares[node] = self.ctx.model.share(node[0], node[1], self.weight(node[0], node[1]))
         return got
 
-    def key(self, node: Node) -> tuple:
-        """``Share.key`` of the node's share now."""
+    def key(self, node: Node) -> ShareOrder:
+        """``Share.order`` of the node's share now."""
         got = self.keys.get(node)
         if got is None:
-            got = self.keys[node] = self.share(node).key()
+            got = self.keys[node] = self.share(node).order()
         return got
 
     def changed(self, cq: str, charge: dict[FlavorResource, int]) -> None:
@@ -183,15 +184,39 @@ class TargetOrdering:
         """Kueue ``DropQueue``: take no more victims from ``cq``."""
         self.pruned.add((CLUSTER_QUEUE, cq))
 
-    def _sorted_children(self, cohort: str) -> tuple[list[str], list[str]]:
-        """The Cohort's child ClusterQueues and linked child Cohorts, by name."""
+    def _child_cohorts(self, cohort: str) -> list[str]:
+        """The Cohort's linked child Cohorts, by name."""
         got = self.children.get(cohort)
         if got is None:
             cohorts = self.ctx.hierarchy.cohorts
-            entry = cohorts[cohort]
-            got = self.children[cohort] = (sorted(entry.child_cluster_queues),
-                                           sorted(c for c in entry.child_cohorts if cohorts[c].linked))
+            got = self.children[cohort] = sorted(c for c in cohorts[cohort].child_cohorts if cohorts[c].linked)
         return got
+
+    def _may_target(self, cohort: str) -> list[str]:
+        """The child ClusterQueues of ``cohort`` that can be targets now — a superset of those
+        :meth:`_entry` keeps, so the heap skips the rest of the Cohort's children.  Given candidate
+        lists (the second strategy), the ClusterQueues that have one.  Read lazily (the first
+        strategy), a ClusterQueue other than the preemptor's has a candidate only if it borrowed on a
+        flavor-resource needing preemption at the start of the search (``_collect``), and only this
+        ordering's simulated releases lowered its usage since: so it is above its nominal quota on
+        one of them now (``QuotaModel.over_quota_children``) or it is in ``released``."""
+        ctx = self.ctx
+        model = ctx.model
+        parent = (COHORT, cohort)
+        if self.lazy:
+            out = [name for kind, name in model.over_quota_children(cohort, ctx.frs) if kind == CLUSTER_QUEUE]
+            more: list[str] = list(self.released)
+        else:
+            out = []
+            more = list(self.targets)
+        own = ctx.cluster_queue
+        if self.preemptor_path.get(parent) == 1:
+            more.append(own)
+        for cq in more:
+            path = model.path(cq)
+            if len(path) > 1 and path[1] == parent and cq not in out:
+                out.append(cq)
+        return out
 
     def __iter__(self) -> Iterator[str]:
         own = self.ctx.cluster_queue
@@ -207,10 +232,10 @@ class TargetOrdering:
     def _next(self, cohort: str) -> str | None:
         """Kueue ``nextTarget``: the ClusterQueue below ``cohort`` to take a victim from, or ``None``
         when everything below it is pruned (it is then pruned too)."""
-        cqs, child_cohorts = self._sorted_children(cohort)
-        best_cq, best_cq_key = self._best_cluster_queue(cohort, cqs)
+        child_cohorts = self._child_cohorts(cohort)
+        best_cq, best_cq_key = self._best_cluster_queue(cohort)
         best_cohort: str | None = None
-        best_cohort_key: tuple | None = None
+        best_cohort_key: ShareOrder | None = None
         for child in child_cohorts:
             node = (COHORT, child)
             if node in self.pruned:
@@ -230,7 +255,7 @@ class TargetOrdering:
             return self._next(best_cohort)
         return best_cq
 
-    def _entry(self, cq: str) -> tuple[tuple, tuple, str, int] | None:
+    def _entry(self, cq: str) -> tuple[ShareOrder, tuple, str, int] | None:
         """``cq``'s place in its Cohort's heap (highest share first, then the next candidate first),
         or ``None`` — and ``cq`` pruned — when it does not borrow (the preemptor's own excepted) or
         has no candidate left."""
@@ -240,9 +265,9 @@ class TargetOrdering:
             self.pruned.add(node)
             return None
         key = self.key(node)
-        return ((-key[0], -key[1]), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+        return (key.negated(), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
 
-    def _best_cluster_queue(self, cohort: str, cqs: list[str]) -> tuple[str | None, tuple | None]:
+    def _best_cluster_queue(self, cohort: str) -> tuple[str | None, ShareOrder | None]:
         """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
         candidate sorts first) and its share's key; ``(None, None)`` when every one is pruned.
 
@@ -250,16 +275,23 @@ class TargetOrdering:
         its ClusterQueue's share was forgotten (``changed``) or its next candidate taken (``pop``).
         Both only lower its place (simulated releases only lower shares; the candidate order is
         ascending), so a stale entry reaches the top no later than its fresh one would, and is
-        replaced there (or dropped, when pruned): the top after that is the scan's answer.  Cost:
-        O(children) on the first visit, O(log children) per stale entry after."""
+        replaced there (or dropped, when pruned): the top after that is the scan's answer.  The
+        heap starts with stale entries too — the share now and the empty key ``()``, which sorts
+        before every candidate's, version -1 — so a ClusterQueue's candidates are read only when it
+        reaches the top.  Cost: O(borrowing children) cached shares on the first visit
+        (:meth:`_may_target`), O(log children) and the candidates' reading per stale entry after."""
         heap = self.heaps.get(cohort)
         if heap is None:
             heap = []
-            for cq in cqs:
-                if (CLUSTER_QUEUE, cq) not in self.pruned:
-                    entry = self._entry(cq)
-                    if entry is not None:
-                        heap.append(entry)
+            own = self.ctx.cluster_queue
+            for cq in self._may_target(cohort):
+                node = (CLUSTER_QUEUE, cq)
+                if node in self.pruned:
+                    continue
+                if not self.share(node).borrowed and cq != own:
+                    self.pruned.add(node)
+                    continue
+                heap.append((self.key(node).negated(), (), cq, -1))
             heapq.heapify(heap)
             self.heaps[cohort] = heap
         pruned, version = self.pruned, self.version
@@ -341,11 +373,11 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     path = model.path(ctx.cluster_queue)
     for i in range(1, len(path)):
         mine = path[i - 1]
-        mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).key()
+        mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).order()
         for child in model.borrowing_children(path[i][1], ctx.frs):
             if child == mine:
                 continue
-            key = model.share(child[0], child[1], weight(child[0], child[1])).key()
+            key = model.share(child[0], child[1], weight(child[0], child[1])).order()
             if key > mine_key or (key == mine_key and (ordering is None or not ordering.exhausted(child))):
                 return True
     return False
@@ -356,7 +388,7 @@ def _cannot_pass(preemptor_new: Share, target_old: Share) -> bool:
     share: the target's side is below it now, and removing candidates only lowers a share, so
     ``LessThanOrEqualToFinalShare`` (preemptor ≤ final ≤ initial) and ``LessThanInitialShare``
     (preemptor < initial) both fail."""
-    return target_old.key() < preemptor_new.key()
+    return target_old.order() < preemptor_new.order()
 
 
 def _fits(ctx: PreemptionContext) -> bool:
@@ -373,8 +405,8 @@ def _strategy_passes(strategy: FairSharingPreemptionStrategy, preemptor_new: Sha
     """Kueue ``LessThanOrEqualToFinalShare`` / ``LessThanInitialShare``."""
     if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
         assert target_new is not None
-        return preemptor_new.key() <= target_new.key()
-    return preemptor_new.key() < target_old.key()
+        return preemptor_new.order() <= target_new.order()
+    return preemptor_new.order() < target_old.order()
 
 
 Removed = list[tuple[Candidate, Callable[[], None]]]

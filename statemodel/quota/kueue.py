@@ -209,6 +209,34 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: int) -> None:
         amount = spill
 
 
+KeptShare = tuple[QuotaNode, Share, tuple[int, int], dict[FlavorResource, int]]
+"""A node, its remembered share with ``shared_as``, and a copy of its usage when it was kept."""
+
+
+def _kept_shares(leaf: QuotaNode) -> list[KeptShare]:
+    """The remembered shares along ``leaf``'s path to the root, with a copy of each node's usage,
+    before a simulated charge or release drops them (``add_usage``)."""
+    kept: list[KeptShare] = []
+    node: QuotaNode | None = leaf
+    while node is not None:
+        shared = node.shared
+        if shared is not None:
+            kept.append((node, shared, node.shared_as, dict(node.usage)))
+        node = node.parent
+    return kept
+
+
+def _restore_shares(kept: list[KeptShare]) -> None:
+    """After a simulation's undo: a node whose share was dropped and whose usage is again exactly what
+    it was when kept gets the kept share back — a share depends only on the node's usage, quotas and
+    weight and its parent's lendable, and ``shared_as`` still names the configuration and weight it
+    was computed for, so it is the share ``KueueModel.share`` would compute."""
+    for node, shared, shared_as, usage in kept:
+        if node.shared is None and node.usage == usage:
+            node.shared = shared
+            node.shared_as = shared_as
+
+
 def local_available(node: QuotaNode, fr: FlavorResource) -> int:
     """Kueue ``LocalAvailable``: ``max(0, local - usage)``."""
     free = node.local.get(fr, 0) - node.usage.get(fr, 0)
@@ -538,14 +566,26 @@ class KueueModel:
             add_usage(node, fr, -amount)
 
     def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
-        """Release now; the returned function charges it back (integer arithmetic: exact)."""
+        """Release now; the returned function charges it back (integer arithmetic: exact) and keeps
+        the remembered shares of the path that the round trip left as they were (``_kept_shares``)."""
+        kept = _kept_shares(self._cqs[leaf])
         self.release(leaf, usage)
-        return lambda: self.charge(leaf, usage)
+
+        def undo() -> None:
+            self.charge(leaf, usage)
+            _restore_shares(kept)
+        return undo
 
     def simulate_charge(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
-        """Charge now; the returned function releases it again (integer arithmetic: exact)."""
+        """Charge now; the returned function releases it again (integer arithmetic: exact) and keeps
+        the remembered shares of the path that the round trip left as they were (``_kept_shares``)."""
+        kept = _kept_shares(self._cqs[leaf])
         self.charge(leaf, usage)
-        return lambda: self.release(leaf, usage)
+
+        def undo() -> None:
+            self.release(leaf, usage)
+            _restore_shares(kept)
+        return undo
 
     def share(self, kind: str, name: str, weight_milli: int) -> Share:
         """Kueue ``DominantResourceShare`` of the node (``kueue_fair_sharing``); a root, or a node the

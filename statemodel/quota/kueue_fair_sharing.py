@@ -12,15 +12,14 @@ Semantics (reference/kueue.md §3.4):
 * ``ratio(resource) = borrowed * 1000 / lendable`` (resources with nothing lendable are skipped);
   the share is the largest ratio, ties to the alphabetically first resource.
 
-Every number is an integer in base units; the ratio is an exact ``Fraction`` (Kueue divides
+Every number is an integer in base units; the ratio is exact, kept as the integer pair
+``borrowed * 1000`` over ``lendable`` and compared by cross-multiplication (Kueue divides
 float64).  The weight enters only in ``statemodel.quota.protocol.Share``.  Cost: O(flavor-resources
 of the node); the parent's lendable (``statemodel.quota.kueue.lendable``) is memoized by the model,
 as it changes only with specs and edges, never with usage.
 """
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 from statemodel.objects import FlavorResource
 from statemodel.quota.protocol import Share
@@ -46,14 +45,14 @@ def dominant_resource_share(quotas: dict[FlavorResource, int], usage: dict[Flavo
             borrowed.append(fr)
     if not borrowing:
         return Share.none(weight_milli)
-    best = Fraction(0)
+    best_num, best_den = 0, 1  # the largest ratio so far, compared by cross-multiplication
     dominant = ""
     for resource in sorted(borrowing):
         available = parent_lendable.get(resource, 0)
         if available > 0:
-            ratio = Fraction(borrowing[resource] * 1000, available)
-            if ratio > best:
-                best = ratio
+            num = borrowing[resource] * 1000
+            if num * best_den > best_num * available:
+                best_num, best_den = num, available
                 dominant = resource
     borrowed.sort()
-    return Share(tuple(borrowed), best, dominant, weight_milli)
+    return Share(tuple(borrowed), best_num, best_den, dominant, weight_milli)

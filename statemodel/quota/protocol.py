@@ -180,7 +180,61 @@ class WakeRule(_Record):
 MAX_WEIGHTED_SHARE: Final = 9223372036854775807
 """``weightedShare`` of a zero-weight node that borrows (Kueue: ``math.MaxInt64``)."""
 
-_ZERO: Final = Fraction(0)
+class ShareOrder:
+    """An exact total-order key of a :class:`Share` (Kueue ``CompareDRS``), in integers: the pair
+    ``(rank, numerator / denominator)`` compared lexicographically, the rational by
+    cross-multiplication (``denominator > 0``), so no ``Fraction`` is built or compared.  It orders
+    exactly as :meth:`Share.key`; :meth:`negated` reverses the order (for a min-heap of the highest).
+
+    Attributes:
+        rank: 1 for a zero-weight borrower (above everything else), 0 otherwise (-1, 0 when negated).
+        numerator / denominator: the compared value — the weighted share ``ratio / weight`` (rank 0)
+            or the unweighted ``ratio`` (rank 1) — not reduced; ``denominator > 0``.
+    """
+
+    __slots__ = ("rank", "numerator", "denominator")
+
+    def __init__(self, rank: int, numerator: int, denominator: int) -> None:
+        self.rank: Final = rank
+        self.numerator: Final = numerator
+        self.denominator: Final = denominator
+
+    def _cmp(self, other: "ShareOrder") -> int:
+        """-1, 0 or 1 as ``self`` sorts before, with or after ``other``."""
+        if self.rank != other.rank:
+            return -1 if self.rank < other.rank else 1
+        left = self.numerator * other.denominator
+        right = other.numerator * self.denominator
+        return -1 if left < right else 1 if left > right else 0
+
+    def __lt__(self, other: "ShareOrder") -> bool:
+        return self._cmp(other) < 0
+
+    def __le__(self, other: "ShareOrder") -> bool:
+        return self._cmp(other) <= 0
+
+    def __gt__(self, other: "ShareOrder") -> bool:
+        return self._cmp(other) > 0
+
+    def __ge__(self, other: "ShareOrder") -> bool:
+        return self._cmp(other) >= 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShareOrder) and self._cmp(other) == 0
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        value = Fraction(self.numerator, self.denominator)
+        return hash((self.rank, value))
+
+    def __repr__(self) -> str:
+        return f"ShareOrder({self.rank}, {self.numerator}/{self.denominator})"
+
+    def negated(self) -> "ShareOrder":
+        """The key that sorts in the opposite order."""
+        return ShareOrder(-self.rank, -self.numerator, self.denominator)
 
 
 class Share(_Record):
@@ -189,24 +243,32 @@ class Share(_Record):
     Attributes:
         borrowed: the ``(flavor, resource)`` pairs on which the node's usage exceeds its quota,
             sorted (empty: not borrowing).
-        ratio: the unweighted share, exact: the largest over resources of
+        numerator / denominator: the unweighted share ``ratio``, exact and not reduced
+            (``denominator > 0``): the largest over resources of
             ``borrowed(resource) * 1000 / lendable(resource)`` (0 when not borrowing, or when nothing
             of the borrowed resources is lendable).
         resource: the resource that gave ``ratio`` (alphabetically first on ties; ``""`` when 0).
         weight_milli: the node's ``fairSharing.weight`` in thousandths (0 allowed).
 
-    Comparison is Kueue's ``CompareDRS``, as the total-order key :meth:`key`: two zero-weight
-    borrowers compare by ``ratio``; a zero-weight borrower is above everything else; the others
-    compare by the weighted share ``ratio / weight``.  Exact rationals replace Kueue's float64.
+    Comparison is Kueue's ``CompareDRS``, as the total-order keys :meth:`key` (exact rationals) and
+    :meth:`order` (the same order in integers, for the hot paths): two zero-weight borrowers compare
+    by ``ratio``; a zero-weight borrower is above everything else; the others compare by the
+    weighted share ``ratio / weight``.  Exact rationals replace Kueue's float64.
     """
 
-    def __init__(self, borrowed: tuple[FlavorResource, ...], ratio: Fraction, resource: str,
+    def __init__(self, borrowed: tuple[FlavorResource, ...], numerator: int, denominator: int, resource: str,
                  weight_milli: int) -> None:
         self.borrowed: Final = borrowed
-        self.ratio: Final = ratio
+        self.numerator: Final = numerator
+        self.denominator: Final = denominator
         self.resource: Final = resource
         self.weight_milli: Final = weight_milli
-        self._key: tuple[int, Fraction] | None = None  # :meth:`key`, derived once
+        self._order: ShareOrder | None = None  # :meth:`order`, derived once
+
+    @property
+    def ratio(self) -> Fraction:
+        """The unweighted share as an exact rational."""
+        return Fraction(self.numerator, self.denominator)
 
     def fields(self) -> tuple[object, ...]:
         return (self.borrowed, self.ratio, self.resource, self.weight_milli)
@@ -214,7 +276,7 @@ class Share(_Record):
     @staticmethod
     def none(weight_milli: int) -> "Share":
         """The share of a node that borrows nothing (a root, or within its quota)."""
-        return Share((), _ZERO, "", weight_milli)
+        return Share((), 0, 1, "", weight_milli)
 
     def borrowing_on(self, usage: dict[FlavorResource, int]) -> bool:
         """Kueue ``IsBorrowingOn``: whether the node borrows on a flavor-resource ``usage`` asks for."""
@@ -225,21 +287,32 @@ class Share(_Record):
 
     def zero_weight_borrows(self) -> bool:
         """Weight 0 and a non-zero share (Kueue ``zeroWeightBorrows``)."""
-        return self.weight_milli == 0 and self.ratio != 0
+        return self.weight_milli == 0 and self.numerator != 0
 
     def precise(self) -> Fraction:
         """``ratio / weight`` exactly (Kueue ``PreciseWeightedShare``); for a zero-weight borrower,
         whose share is +∞, use :meth:`key` or :meth:`weighted_share` instead (this returns ``ratio``)."""
-        if self.ratio == 0 or self.weight_milli == 0:
+        if self.numerator == 0 or self.weight_milli == 0:
             return self.ratio
-        return self.ratio * 1000 / self.weight_milli
+        return Fraction(self.numerator * 1000, self.denominator * self.weight_milli)
 
     def key(self) -> tuple[int, Fraction]:
         """Total-order key of Kueue's ``CompareDRS`` (lower is preferred for admission, higher for
-        preemption); computed on the first call, a function of the fields."""
-        got = self._key
+        preemption), in exact rationals; :meth:`order` orders the same way without them."""
+        return (1, self.ratio) if self.zero_weight_borrows() else (0, self.precise())
+
+    def order(self) -> ShareOrder:
+        """:meth:`key` as a :class:`ShareOrder` (same order, integer arithmetic); computed on the first
+        call, a function of the fields."""
+        got = self._order
         if got is None:
-            got = self._key = (1, self.ratio) if self.zero_weight_borrows() else (0, self.precise())
+            if self.zero_weight_borrows():
+                got = ShareOrder(1, self.numerator, self.denominator)
+            elif self.numerator == 0 or self.weight_milli == 0:
+                got = ShareOrder(0, self.numerator, self.denominator)
+            else:
+                got = ShareOrder(0, self.numerator * 1000, self.denominator * self.weight_milli)
+            self._order = got
         return got
 
     def weighted_share(self) -> int:
@@ -247,8 +320,9 @@ class Share(_Record):
         ``MAX_WEIGHTED_SHARE`` for a zero-weight borrower (``roundedWeightedShare``)."""
         if self.zero_weight_borrows():
             return MAX_WEIGHTED_SHARE
-        value = self.precise()
-        return -((-value.numerator) // value.denominator)
+        if self.numerator == 0 or self.weight_milli == 0:
+            return -((-self.numerator) // self.denominator)
+        return -((-self.numerator * 1000) // (self.denominator * self.weight_milli))
 
 
 class QuotaModel(Protocol):

@@ -1,5 +1,7 @@
 """Property tests of fair sharing (reference/kueue.md §3.3-3.4) on random cohort trees.
 
+* **The integer order**: ``Share.order`` (cross-multiplied integers) orders every pair of shares as
+  ``Share.key`` (exact rationals) does; ``ShareOrder.negated`` reverses it.
 * **DRS from scratch**: every node's share in the state JSON equals Kueue's formula recomputed from
   the state's own rows (``potentialAvailable`` of the parent rebuilt from subtree quota and limits),
   in exact rationals; ``weightedShare`` is its ceiling, 0 for a root or a node within quota, MaxInt64
@@ -32,7 +34,7 @@ from statemodel.preemption.classical import Target, fill_back, fits
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import make_oracle, may_preempt
 from statemodel.quota.kueue import KueueModel
-from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT
+from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import PreemptionReason
 from statemodel.snapshot import dump, load
 from tests.property.test_kep79 import group_spec
@@ -186,6 +188,33 @@ def test_shares_match_kueue_formula_from_scratch(tree, holds):
             assert (view["weightedShare"] == 0) == (share == 0)
 
 
+shares = st.builds(lambda num, den, scale, weight: Share((), num * scale, den * scale, "cpu" if num else "", weight),
+                   st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=12),
+                   st.integers(min_value=1, max_value=4), st.sampled_from([0, 0, 500, 1000, 2000, 3000, 7]))
+
+
+def _sign(a, b) -> int:
+    return (a > b) - (a < b)
+
+
+@SETTINGS
+@given(st.lists(shares, min_size=2, max_size=6))
+def test_integer_order_is_the_rational_order(group):
+    """``Share.order`` — what the tournament and fair-sharing preemption compare — orders any two
+    shares (zero weights, zero ratios and unreduced pairs included) as ``Share.key`` does, with
+    equal keys equal and hashing alike, and ``negated`` reverses the order."""
+    for a in group:
+        for b in group:
+            want = _sign(a.key(), b.key())
+            got = a.order()
+            assert _sign(got, b.order()) == want, (a, b)
+            assert (got == b.order()) == (want == 0) and (got != b.order()) == (want != 0)
+            assert (got <= b.order()) == (want <= 0) and (got >= b.order()) == (want >= 0)
+            assert _sign(got.negated(), b.order().negated()) == -want
+            if want == 0:
+                assert hash(got) == hash(b.order())
+
+
 # --------------------------------------------------------------------------- the tournament
 
 
@@ -215,6 +244,43 @@ def _model(tree: dict) -> KueueModel:
     for name, parent, _, _ in tree["cqs"]:
         model.link(CLUSTER_QUEUE, name, parent)
     return model
+
+
+def _all_shares(model: KueueModel, tree: dict, weight) -> dict:
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n, _, _, _ in tree["cqs"]]
+    return {node: model.share(node[0], node[1], weight(*node)).fields() for node in nodes}
+
+
+simulations = st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
+                                 st.sampled_from(RESOURCES), st.integers(min_value=1, max_value=6),
+                                 st.integers(min_value=0, max_value=5)), min_size=1, max_size=6)
+
+
+@SETTINGS
+@given(trees(), simulations, st.randoms(use_true_random=False))
+def test_shares_kept_across_simulations_are_the_shares_recomputed(tree, steps, rnd):
+    """Simulated charges and releases, with every share read in between, undone in any order (the
+    fair-sharing search undoes its request before its removals): every share the model answers
+    afterwards — kept across the round trips or not — is the one a fresh model computes for the same
+    usage."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    model.charge(cqs[0], {(FLAVORS[0], RESOURCES[0]): 3})
+    _all_shares(model, tree, weight)  # remembered before the simulations
+    undos = []
+    for charge, index, flavor, resource, amount, reads in steps:
+        cq = cqs[index % len(cqs)]
+        usage = {(flavor, resource): amount}
+        undos.append((model.simulate_charge if charge else model.simulate_release)(cq, usage))
+        for _ in range(reads):
+            _all_shares(model, tree, weight)
+    rnd.shuffle(undos)
+    for i, undo in enumerate(undos):
+        undo()
+        fresh = KueueModel()
+        fresh.load(model.dump())
+        assert _all_shares(model, tree, weight) == _all_shares(fresh, tree, weight), f"after {i + 1} undos"
 
 
 def _weights(tree: dict):
