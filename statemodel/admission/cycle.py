@@ -126,6 +126,10 @@ class WakeIndex:
         # ``dormant`` still gives its ClusterQueue that threshold)
         self.dormant: dict[WaitKey, dict[str, int]] = {}
         self.sleepers: dict[WaitKey, dict[int, list[str]]] = {}
+        # False: no ClusterQueue is made dormant, every one with a waiter fitting its room is read
+        # at every walk — the same wakes, slower (the reference ``tests/property/test_wake_index``
+        # compares against)
+        self.dormancy = True
 
     def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
         """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
@@ -378,7 +382,7 @@ class WakeIndex:
                 del vals[val]
             if not vals:
                 del self.by_queue[(key, cq)]
-            if unmet:
+            if unmet or (held and not self.dormancy):
                 keep.append(cq)  # read again at every walk
             elif held:
                 to_sleep.append((cq, least_over))

@@ -81,26 +81,26 @@ def test_a_borrowing_limit_waits_for_the_deficit_to_be_released():
     assert index.release(model, "a", {CPU: 1000}) == [w]    # a's cap is now 1 + 0.5: it fits
 
 
-class CountingModel(KueueModel):
-    """The kueue model, counting the quota reads of each ClusterQueue (what the walk within nominal
-    quota reads per ClusterQueue)."""
+class CountingModel:
+    """A kueue model whose quota reads are counted per ClusterQueue (what the walk within nominal
+    quota reads per ClusterQueue); everything else goes to the model as is."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, model: KueueModel) -> None:
+        self.model = model
         self.reads: dict[str, int] = {}
 
     def quota_numbers(self, kind, name, fr):
         self.reads[name] = self.reads.get(name, 0) + 1
-        return super().quota_numbers(kind, name, fr)
+        return self.model.quota_numbers(kind, name, fr)
+
+    def __getattr__(self, attr):
+        return getattr(self.model, attr)
 
 
 def test_a_queue_whose_waiter_needs_more_than_the_pool_has_free_is_not_read_until_it_could_wake():
     # a: nominal 5, empty, so a 3-cpu waiter fits its room; b: nominal 5, holds 9 (borrows 4 of a's),
     # so the pool has 1 free: the waiter is held, and a is dormant until 3 are free
-    model = CountingModel()
-    h = Hierarchy(model)
-    for q in (cq("a", "org", default={"cpu": 5000}), cq("b", "org", default={"cpu": 5000})):
-        h.apply_cluster_queue(q)
+    model = CountingModel(tree(cq("a", "org", default={"cpu": 5000}), cq("b", "org", default={"cpu": 5000})))
     model.charge("b", {CPU: 9000})
     index = WakeIndex()
     w = workload("w")
