@@ -186,3 +186,15 @@ def parse_weight_milli(value: object, path: str) -> int:
     float value, here it is kept exact in milli-units.
     """
     return _parse(True, value, path, "weight")
+
+
+def add_amounts(into: dict[str, int], amounts: dict[str, int], sign: int = 1) -> None:
+    """``into += sign × amounts`` per resource (base units), in place, dropping resources that reach
+    0 — so a tally counted up and down equals one rebuilt from scratch: node and topology-domain
+    free and allocated amounts, Koordinator groups' ``used``, Volcano queues' sums."""
+    for res, amount in amounts.items():
+        left = into.get(res, 0) + sign * amount
+        if left:
+            into[res] = left
+        else:
+            into.pop(res, None)

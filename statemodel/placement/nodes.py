@@ -25,7 +25,8 @@ from typing import Final
 
 from statemodel.objects import Node, Taint, Topology
 from statemodel.placement.node_order import BinpackOrder
-from statemodel.placement.topology import TopologyTree, add_amounts
+from statemodel.placement.topology import TopologyTree
+from statemodel.quantity import add_amounts
 
 MAX_FILTERED_ORDERS: Final = 32
 """Kept filtered binpack orders (``NodeLedger.filtered_order``) at most: building one more drops

@@ -19,6 +19,7 @@ changing the free capacity of a node costs O(levels × resources), never O(nodes
 from __future__ import annotations
 
 from statemodel.objects import Topology
+from statemodel.quantity import add_amounts
 
 ROOT = "root"
 """ID (and level name) of the synthetic top domain."""
@@ -139,14 +140,3 @@ class TopologyTree:
         while d is not None:
             add_amounts(d.free, delta, sign)
             d = d.parent
-
-
-def add_amounts(into: dict[str, int], amounts: dict[str, int], sign: int) -> None:
-    """``into += sign × amounts`` per resource (base units), dropping resources that reach 0: the
-    free and allocated amounts of nodes and of topology domains."""
-    for res, amount in amounts.items():
-        left = into.get(res, 0) + sign * amount
-        if left:
-            into[res] = left
-        else:
-            into.pop(res, None)

@@ -39,7 +39,7 @@ import heapq
 
 from statemodel.errors import EventError
 from statemodel.objects import GROUP_MAX_DEFAULT, ElasticQuota, ElasticQuotaArgs, EngineConfig, ObjectRef, Pod
-from statemodel.quantity import format_quantity
+from statemodel.quantity import add_amounts, format_quantity
 from statemodel.quota.koordinator_runtime import Share, redistribute, scaled_mins
 from statemodel.placement.pods import PodPlacement, decode_request, encode_request
 from statemodel.quota.protocol import Shortfall, UnitDecision
@@ -93,12 +93,7 @@ def _tally(a: Resources, b: Resources, sign: int = 1) -> Resources:
     """``a + sign * b`` without zero entries: a group's ``used`` is the same whether it was counted
     up and down or rebuilt from its pods (a snapshot)."""
     out = dict(a)
-    for r, v in b.items():
-        total = out.get(r, 0) + sign * v
-        if total:
-            out[r] = total
-        else:
-            out.pop(r, None)
+    add_amounts(out, b, sign)
     return out
 
 

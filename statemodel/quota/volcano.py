@@ -52,7 +52,7 @@ from fractions import Fraction
 from statemodel.errors import EventError
 from statemodel.events.volcano import DEFAULT_QUEUE, ROOT
 from statemodel.objects import EngineConfig, ObjectRef, Pod, PodGroup, Queue, VolcanoArgs
-from statemodel.quantity import format_quantity
+from statemodel.quantity import add_amounts, format_quantity
 from statemodel.placement.pods import PodPlacement, decode_request, encode_request, per_node
 from statemodel.quota.protocol import UnitDecision
 from statemodel.quota.unit_seam import NoClusterQueueQuota
@@ -86,21 +86,12 @@ Resources = dict[str, int]
 _ZERO = Fraction(0)
 
 
-def _add(into: Resources, delta: Resources, sign: int = 1) -> None:
-    for r, v in delta.items():
-        total = into.get(r, 0) + sign * v
-        if total:
-            into[r] = total
-        else:
-            into.pop(r, None)
-
-
 def _delta(new: Resources, old: Resources) -> Resources:
     """``new - old`` per dimension, zeros left out."""
     if new == old:
         return {}
     out = dict(new)
-    _add(out, old, -1)
+    add_amounts(out, old, -1)
     return out
 
 
@@ -112,8 +103,8 @@ def _exceeded(left: Resources, right: Resources) -> Resources:
 def _held(alloc: Resources, inq: Resources, elastic: Resources) -> Resources:
     """What a group holds for enqueueing: ``allocated + inqueue - elastic``."""
     held = dict(alloc)
-    _add(held, inq)
-    _add(held, elastic, -1)
+    add_amounts(held, inq)
+    add_amounts(held, elastic, -1)
     return held
 
 
@@ -462,7 +453,7 @@ class VolcanoModel(NoClusterQueueQuota):
 
     def _contribute(self, queue: QueueInfo, group: GroupInfo, sign: int) -> None:
         request = dict(group.alloc)
-        _add(request, group.pending)
+        add_amounts(request, group.pending)
         self._move(queue, group.alloc, request, group.inq, group.elastic, sign)
 
     def _move(self, queue: QueueInfo, alloc: Resources, request: Resources, inq: Resources, elastic: Resources,
@@ -470,28 +461,28 @@ class VolcanoModel(NoClusterQueueQuota):
         """Add ``sign`` × these amounts to ``queue``'s numbers and its chain's subtree sums."""
         if alloc:
             self._tour_touch(queue.name)
-            _add(queue.allocated, alloc, sign)
-            _add(self.used, alloc, sign)
+            add_amounts(queue.allocated, alloc, sign)
+            add_amounts(self.used, alloc, sign)
             if queue.spec.reclaimable:
-                _add(self.reclaimable_alloc, alloc, sign)
+                add_amounts(self.reclaimable_alloc, alloc, sign)
         if request:
-            _add(queue.request, request, sign)
+            add_amounts(queue.request, request, sign)
         if inq:
-            _add(queue.inqueue, inq, sign)
+            add_amounts(queue.inqueue, inq, sign)
         if elastic:
-            _add(queue.elastic, elastic, sign)
+            add_amounts(queue.elastic, elastic, sign)
         shares = self._shares
         node: QueueInfo | None = queue
         while node is not None:
             if alloc:
                 shares.pop(node.name, None)
-                _add(node.h_allocated, alloc, sign)
+                add_amounts(node.h_allocated, alloc, sign)
             if request:
-                _add(node.h_request, request, sign)
+                add_amounts(node.h_request, request, sign)
             if inq:
-                _add(node.h_inqueue, inq, sign)
+                add_amounts(node.h_inqueue, inq, sign)
             if elastic:
-                _add(node.h_elastic, elastic, sign)
+                add_amounts(node.h_elastic, elastic, sign)
             node = self.queues.get(node.parent) if node.parent is not None else None
 
     def _refresh(self, group: GroupInfo) -> None:
@@ -512,7 +503,7 @@ class VolcanoModel(NoClusterQueueQuota):
         for key in group.pods:
             pod = self.pods[key]
             if pod.state == POD_RUNNING:
-                _add(alloc, pod.request)
+                add_amounts(alloc, pod.request)
                 running += 1
                 if (held is not None and pod.observed and key not in held and pod.obj.node_name is not None
                         and placer.active):  # type: ignore[union-attr]
@@ -521,7 +512,7 @@ class VolcanoModel(NoClusterQueueQuota):
             if held and key in held:
                 placer.release(key)  # type: ignore[union-attr]
             if pod.state == POD_PENDING:
-                _add(pending, pod.request)
+                add_amounts(pending, pod.request)
                 need.append(pod.request)
                 kinds[pod.cls] = None
             else:
@@ -557,7 +548,7 @@ class VolcanoModel(NoClusterQueueQuota):
         if queue is not None:
             d_alloc = _delta(alloc, old_alloc)
             d_request = dict(d_alloc)
-            _add(d_request, _delta(pending, old_pending))
+            add_amounts(d_request, _delta(pending, old_pending))
             self._move(queue, d_alloc, d_request, _delta(group.inq, old_inq), _delta(group.elastic, old_elastic), 1)
             if group.phase != COMPLETED and group.pg is not None:
                 queue.live += 1
@@ -695,7 +686,7 @@ class VolcanoModel(NoClusterQueueQuota):
         queues = self.queues
         total_g: Resources = {}
         for q in queues.values():
-            _add(total_g, dict(q.spec.guarantee))
+            add_amounts(total_g, dict(q.spec.guarantee))
         if self.hierarchy:
             children = {name: q.children for name, q in queues.items()}
             caps, reals, gs, ds = hierarchical(
@@ -866,15 +857,15 @@ class VolcanoModel(NoClusterQueueQuota):
             if queue.sums is None:
                 kept: tuple[Resources, Resources] = ({}, {})
                 for child in queue.children:
-                    _add(kept[0], dict(self.specs[child].guarantee))
-                    _add(kept[1], dict(self.specs[child].deserved))
+                    add_amounts(kept[0], dict(self.specs[child].guarantee))
+                    add_amounts(kept[1], dict(self.specs[child].deserved))
                 queue.sums = kept
-            _add(guarantees, queue.sums[0])
-            _add(deserveds, queue.sums[1])
+            add_amounts(guarantees, queue.sums[0])
+            add_amounts(deserveds, queue.sums[1])
             kids = [child for child in kids if child not in self.specs]
         for child in kids:
-            _add(guarantees, dict(specs[child].guarantee))
-            _add(deserveds, dict(specs[child].deserved))
+            add_amounts(guarantees, dict(specs[child].guarantee))
+            add_amounts(deserveds, dict(specs[child].deserved))
         return guarantees, deserveds
 
     def _check_child_capability(self, child: str, specs: Mapping[str, Queue], kids: dict[str, list[str]]) -> None:
@@ -926,8 +917,8 @@ class VolcanoModel(NoClusterQueueQuota):
         parent = self.queues[info.parent]
         bisect.insort(parent.children, spec.name)
         if parent.sums is not None:
-            _add(parent.sums[0], dict(spec.guarantee))
-            _add(parent.sums[1], dict(spec.deserved))
+            add_amounts(parent.sums[0], dict(spec.guarantee))
+            add_amounts(parent.sums[1], dict(spec.deserved))
         self._shares.pop(info.parent, None)
         self._tours = {}
         self.stale = self.retry_all = True
@@ -1127,7 +1118,7 @@ class VolcanoModel(NoClusterQueueQuota):
         out: list[tuple[str, str, int, int]] = []
         if self.args.plugin == "proportion":
             used = dict(queue.allocated)
-            _add(used, extra)
+            add_amounts(used, extra)
             for r in sorted(request):
                 v = request[r]
                 if v > 0 and used.get(r, 0) + v > queue.deserved.get(r, _ZERO):
@@ -1136,7 +1127,7 @@ class VolcanoModel(NoClusterQueueQuota):
         levels = self._chain(queue) if self.hierarchy else [queue]
         for level in levels:
             used = dict(level.h_allocated if self.hierarchy else level.allocated)
-            _add(used, extra)
+            add_amounts(used, extra)
             for r in within(used, request, level.real):
                 out.append((level.name, r, request[r], max(0, level.real[r] - used.get(r, 0))))
         return out
@@ -1144,7 +1135,7 @@ class VolcanoModel(NoClusterQueueQuota):
     def _node_fit(self, extra: Resources, request: Resources) -> list[str]:
         """Dimensions where the cluster's free capacity cannot hold ``request``."""
         used = dict(self.used)
-        _add(used, extra)
+        add_amounts(used, extra)
         return [r for r in sorted(request) if request[r] > 0 and used.get(r, 0) + request[r] > self.capacity.get(r, 0)]
 
     def _enqueueable(self, group: GroupInfo, queue: QueueInfo) -> list[tuple[str, str, int, int]]:
@@ -1561,7 +1552,7 @@ class VolcanoModel(NoClusterQueueQuota):
                                        for r in nodes]
                 continue
             chosen.append(pod)
-            _add(extra, pod.request)
+            add_amounts(extra, pod.request)
         if not chosen or running + len(chosen) < max(pg.min_member, 1):
             self._block(group, why or "quota")  # too few pods: tried again when pods arrive (fresh)
             if running < pg.min_member:
@@ -1597,7 +1588,7 @@ class VolcanoModel(NoClusterQueueQuota):
                   out: list[UnitDecision], nodes: list[tuple[str, int]] | None) -> None:
         usage: Resources = {}
         for pod in pods:
-            _add(usage, pod.request)
+            add_amounts(usage, pod.request)
         over = 1 if any(queue.allocated.get(r, 0) > queue.deserved.get(r, _ZERO) for r in queue.allocated) else 0
         out.append(("Admitted", group.key, queue.name, usage, over, preemptor, None,
                     "bound " + ", ".join(p.key for p in pods), nodes))
@@ -1616,8 +1607,8 @@ class VolcanoModel(NoClusterQueueQuota):
             levels += [q for q in chain[1:self.args.ancestor_reclaim_level + 1] if q.name != ROOT]
         for level in levels:
             used = dict(level.h_allocated if self.hierarchy else level.allocated)
-            _add(used, extra)
-            _add(used, request)
+            add_amounts(used, extra)
+            add_amounts(used, request)
             if any(request[r] > 0 and used.get(r, 0) <= level.deserved.get(r, _ZERO) for r in request):
                 return True
         return False
@@ -1679,7 +1670,7 @@ class VolcanoModel(NoClusterQueueQuota):
             key = queue.name
             alloc = allocated.setdefault(key, dict(queue.h_allocated if self.hierarchy else queue.allocated))
             after = dict(alloc)
-            _add(after, victim.request, -1)
+            add_amounts(after, victim.request, -1)
             if any(after.get(r, 0) < g for r, g in queue.guarantee.items()):
                 return False
             if not self._exceeds(queue, alloc, victim.request):
@@ -1699,7 +1690,7 @@ class VolcanoModel(NoClusterQueueQuota):
                         return False
                     levels.append(anc)
         for level_q in levels:
-            _add(allocated[level_q.name], victim.request, -1)
+            add_amounts(allocated[level_q.name], victim.request, -1)
         gang[group.key] = running - 1
         return True
 
@@ -1757,10 +1748,10 @@ class VolcanoModel(NoClusterQueueQuota):
             if pod.obj.preemption_policy == "Never" or not self._preemptive(queue, extra, pod.request):
                 continue
             need = dict(extra)
-            _add(need, freed, -1)
+            add_amounts(need, freed, -1)
             if not self._node_fit(need, pod.request):  # fits the free capacity: no victim needed
                 placed.append(pod)
-                _add(extra, pod.request)
+                add_amounts(extra, pod.request)
                 continue
             for victim in self._victims(queue, pod.request):
                 if victim.key in taken:
@@ -1771,12 +1762,12 @@ class VolcanoModel(NoClusterQueueQuota):
                     continue
                 taken.add(victim.key)
                 evicted.append(victim)
-                _add(freed, victim.request)
-                _add(need, victim.request, -1)
+                add_amounts(freed, victim.request)
+                add_amounts(need, victim.request, -1)
             if self._node_fit(need, pod.request):
                 continue
             placed.append(pod)
-            _add(extra, pod.request)
+            add_amounts(extra, pod.request)
         if not placed or running + len(placed) < max(pg.min_member, 1):
             return False
         nodes: list[tuple[str, int]] | None = None
@@ -1873,7 +1864,7 @@ class VolcanoModel(NoClusterQueueQuota):
         pending: Resources = {}
         for k in group.pods:
             if self.pods[k].state == POD_PENDING:
-                _add(pending, self.pods[k].request)
+                add_amounts(pending, self.pods[k].request)
         now = []
         if queue is not None and pending:
             now = [_short(*b) for b in self._allocatable(queue, {}, pending)]
