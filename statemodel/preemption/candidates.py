@@ -173,22 +173,29 @@ class Source:
 
 
 def _collect_in_subtree(ctx: PreemptionContext, cohort: str, subtree_root: str, skip: str | None, advantage: bool,
-                        out: list[Source], later: list[tuple[str, str]] | None) -> None:
+                        out: list[Source]) -> None:
     """Kueue ``collectCandidatesInSubtree``: the ClusterQueues under ``cohort`` outside the child
     subtree ``skip`` whose workloads are candidates, descending only into nodes above their quota
     for a needed flavor-resource (the model's ``over_quota_children``, so the cost follows the nodes
-    that borrow, not the size of the tree).  With ``later`` given, child Cohorts are not descended
-    into but appended there as ``(cohort, subtree_root)``, for ``_Merge`` to open when their turn
-    comes."""
+    that borrow, not the size of the tree).  What ``collect`` reads at once when some workload is
+    evicting; otherwise ``_Merge`` walks the same nodes lazily."""
     for kind, name in ctx.model.over_quota_children(cohort, ctx.frs):
         if kind == COHORT:
             if name != skip:
-                if later is not None:
-                    later.append((name, subtree_root))
-                else:
-                    _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out, None)
+                _collect_in_subtree(ctx, name, subtree_root, skip, advantage, out)
         elif name != ctx.cluster_queue:
             out.append(Source(name, subtree_root, advantage))
+
+
+def _over_quota_child_cohorts(ctx: PreemptionContext, cohort: str, skip: str | None) -> list[str]:
+    """The linked child Cohorts of ``cohort`` other than ``skip`` above their quota for a needed
+    flavor-resource (the Cohorts among ``over_quota_children``), by name; O(child Cohorts)."""
+    cohorts = ctx.hierarchy.cohorts
+    entry = cohorts.get(cohort)
+    if entry is None:
+        return []
+    return [child for child in sorted(entry.child_cohorts)
+            if child != skip and cohorts[child].linked and not within_nominal(ctx.model, COHORT, child, ctx.frs)]
 
 
 def can_fit_without_borrowing(ctx: PreemptionContext, same_queue: list[Candidate]) -> bool:
@@ -231,17 +238,31 @@ class _Merge:
     """The candidates of a group of sources in candidate order, produced on demand.
 
     ``evicting``: the evicting candidates, all at hand (sorted; they are few).  The others come from
-    a heap holding, per source, the key of its next unread workload (its ClusterQueue's
-    ``OrderedQueue.rest`` read from the front, the scan stopped at ``_priority_bound``), and per
-    Cohort not opened yet (``cohorts``: ``(cohort, lca)``) the smallest key below it
-    (``CandidateIndex.subtree_min``, a lower bound): a Cohort is opened (its ClusterQueues above
-    quota become sources, its child Cohorts above quota heap entries) when its bound reaches the top,
-    so subtrees whose workloads all sort after the victims found are never read.  Only the heap's
-    top source is classified (``top``).  Every source of a group has the same ``advantage``.
+    one heap of entries ``(key, kind, i)``:
+
+    * a **source** (kind 1): a ClusterQueue whose workloads are candidates, at the key of its next
+      unread workload (its ``OrderedQueue.rest`` read from the front, the scan stopped at
+      ``_priority_bound``);
+    * an unopened **Cohort** (kind 0, ``cohorts``: ``(cohort, lca)``) at the smallest key below it
+      (``CandidateIndex.subtree_min``, a lower bound): opened when it reaches the top — its child
+      Cohorts above quota become unopened entries, its ClusterQueues a walk — so subtrees whose
+      workloads all sort after the victims found are never read;
+    * a **walk** (kind 2) over a Cohort's child ClusterQueues in the order of their first workload
+      (``CandidateIndex.children_by_first``), at the key of the next one: when it reaches the top,
+      that ClusterQueue becomes a source if it is above its quota for a needed flavor-resource (and
+      is not the preemptor's own), and the walk moves on.  So a Cohort's ClusterQueues are read as
+      their candidates come, not all when it opens.  A ClusterQueue's quota is judged when the walk
+      reaches it, later than an opening would: simulated releases since can only have brought it
+      within quota, and then ``is_valid`` rejects every one of its workloads for the rest of the
+      attempt anyway (usage only falls during an attempt), so the valid candidates are the same.
+
+    Only the heap's top source is classified (``top``).  Every source of a group has the same
+    ``advantage``.  Keys are unique (they end in the workload key), so the order is total.
     """
 
     def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
-                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
+                 cohorts: list[tuple[str, str]], walks: list[tuple[str, str]], advantage: bool,
+                 without_borrowing: bool) -> None:
         self.ctx = ctx
         self.index = index
         self.advantage = advantage
@@ -251,6 +272,9 @@ class _Merge:
         self.bounds: list[int | None] = []
         self.pos: list[int] = []
         self.cohorts: list[tuple[str, str]] = []
+        self.walk_lists: list[list[tuple[QueueKey, str]]] = []
+        self.walk_pos: list[int] = []
+        self.walk_lca: list[str] = []
         self.heap: list[tuple[QueueKey, int, int]] = []
         self.evicting_keyed: list[tuple[QueueKey, Candidate]] = []
         self.own_bound = _priority_bound(ctx, True, False, without_borrowing)
@@ -259,6 +283,8 @@ class _Merge:
             self._add_source(source)
         for cohort, lca in cohorts:
             self._add_cohort(cohort, lca)
+        for cohort, lca in walks:
+            self._add_walk(cohort, lca)
         heapq.heapify(self.heap)
         self.evicting_keyed.sort(key=lambda kc: kc[0])
         self.evicting = [cand for _, cand in self.evicting_keyed]
@@ -293,23 +319,52 @@ class _Merge:
             self.heap.append((low[0], 0, len(self.cohorts)))
         self.cohorts.append((cohort, lca))
 
+    def _add_walk(self, cohort: str, lca: str) -> None:
+        """A walk over ``cohort``'s ClusterQueues joins, at its first one's key (callers heapify or
+        push); none when no first key is below the bound (the order is ascending, so none after)."""
+        children = self.index.children_by_first(self.ctx.admitted, self.ctx.hierarchy, cohort)
+        bound = self.other_bound
+        if children and (bound is None or children[0][0][0] < bound):
+            self.heap.append((children[0][0], 2, len(self.walk_lists)))
+            self.walk_lists.append(children)
+            self.walk_pos.append(0)
+            self.walk_lca.append(lca)
+
     def _open(self, i: int) -> None:
-        """Replace the heap's top, unopened Cohort ``i``, by what is above quota below it."""
+        """Replace the heap's top, unopened Cohort ``i``, by its child Cohorts above quota (unopened)
+        and a walk over its ClusterQueues."""
         heap = self.heap
         heapq.heappop(heap)
         cohort, lca = self.cohorts[i]
-        sources: list[Source] = []
-        later: list[tuple[str, str]] = []
-        _collect_in_subtree(self.ctx, cohort, lca, None, self.advantage, sources, later)
         start = len(heap)
-        for source in sources:
-            self._add_source(source)
-        for child, child_lca in later:
-            self._add_cohort(child, child_lca)
+        for child in _over_quota_child_cohorts(self.ctx, cohort, None):
+            self._add_cohort(child, lca)
+        self._add_walk(cohort, lca)
         added = heap[start:]
         del heap[start:]
         for entry in added:
             heapq.heappush(heap, entry)
+
+    def _walk(self, w: int) -> None:
+        """The heap's top, walk ``w``, reached its next ClusterQueue: the walk moves on (or ends) and
+        the ClusterQueue becomes a source when it is above its quota for a needed flavor-resource
+        and is not the preemptor's own."""
+        heap = self.heap
+        children, pos = self.walk_lists[w], self.walk_pos[w]
+        name = children[pos][1]
+        pos += 1
+        self.walk_pos[w] = pos
+        bound = self.other_bound
+        if pos < len(children) and (bound is None or children[pos][0][0] < bound):
+            heapq.heapreplace(heap, (children[pos][0], 2, w))
+        else:
+            heapq.heappop(heap)
+        ctx = self.ctx
+        if name != ctx.cluster_queue and not within_nominal(ctx.model, CLUSTER_QUEUE, name, ctx.frs):
+            start = len(heap)
+            self._add_source(Source(name, self.walk_lca[w], self.advantage))
+            if len(heap) > start:
+                heapq.heappush(heap, heap.pop())
 
     def _candidate(self, info: "WorkloadInfo", source: Source) -> Candidate | None:
         """``info`` of ``source`` as a candidate, ``None`` when it is none."""
@@ -329,13 +384,16 @@ class _Merge:
             heapq.heappop(self.heap)
 
     def _settle(self) -> None:
-        """Open Cohorts and classify the heap's top until it is a candidate (``top``) or the heap is
-        empty."""
+        """Open Cohorts, walk ClusterQueues and classify the heap's top until it is a candidate
+        (``top``) or the heap is empty."""
         heap = self.heap
         while heap:
             _, kind, i = heap[0]
             if kind == 0:
                 self._open(i)
+                continue
+            if kind == 2:
+                self._walk(i)
                 continue
             cand = self._candidate(self.lists[i].rest[self.pos[i]], self.sources[i])
             if cand is not None:
@@ -365,8 +423,9 @@ class _Group:
     __slots__ = ("evicting", "rest", "merge")
 
     def __init__(self, ctx: PreemptionContext, index: CandidateIndex, sources: list[Source],
-                 cohorts: list[tuple[str, str]], advantage: bool, without_borrowing: bool) -> None:
-        merge = _Merge(ctx, index, sources, cohorts, advantage, without_borrowing)
+                 cohorts: list[tuple[str, str]], walks: list[tuple[str, str]], advantage: bool,
+                 without_borrowing: bool) -> None:
+        merge = _Merge(ctx, index, sources, cohorts, walks, advantage, without_borrowing)
         evicting = merge.evicting
         rest: list[Candidate] = []
         if ctx.local_queue_usage is not None:
@@ -427,29 +486,31 @@ def collect(ctx: PreemptionContext) -> CandidateList:
     (:func:`can_fit_without_borrowing`; the search's result is the same).  ``ctx.index`` holds each
     ClusterQueue's admitted workloads in candidate order.
 
-    Cohorts above the preemptor's parent are opened lazily (``_Merge``) unless some workload is
-    evicting (those go first, so every subtree is read at once).  A Cohort opened while the search
-    has simulated releases sees fewer nodes above quota than at the start; the ClusterQueues it
-    misses are then within quota, or below a Cohort within quota, so ``is_valid`` rejects all their
-    workloads for the rest of that attempt (usage only falls during an attempt).  So the valid
-    candidates an attempt reads are the same as with every subtree read at the start, provided each
-    attempt starts from a fresh list on the unsimulated state (``classical.find_targets`` does).
+    Unless some workload is evicting (those go first, so every subtree is read at once), the
+    subtrees are read lazily (``_Merge``): each Cohort of the preemptor's path gives a walk over its
+    ClusterQueues by first workload and its child Cohorts above quota as unopened entries.  A node
+    reached while the search has simulated releases may be within quota although it was not at the
+    start; it is then left out, and so is everything below it, but ``is_valid`` would reject all
+    their workloads for the rest of that attempt anyway (usage only falls during an attempt).  So
+    the valid candidates an attempt reads are the same as with every subtree read at the start,
+    provided each attempt starts from a fresh list on the unsimulated state
+    (``classical.find_targets`` does).
 
-    Cost: the preemptor's own candidates, the Cohorts and ClusterQueues above their quota in the
-    subtrees opened, and per candidate actually read O(log sources); a ClusterQueue's workloads past
-    the last one that can be a candidate (``_priority_bound``) are not read."""
+    Cost: the preemptor's own candidates, and per candidate actually read O(log entries) plus the
+    ClusterQueues and Cohorts whose first key comes before it; a ClusterQueue's workloads past the
+    last one that can be a candidate (``_priority_bound``) are not read."""
     index = ctx.index
     index.refresh(ctx.admitted, ctx.hierarchy)
     own = [Source(ctx.cluster_queue, None, False)] if ctx.preemption.within_cluster_queue != NEVER else []
-    same = _Group(ctx, index, own, [], False, True)
+    same = _Group(ctx, index, own, [], [], False, True)
     same_list = list(same.evicting) + list(same.rest)
     while not same.merge.empty():
         same_list.append(same.merge.pop())
     same.rest = same_list[len(same.evicting):]
-    hier: list[Source] = []
-    prio: list[Source] = []
-    hier_later: list[tuple[str, str]] = []
-    prio_later: list[tuple[str, str]] = []
+    # per group (hierarchy, priority): sources read at once, unopened Cohorts, walks
+    sources: tuple[list[Source], list[Source]] = ([], [])
+    cohorts: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
+    walks: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
     lazy = not index.evicting_queues
     without_borrowing = True
     # the path and where the request first fits a subtree's quota (Kueue ``QuantitiesFitInQuota``
@@ -465,13 +526,18 @@ def collect(ctx: PreemptionContext) -> CandidateList:
         for i in range(1, len(path)):
             cohort = path[i][1]
             advantage = level < i
-            later = (hier_later if advantage else prio_later) if lazy and i > 1 else None
-            bound = _priority_bound(ctx, False, advantage, without_borrowing)
-            if not lazy or (floor is not None and (bound is None or floor < bound)):
-                _collect_in_subtree(ctx, cohort, cohort, previous, advantage, hier if advantage else prio, later)
+            group = 0 if advantage else 1
+            if not lazy:
+                _collect_in_subtree(ctx, cohort, cohort, previous, advantage, sources[group])
+            elif floor is not None:
+                bound = _priority_bound(ctx, False, advantage, without_borrowing)
+                if bound is None or floor < bound:
+                    walks[group].append((cohort, cohort))
+                    for child in _over_quota_child_cohorts(ctx, cohort, previous):
+                        cohorts[group].append((child, cohort))
             previous = cohort
-    groups = [_Group(ctx, index, hier, hier_later, True, without_borrowing),
-              _Group(ctx, index, prio, prio_later, False, without_borrowing), same]
+    groups = [_Group(ctx, index, sources[0], cohorts[0], walks[0], True, without_borrowing),
+              _Group(ctx, index, sources[1], cohorts[1], walks[1], False, without_borrowing), same]
     return CandidateList(groups, same_list)
 
 
