@@ -38,7 +38,10 @@ from hypothesis import strategies as st
 from statemodel.admission.flavorassigner import assign_flavors
 from statemodel.engine import Engine
 from statemodel.events.decode import parse_event
-from statemodel.preemption.candidates import collect, may_have_candidates
+from statemodel.preemption.candidates import (
+    RECLAIM_WITHOUT_BORROWING, Candidate, can_fit_without_borrowing, classify, collect, may_have_candidates,
+)
+from statemodel.preemption.candidate_index import queue_key
 from statemodel.preemption.classical import find_targets, fits, preemption_mode
 from statemodel.preemption.context import PreemptionContext
 from statemodel.preemption.preemptor import make_oracle, may_preempt
@@ -250,6 +253,79 @@ def check_precheck(s: Scenario, name: str, head, frs: list) -> None:
                 f"{head.key} {probe.frs[0]}: the precheck ruled out a search with candidates"
 
 
+def _over_quota(s: Scenario, kind: str, name: str, frs: list) -> bool:
+    model = s.engine.clusters[s.cluster].model
+    return any(model.quota_numbers(kind, name, fr)[2] > model.quota_numbers(kind, name, fr)[0] for fr in frs)
+
+
+def reference_candidates(s: Scenario, ctx: PreemptionContext) -> list[tuple[str, int, str | None]]:
+    """Kueue's candidate list read the plain way, as ``(workload, variant, lowest common Cohort)``:
+    every admitted workload of the preemptor's ClusterQueue, then, per Cohort of its path, of every
+    ClusterQueue above its quota (for a needed flavor-resource) reached through Cohorts above
+    theirs outside the subtree already climbed; classified (``classify``), those only an attempt
+    without borrowing could use left out when no such attempt can succeed; each list (hierarchical
+    advantage, priority, own ClusterQueue) sorted by candidate order, the evicting candidates of
+    all three first."""
+    cluster = s.engine.clusters[s.cluster]
+    hierarchy, model, own = cluster.hierarchy, cluster.model, ctx.cluster_queue
+    lists: list[list[tuple[tuple, str, int, str | None]]] = [[], [], []]
+    same: list[Candidate] = []
+    for info in cluster.admitted.get(own, {}).values():
+        variant = classify(ctx, info, own, False)
+        if variant:
+            lists[2].append((queue_key(info), info.key, variant, None))
+            same.append(Candidate(info, own, None, variant))
+    path, level = model.advantage_level(own, list(ctx.usage.items()))
+    if len(path) > 1 and ctx.preemption.reclaim_within_cohort != "Never":
+        without_borrowing = can_fit_without_borrowing(ctx, same)
+
+        def visit(cohort: str, lca: str, skip: str | None, advantage: bool) -> None:
+            entry = hierarchy.cohorts[cohort]
+            for cq in sorted(entry.child_cluster_queues):
+                if cq == own or not _over_quota(s, "ClusterQueue", cq, ctx.frs):
+                    continue
+                for info in cluster.admitted.get(cq, {}).values():
+                    variant = classify(ctx, info, cq, advantage)
+                    if variant and (without_borrowing or variant != RECLAIM_WITHOUT_BORROWING):
+                        lists[0 if advantage else 1].append((queue_key(info), info.key, variant, lca))
+            for child in sorted(entry.child_cohorts):
+                if child != skip and hierarchy.cohorts[child].linked and _over_quota(s, "Cohort", child, ctx.frs):
+                    visit(child, lca, skip, advantage)
+
+        previous = None
+        for i in range(1, len(path)):
+            visit(path[i][1], path[i][1], previous, level < i)
+            previous = path[i][1]
+    evicting = {info.key for infos in cluster.admitted.values() for info in infos.values() if info.evicting}
+    out: list[tuple[str, int, str | None]] = []
+    for first in (True, False):
+        for members in lists:
+            out += [(key, variant, lca) for _, key, variant, lca in sorted(members) if (key in evicting) == first]
+    return out
+
+
+def check_candidate_orders(s: Scenario, frs: list) -> None:
+    """The candidate list ``collect`` produces on demand (walking Cohorts and their ClusterQueues
+    lazily, with the candidate index kept across the whole history) equals the plain reading
+    (``reference_candidates``): for every active ClusterQueue that may preempt, as if each pending
+    workload of the cluster, and the first four admitted ones, were its head (``_oracle_probes``)."""
+    cluster = s.engine.clusters[s.cluster]
+    pending = [info for queue in cluster.queues.values() for info in queue.members.values()]
+    admitted = sorted((info for infos in cluster.admitted.values() for info in infos.values()), key=lambda i: i.key)
+    preemptors = sorted(pending, key=lambda i: i.key) + admitted[:4]
+    for name, entry in sorted(cluster.hierarchy.cluster_queues.items()):
+        if entry.spec is None or cluster.inactive_reason(name) is not None or not may_preempt(entry.spec):
+            continue
+        for head in preemptors:
+            for probe in _oracle_probes(s, name, head, frs):
+                cands = collect(probe)
+                got: list[tuple[str, int, str | None]] = []
+                while (cand := cands.get(len(got))) is not None:
+                    got.append((cand.info.key, cand.variant, cand.lca))
+                event("candidates: some" if got else "candidates: none")
+                assert got == reference_candidates(s, probe), f"{name} as if {head.key} were its head, {probe.frs[0]}"
+
+
 def check_oracle_height(s: Scenario, name: str, head, frs: list) -> None:
     """The oracle's answer with the height the search read while its victims were still released
     (``PreemptionContext.wants_height``) equals the answer read by releasing the victims again
@@ -278,6 +354,22 @@ def check_lowest_priority(s: Scenario) -> None:
     priorities = [info.obj.priority for infos in cluster.admitted.values() for info in infos.values()
                   if not info.evicting]
     assert index.lowest_priority() == (min(priorities) if priorities else None)
+
+
+def check_children_order(s: Scenario) -> None:
+    """The candidate index's order of each Cohort's ClusterQueues by first workload, kept across the
+    history, equals a recount (every ClusterQueue with a non-evicting admitted workload, by the
+    smallest candidate key of those)."""
+    cluster = s.engine.clusters[s.cluster]
+    index = cluster.candidate_index
+    index.refresh(cluster.admitted, cluster.hierarchy)
+    for name, cohort in sorted(cluster.hierarchy.cohorts.items()):
+        expected = []
+        for cq in cohort.child_cluster_queues:
+            keys = [queue_key(info) for info in cluster.admitted.get(cq, {}).values() if not info.evicting]
+            if keys:
+                expected.append((min(keys), cq))
+        assert index.children_by_first(cluster.admitted, cluster.hierarchy, name) == sorted(expected), name
 
 
 def check_searches(s: Scenario, frs: list) -> None:
@@ -352,7 +444,9 @@ def test_preemption_properties_on_random_trees_and_histories(case):
         check_decisions(s.run(), policies, h.info, h.holding, release_on)
         check_admissible(s, model, h.requests, policies, preempt_flavor, label)
         check_searches(s, model.frs())
+        check_candidate_orders(s, model.frs())
         check_lowest_priority(s)
+        check_children_order(s)
         check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
     # replay is byte-identical; a snapshot plus the tail equals the full replay
