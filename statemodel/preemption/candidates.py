@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Final
 from statemodel.objects import BorrowWithinCohortPolicy, FlavorResource, PreemptionPolicy
 from statemodel.preemption.candidate_index import CandidateIndex, OrderedQueue, QueueKey, queue_key
 from statemodel.preemption.context import PreemptionContext
-from statemodel.preemption.hierarchical import within_nominal
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, QuotaModel
 from statemodel.reasons import (
     IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION, PreemptionReason,
@@ -195,7 +194,7 @@ def _over_quota_child_cohorts(ctx: PreemptionContext, cohort: str, skip: str | N
     if entry is None:
         return []
     return [child for child in sorted(entry.child_cohorts)
-            if child != skip and cohorts[child].linked and not within_nominal(ctx.model, COHORT, child, ctx.frs)]
+            if child != skip and cohorts[child].linked and not ctx.model.within_nominal(COHORT, child, ctx.frs)]
 
 
 def can_fit_without_borrowing(ctx: PreemptionContext, same_queue: list[Candidate]) -> bool:
@@ -360,7 +359,7 @@ class _Merge:
         else:
             heapq.heappop(heap)
         ctx = self.ctx
-        if name != ctx.cluster_queue and not within_nominal(ctx.model, CLUSTER_QUEUE, name, ctx.frs):
+        if name != ctx.cluster_queue and not ctx.model.within_nominal(CLUSTER_QUEUE, name, ctx.frs):
             start = len(heap)
             self._add_source(Source(name, self.walk_lca[w], self.advantage))
             if len(heap) > start:
@@ -616,11 +615,11 @@ def is_valid(ctx: PreemptionContext, cand: Candidate, borrow: bool) -> bool:
     if borrow and cand.variant == RECLAIM_WITHOUT_BORROWING:
         return False
     model, frs = ctx.model, ctx.frs
-    if within_nominal(model, CLUSTER_QUEUE, cand.cluster_queue, frs):
+    if model.within_nominal(CLUSTER_QUEUE, cand.cluster_queue, frs):
         return False
     for kind, name in model.path(cand.cluster_queue)[1:]:
         if name == cand.lca:
             break
-        if within_nominal(model, kind, name, frs):
+        if model.within_nominal(kind, name, frs):
             return False
     return True

@@ -11,16 +11,6 @@ from statemodel.objects import FlavorResource
 from statemodel.quota.protocol import QuotaModel
 
 
-def within_nominal(model: QuotaModel, kind: str, name: str, frs: list[FlavorResource]) -> bool:
-    """Kueue ``IsWithinNominalInResources``: for every ``fr`` of ``frs``, usage ≤ subtree quota (a
-    ClusterQueue's subtree quota is its nominal quota)."""
-    for fr in frs:
-        subtree, _, usage = model.quota_numbers(kind, name, fr)
-        if usage > subtree:
-            return False
-    return True
-
-
 def borrowing_with(model: QuotaModel, kind: str, name: str, fr: FlavorResource, amount: int) -> bool:
     """Kueue ``BorrowingWith``: whether ``amount`` more of ``fr`` would take the node past its
     subtree quota (a ClusterQueue: past its nominal quota)."""

@@ -625,6 +625,17 @@ class KueueModel:
             return 0, 0, 0
         return node.subtree.get(fr, 0), node.local.get(fr, 0), node.usage.get(fr, 0)
 
+    def within_nominal(self, kind: str, name: str, frs: list[FlavorResource]) -> bool:
+        """Usage at most subtree quota for every one of ``frs`` (``QuotaModel.within_nominal``)."""
+        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        if node is None:
+            return True
+        usage, subtree = node.usage, node.subtree
+        for fr in frs:
+            if usage.get(fr, 0) > subtree.get(fr, 0):
+                return False
+        return True
+
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """``lowest_fitting_subtree`` of the ClusterQueue."""
         return lowest_fitting_subtree(self._cqs[leaf], fr, amount)

@@ -396,6 +396,12 @@ class QuotaModel(Protocol):
         preemption search (``statemodel.preemption``) reads while it simulates releases.  A node the
         model does not hold answers ``(0, 0, 0)``."""
 
+    def within_nominal(self, kind: str, name: str, frs: list[FlavorResource]) -> bool:
+        """Kueue ``IsWithinNominalInResources``: for every ``fr`` of ``frs``, the usage of node
+        ``(kind, name)`` is at most its subtree quota (a ClusterQueue's: its nominal quota) — the
+        ``quota_numbers`` comparison in one call, as the preemption search asks it of every
+        ClusterQueue it reaches.  A node the model does not hold is within."""
+
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         """``(kind, name)`` of the linked children of Cohort ``cohort`` whose usage exceeds their subtree
         quota for at least one of ``frs`` (Kueue: not ``IsWithinNominalInResources``), sorted — the

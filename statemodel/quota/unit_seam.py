@@ -74,6 +74,10 @@ class NoClusterQueueQuota:
         """No quota: ``(0, 0, 0)``."""
         return (0, 0, 0)
 
+    def within_nominal(self, kind: str, name: str, frs: list[FlavorResource]) -> bool:
+        """Always (nothing is charged)."""
+        return True
+
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         """None (nothing is charged)."""
         return []
