@@ -131,14 +131,38 @@ class WakeIndex:
         # compares against)
         self.dormancy = True
 
-    def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]]) -> None:
+    def register(self, model: QuotaModel, cq_name: str, info: "WorkloadInfo", options: list[list[Shortfall]],
+                 fresh: bool = False) -> None:
         """Remember that ``info`` (queued at ClusterQueue ``cq_name``) waits until one of ``options`` —
-        per flavor, the ``WaitingForQuota`` shortfalls it has, the first one waited on — is met."""
+        per flavor, the ``WaitingForQuota`` shortfalls it has, the first one waited on — is met.
+        ``fresh``: quota was released since the shortfalls were read (earlier in the same cycle), so
+        what is available is read again and each option waits on its first need still short, from
+        what is free now (the caller checked with :meth:`met_now` that none is met)."""
         info.park += 1
         for shorts in options:
-            first = shorts[0]
             waiter = Waiter(info, info.park, cq_name, [((sf.flavor, sf.resource), sf.needed) for sf in shorts])
+            if fresh:
+                for fr, val in waiter.needs:
+                    free = model.available(cq_name, fr)
+                    if free < val:
+                        self._wait(model, waiter, fr, val, free)
+                        break
+                continue
+            first = shorts[0]
             self._wait(model, waiter, (first.flavor, first.resource), first.needed, first.available)
+
+    def met_now(self, model: QuotaModel, cq_name: str, options: list[list[Shortfall]]) -> bool:
+        """Whether every need of one of ``options`` (as for :meth:`register`) is available now at
+        ClusterQueue ``cq_name`` — what a wake would check (``_all_met``).  O(needs × depth)."""
+        for shorts in options:
+            met = True
+            for sf in shorts:
+                if model.available(cq_name, (sf.flavor, sf.resource)) < sf.needed:
+                    met = False
+                    break
+            if met:
+                return True
+        return False
 
     def _wait(self, model: QuotaModel, waiter: Waiter, fr: FlavorResource, val: int, free: int) -> None:
         """Park one option on the need ``fr`` (``val`` needed, ``free`` available now)."""
@@ -601,6 +625,7 @@ def run_cycles(cluster: "ClusterState") -> None:
             candidates.sort(key=Candidate.sort_key)
             order = candidates
         admitted_any = False
+        released = False  # quota given back in this cycle (victims released on the decision)
         targeted: dict[str, bool] = {}
         reserved: list[tuple[str, dict[FlavorResource, int]]] = []
         for cand in order:
@@ -613,6 +638,7 @@ def run_cycles(cluster: "ClusterState") -> None:
                     model.charge(name, assignment.usage)  # reserved for the rest of the cycle (Kueue)
                     reserved.append((name, assignment.usage))
                     admitted_any = True
+                    released = released or cluster.releases_on_decision()
                     if isinstance(order, FairSharingIterator):
                         order.refresh()  # victims' usage changed anywhere in the tree
                     if name in scopes:
@@ -621,7 +647,15 @@ def run_cycles(cluster: "ClusterState") -> None:
             if not assignment.fits:
                 info.reason = assignment.reason
                 info.message = OVERLAPPING_TARGETS if outcome == _OVERLAP else assignment.message
-                _park(cluster, cand)
+                if released and assignment.wake and wake_index.met_now(model, name, assignment.wake):
+                    # victims released after this head was nominated freed what it waits for: it is
+                    # offered again in the next cycle, as Kueue requeues its inadmissible workloads
+                    # when an evicted workload gives back its quota
+                    ready.add(name)
+                    if name in scopes:
+                        gate.outcome(cluster, scopes[name], info, False)
+                    continue
+                _park(cluster, cand, released)
                 if name in scopes:
                     gate.outcome(cluster, scopes[name], info, False)
                 continue
@@ -653,16 +687,17 @@ _NO_TARGETS: Final = 2
 _OVERLAP: Final = 3
 
 
-def _park(cluster: "ClusterState", cand: Candidate) -> None:
+def _park(cluster: "ClusterState", cand: Candidate, fresh: bool = False) -> None:
     """A head that cannot be admitted now waits (parked or blocking) until released quota or a
-    configuration change could help; a BestEffortFIFO queue offers its next head."""
+    configuration change could help; a BestEffortFIFO queue offers its next head.  ``fresh``: quota
+    was released in this cycle after the head's nomination (``WakeIndex.register``)."""
     name, info, queue = cand.name, cand.info, cand.queue
     wake_index = cluster.wake_index
     queue.set_aside(info)
     cluster.waiting.add(name)
     wake_index.set_aside(info)
     if cand.assignment.wake:
-        wake_index.register(cluster.model, name, info, cand.assignment.wake)
+        wake_index.register(cluster.model, name, info, cand.assignment.wake, fresh)
     if queue.strategy == BEST_EFFORT_FIFO:
         cluster.ready.add(name)
 

@@ -37,7 +37,7 @@ from statemodel.quota.kueue import KueueModel
 from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import PreemptionReason
 from statemodel.snapshot import dump, load
-from tests.property.test_kep79 import group_spec
+from tests.property.test_kep79 import Model, Node, group_spec
 from tests.property.test_preemption import History, _allows, check_admissible, check_replay, histories
 from tests.scenario.builder import Scenario
 from tests.unit.quota_helpers import group
@@ -743,3 +743,57 @@ def test_fair_sharing_preemption_on_random_trees_and_histories(data):
     event(f"InCohortFairSharing preemptions: {min(3, reasons.count('InCohortFairSharing'))}+")
     event(f"all preemptions: {min(3, len(reasons))}+")
     check_replay(s)
+
+
+def test_a_victim_offered_after_quota_was_released_in_its_cycle_is_admitted():
+    """A case the random histories above found: in one cycle a requeued victim (``w15``, 1 cpu in
+    ``a``) is nominated while quota is short, and a head nominated with it (``w16``, in ``b``)
+    preempts ``w14`` (5 cpu in ``a``), released on the decision.  ``w15`` then fits; it must not be
+    parked on its nomination's shortfall (nothing would wake it: the release came first) but offered
+    again in the next cycle — as Kueue requeues inadmissible workloads when an evicted one gives
+    back its quota.  Fixed tree and history, fair sharing on with the default strategies."""
+    def node(name, parent, is_cq, nominal, borrowing=None, lending=None) -> Node:
+        n = Node(name, parent, is_cq)
+        n.nominal.update({("f0", "cpu"): nominal[0] * 1000, ("f1", "cpu"): nominal[1] * 1000})
+        n.borrowing.update({(f, "cpu"): v * 1000 for f, v in (borrowing or {}).items()})
+        n.lending.update({(f, "cpu"): v * 1000 for f, v in (lending or {}).items()})
+        return n
+
+    model = Model(["f0", "f1"], ["cpu"], {n.name: n for n in (
+        node("r", None, False, (1, 0)),
+        node("c1", "r", False, (1, 1), {"f1": 0}, {"f1": 0}),
+        node("c2", "r", False, (0, 0), {"f1": 0}),
+        node("c3", "c1", False, (0, 0), lending={"f0": 0}),
+        node("a", "c1", True, (4, 0), lending={"f0": 0}),
+        node("b", "c1", True, (1, 0), {"f0": 0}, {"f1": 0}),
+        node("e", "c3", True, (1, 2), {"f0": 0}),
+        node("c", "c2", True, (4, 0), {"f0": 0, "f1": 0}),
+        node("d", "r", True, (1, 0)),
+    )})
+    policies = {"a": None, "b": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+                "e": None, "c": None, "d": None}
+    ops = ([("submit", 0, 1, 0, 0)] * 4 + [("finish", 0)] * 8
+           + [("finish", 1), ("submit", 0, 5, 0, 0), ("submit", 0, 5, 0, 0), ("submit", 0, 1, 0, 0),
+              ("submit", 1, 1, 0, 0), ("finish", 0), ("submit", 0, 1, 0, 0), ("submit", 1, 3, 0, 1)])
+    s = Scenario()
+    s.engine_config(afs=False, release_on="Decision", fair_sharing=True)
+    for f in model.flavors:
+        s.flavor(f)
+    for n in model.nodes.values():
+        if not n.is_cq:
+            s.cohort(n.name, parent=n.parent, groups=group_spec(model, n))
+    cq_names = [n.name for n in model.nodes.values() if n.is_cq]
+    for name in cq_names:
+        s.cq(name, cohort=model.nodes[name].parent, groups=group_spec(model, model.nodes[name]),
+             preemption=policies[name])
+        s.lq(f"ns/{name}", name)
+    s.run()
+    h = History()
+    decisions = []
+    for label in h.steps(s, cq_names, ops, gpu=False):
+        decisions = s.run()
+        check_admissible(s, model, h.requests, policies, {name: None for name in cq_names}, label)
+    assert [(d["type"], d["workload"]) for d in decisions] == [
+        ("Preempted", "ns/w18"), ("Preempted", "ns/w15"), ("Preempted", "ns/w16"), ("Admitted", "ns/w19"),
+        ("Preempted", "ns/w14"), ("Admitted", "ns/w16"), ("Admitted", "ns/w15"), ("Admitted", "ns/w18")]
+    assert s.state()["workloads"]["ns/w15"]["status"] == "Admitted"
