@@ -384,6 +384,15 @@ class QuotaModel(Protocol):
         ``weight_milli`` (thousandths); a model without borrowing answers ``Share.none``.  Used by the
         fair-sharing ordering of the cycle, fair-sharing preemption and the views."""
 
+    def share_without(self, kind: str, name: str, weight_milli: int, leaf: str,
+                      usage: dict[FlavorResource, int]) -> Share:
+        """The Dominant Resource Share node ``(kind, name)`` would have with ``usage`` released at
+        ClusterQueue ``leaf`` — exactly ``share`` between ``simulate_release(leaf, usage)`` and its
+        undo, without changing the model or what it remembers (Kueue's ``LessThanOrEqualToFinalShare``
+        asks it per candidate, ``fairsharing/strategy.go``).  A node off ``leaf``'s path, or above
+        where the release stops spilling, answers its share now.  Cost: O(depth × flavor-resources
+        of ``usage``) and one share computation."""
+
     def in_use(self, leaf: str) -> bool:
         """Whether ``leaf`` holds any non-zero usage (a deleted ClusterQueue stays until it drains)."""
 

@@ -2,6 +2,8 @@
 
 * **The integer order**: ``Share.order`` (cross-multiplied integers) orders every pair of shares as
   ``Share.key`` (exact rationals) does; ``ShareOrder.negated`` reverses it.
+* **The share without a candidate**: ``QuotaModel.share_without`` is, for every node, the share
+  read between a simulated release and its undo, and changes nothing.
 * **DRS from scratch**: every node's share in the state JSON equals Kueue's formula recomputed from
   the state's own rows (``potentialAvailable`` of the parent rebuilt from subtree quota and limits),
   in exact rationals; ``weightedShare`` is its ceiling, 0 for a root or a node within quota, MaxInt64
@@ -281,6 +283,45 @@ def test_shares_kept_across_simulations_are_the_shares_recomputed(tree, steps, r
         fresh = KueueModel()
         fresh.load(model.dump())
         assert _all_shares(model, tree, weight) == _all_shares(fresh, tree, weight), f"after {i + 1} undos"
+
+
+heavy_usages = st.lists(st.tuples(st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
+                                  st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=12)),
+                        min_size=2, max_size=10)
+charges = st.dictionaries(st.tuples(st.sampled_from(FLAVORS), st.sampled_from(RESOURCES)),
+                          st.integers(min_value=0, max_value=6), max_size=4)
+
+
+@SETTINGS
+@given(trees(), heavy_usages, st.integers(min_value=0, max_value=5), charges, st.randoms(use_true_random=False))
+def test_share_without_is_the_share_after_a_simulated_release(tree, holds, index, charge, rnd):
+    """``QuotaModel.share_without`` — what ``LessThanOrEqualToFinalShare`` reads per candidate —
+    answers, for every node of the tree (on the leaf's path, above where the release stops, or off
+    the path), exactly the share ``share`` gives between ``simulate_release`` and its undo, and
+    leaves the model and the shares it remembers as they were.  The release may exceed what the
+    leaf holds (usage goes negative, as a simulation allows)."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    rnd.shuffle(nodes)
+    for node in nodes[:len(nodes) // 2]:  # some shares remembered before, some not
+        model.share(node[0], node[1], weight(*node))
+    leaf = cqs[holds[index % len(holds)][0] % len(cqs)]  # mostly one that holds something
+    if rnd.random() < 0.7:  # mostly a release of what the leaf holds, as a candidate's charge is
+        held = {(f, r): model.quota_numbers(CLUSTER_QUEUE, leaf, (f, r))[2] for f in FLAVORS for r in RESOURCES}
+        charge = {fr: rnd.randint(0, amount) for fr, amount in held.items() if amount > 0} | charge
+    before = (model.dump(), _all_shares(model, tree, weight))
+    got = {node: model.share_without(node[0], node[1], weight(*node), leaf, charge).fields() for node in nodes}
+    assert (model.dump(), _all_shares(model, tree, weight)) == before, "share_without changed the model"
+    undo = model.simulate_release(leaf, charge)
+    want = _all_shares(model, tree, weight)
+    undo()
+    assert got == want
+    moved = [node for node in nodes if got[node] != before[1][node]]
+    event(f"shares the release changes: {'none' if not moved else 'a Cohort' if any(k == COHORT for k, _ in moved) else 'ClusterQueues only'}")
 
 
 def _weights(tree: dict):
