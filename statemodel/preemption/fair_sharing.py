@@ -33,7 +33,10 @@ reference/kueue.md §4.4).
 Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
 before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
 gives all its candidates to the retry list at once, and the search ends once no strategy can pass
-any more (:func:`_may_pass`).
+any more (:func:`_may_pass`).  ``LessThanOrEqualToFinalShare`` reads the target's share without a
+candidate from the quota model (``QuotaModel.share_without``) instead of simulating the release,
+and is not asked again of a candidate whose charge covers one that failed it against the same
+state (:func:`_covers_any`).
 """
 
 from __future__ import annotations
@@ -420,6 +423,27 @@ def _remove(ctx: PreemptionContext, ordering: TargetOrdering, cand: Candidate, r
     ordering.changed(cand.cluster_queue, cand.info.charge)
 
 
+def _covers_any(charge: dict[FlavorResource, int], failed: list[dict[FlavorResource, int]]) -> bool:
+    """Whether ``charge`` is at least one of the charges ``failed`` on every flavor-resource (either
+    one's missing entries counting as 0).  Removing more usage never raises a share (a release
+    spills up no less, and a share grows with usage), so within one state a candidate charging at
+    least what a candidate that failed ``LessThanOrEqualToFinalShare`` charged fails it too."""
+    for other in failed:
+        covers = True
+        for fr, amount in other.items():
+            if charge.get(fr, 0) < amount:
+                covers = False
+                break
+        if covers:
+            for fr, amount in charge.items():  # an entry only ``charge`` has: not below 0
+                if amount < 0 and fr not in other:
+                    covers = False
+                    break
+        if covers:
+            return True
+    return False
+
+
 def _within_nominal(ctx: PreemptionContext) -> bool:
     """Kueue ``queueWithinNominalInResourcesNeedingPreemption`` (request already charged)."""
     for fr in ctx.frs:
@@ -438,7 +462,12 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
     ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
     changes any share any more and every later target would fail the same way, in this strategy
-    and the second."""
+    and the second.
+
+    ``LessThanOrEqualToFinalShare`` tests a candidate with ``QuotaModel.share_without`` (the target
+    side's share were the candidate released; nothing is simulated), and a candidate whose charge
+    covers that of one which failed during the same visit of the target (no removal in between, so
+    the same state) fails without a test (:func:`_covers_any`)."""
     ordering = TargetOrdering(ctx, weight, None)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
@@ -468,14 +497,22 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                     return False, None
             retry.extend(ordering.pop_all(cq))
             continue
+        final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+        their_weight = weight(theirs[0], theirs[1])
+        failed: list[dict[FlavorResource, int]] = []  # charges that failed the final share here
         while ordering.has_workload(cq):
             cand = ordering.pop(cq)
-            target_new: Share | None = None
-            if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
-                undo = model.simulate_release(cq, cand.info.charge)
-                target_new = model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1]))  # not remembered
-                undo()
-            if _strategy_passes(strategy, preemptor_new, target_old, target_new):
+            if final:
+                charge = cand.info.charge
+                passed = False
+                if not _covers_any(charge, failed):  # else it fails as the one it covers did
+                    target_new = model.share_without(theirs[0], theirs[1], their_weight, cq, charge)
+                    passed = preemptor_new.order() <= target_new.order()
+                    if not passed:
+                        failed.append(charge)
+            else:
+                passed = _strategy_passes(strategy, preemptor_new, target_old, None)
+            if passed:
                 _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
                 if _fits(ctx):
                     return True, []

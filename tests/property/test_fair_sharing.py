@@ -324,6 +324,37 @@ def test_share_without_is_the_share_after_a_simulated_release(tree, holds, index
     event(f"shares the release changes: {'none' if not moved else 'a Cohort' if any(k == COHORT for k, _ in moved) else 'ClusterQueues only'}")
 
 
+@SETTINGS
+@given(trees(), heavy_usages, st.integers(min_value=0, max_value=5), st.lists(charges, min_size=2, max_size=5))
+def test_a_candidate_covering_a_failed_one_fails_too(tree, holds, index, candidates):
+    """The first strategy skips the ``LessThanOrEqualToFinalShare`` test of a candidate whose charge
+    covers (is at least, on every flavor-resource) that of one which failed it against the same state
+    (``fair_sharing._covers_any``): for every node and pair of charges where one covers the other,
+    the share without the covering one is at most the share without the other, so any preemptor
+    share the other fails against, the covering one fails too."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    leaf = cqs[index % len(cqs)]
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    covered = 0
+    for a in candidates:
+        for b in candidates:
+            if not fair_sharing._covers_any(b, [a]):
+                assert any(b.get(fr, 0) < amount for fr, amount in a.items()) or \
+                    any(amount < a.get(fr, 0) for fr, amount in b.items())
+                continue
+            assert all(b.get(fr, 0) >= a.get(fr, 0) for fr in set(a) | set(b))
+            covered += 1
+            for node in nodes:
+                without_a = model.share_without(node[0], node[1], weight(*node), leaf, a).order()
+                without_b = model.share_without(node[0], node[1], weight(*node), leaf, b).order()
+                assert without_b <= without_a, (node, a, b)
+    event(f"covering pairs: {min(covered, 3)}+")
+
+
 def _weights(tree: dict):
     table = {(COHORT, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cohorts"]}
     table.update({(CLUSTER_QUEUE, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cqs"]})
