@@ -42,6 +42,7 @@ state (:func:`_covers_any`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
@@ -65,6 +66,10 @@ LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_TH
 LESS_THAN_INITIAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE
 
 Node = tuple[str, str]
+HeapEntry = tuple[int, int, tuple, str, int]
+"""A ClusterQueue in its Cohort's heap (``TargetOrdering._best_cluster_queue``): its share's key
+negated (``TargetOrdering._heap_key``: rank, scaled value), its next candidate's ``candidate_key``,
+its name and the ``version`` the entry was made at."""
 Weight = Callable[[str, str], int]
 """``(kind, name) -> fairSharing.weight`` in thousandths."""
 
@@ -101,7 +106,8 @@ class TargetOrdering:
         self.keys: dict[Node, ShareOrder] = {}
         self.children: dict[str, list[str]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
-        self.heaps: dict[str, list[tuple[ShareOrder, tuple, str, int]]] = {}
+        self.heaps: dict[str, list[HeapEntry]] = {}
+        self.scales: dict[str, int] = {}
         self.version: dict[str, int] = {}
 
     def share(self, node: Node) -> Share:
@@ -258,7 +264,7 @@ class TargetOrdering:
             return self._next(best_cohort)
         return best_cq
 
-    def _entry(self, cq: str) -> tuple[ShareOrder, tuple, str, int] | None:
+    def _entry(self, cohort: str, cq: str) -> HeapEntry | None:
         """``cq``'s place in its Cohort's heap (highest share first, then the next candidate first),
         or ``None`` — and ``cq`` pruned — when it does not borrow (the preemptor's own excepted) or
         has no candidate left."""
@@ -267,8 +273,30 @@ class TargetOrdering:
         if (not share.borrowed and cq != self.ctx.cluster_queue) or not self.has_workload(cq):
             self.pruned.add(node)
             return None
-        key = self.key(node)
-        return (key.negated(), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+        rank, value = self._heap_key(cohort, self.key(node))
+        return (rank, value, candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+
+    def _heap_key(self, cohort: str, order: ShareOrder) -> tuple[int, int]:
+        """``order`` negated as two integers, which order the Cohort's heap as ``ShareOrder.negated``
+        would, compared without a call: ``-rank`` and ``-numerator / denominator`` scaled to the
+        heap's common denominator (``scales``; every entry's value is a multiple of it, so equal
+        shares give equal integers).  A denominator that does not divide it grows it to their
+        least common multiple and multiplies every value in the heap by the same factor, which
+        keeps their order and so the heap."""
+        numerator = order.numerator
+        if numerator == 0:
+            return -order.rank, 0
+        denominator = order.denominator
+        scale = self.scales.get(cohort, 1)
+        if scale % denominator:
+            grown = scale // math.gcd(scale, denominator) * denominator
+            factor = grown // scale
+            heap = self.heaps.get(cohort)
+            if heap is not None:
+                for i, (rank, value, cand_key, cq, version) in enumerate(heap):
+                    heap[i] = (rank, value * factor, cand_key, cq, version)
+            self.scales[cohort] = scale = grown
+        return -order.rank, -numerator * (scale // denominator)
 
     def _best_cluster_queue(self, cohort: str) -> tuple[str | None, ShareOrder | None]:
         """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
@@ -281,11 +309,13 @@ class TargetOrdering:
         replaced there (or dropped, when pruned): the top after that is the scan's answer.  The
         heap starts with stale entries too — the share now and the empty key ``()``, which sorts
         before every candidate's, version -1 — so a ClusterQueue's candidates are read only when it
-        reaches the top.  Cost: O(borrowing children) cached shares on the first visit
-        (:meth:`_may_target`), O(log children) and the candidates' reading per stale entry after."""
+        reaches the top.  Entries compare as tuples of integers (:meth:`_heap_key`), so the heap's
+        comparisons make no Python call up to the candidate key.  Cost: O(borrowing children)
+        cached shares on the first visit (:meth:`_may_target`), O(log children) and the candidates'
+        reading per stale entry after."""
         heap = self.heaps.get(cohort)
         if heap is None:
-            heap = []
+            heap = self.heaps[cohort] = []
             own = self.ctx.cluster_queue
             for cq in self._may_target(cohort):
                 node = (CLUSTER_QUEUE, cq)
@@ -294,17 +324,17 @@ class TargetOrdering:
                 if not self.share(node).borrowed and cq != own:
                     self.pruned.add(node)
                     continue
-                heap.append((self.key(node).negated(), (), cq, -1))
+                rank, value = self._heap_key(cohort, self.key(node))
+                heap.append((rank, value, (), cq, -1))
             heapq.heapify(heap)
-            self.heaps[cohort] = heap
         pruned, version = self.pruned, self.version
         while heap:
             top = heap[0]
-            cq = top[2]
+            cq = top[3]
             if (CLUSTER_QUEUE, cq) in pruned:
                 heapq.heappop(heap)
-            elif top[3] != version.get(cq, 0):
-                entry = self._entry(cq)
+            elif top[4] != version.get(cq, 0):
+                entry = self._entry(cohort, cq)
                 if entry is None:
                     heapq.heappop(heap)
                 else:
