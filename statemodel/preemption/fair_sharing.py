@@ -343,6 +343,44 @@ class TargetOrdering:
                 return cq, self.key((CLUSTER_QUEUE, cq))
         return None, None
 
+    def drain(self, cohort: str, into: list[Candidate]) -> None:
+        """Take every candidate the walk can still reach below ``cohort`` into ``into`` and prune
+        ``cohort`` and what the walk would prune below it on the way — its state once it had
+        yielded each such ClusterQueue in turn and given all its candidates away, as the first
+        strategy does with a target that cannot pass (:func:`_first_strategy` says when that holds
+        for all of them).  A ClusterQueue the walk can reach: not pruned, borrowing (the preemptor's
+        own excepted), with a candidate, in its Cohort's heap (the heap's entries, or
+        :meth:`_may_target` for a Cohort the walk has not entered yet, as its heap would be built);
+        a child Cohort is descended into when not pruned and borrowing or on the preemptor's path,
+        pruned otherwise.  ``into`` gets the candidates ClusterQueue by ClusterQueue, each in its
+        order (the second strategy sorts them).  O(nodes below ``cohort`` and their candidates)."""
+        own = self.ctx.cluster_queue
+        pruned = self.pruned
+        stack = [cohort]
+        while stack:
+            name = stack.pop()
+            heap = self.heaps.get(name)
+            for cq in [entry[3] for entry in heap] if heap is not None else self._may_target(name):
+                node = (CLUSTER_QUEUE, cq)
+                if node in pruned:
+                    continue
+                if (cq == own or self.share(node).borrowed) and self.has_workload(cq):
+                    into.extend(self.pop_all(cq))
+                pruned.add(node)
+            for child in self._child_cohorts(name):
+                node = (COHORT, child)
+                if node in pruned:
+                    continue
+                if self.share(node).borrowed or node in self.preemptor_path:
+                    stack.append(child)
+                pruned.add(node)
+            pruned.add((COHORT, name))
+
+    def common_cohort(self, mine: Node) -> str:
+        """The lowest common Cohort of the preemptor and a target whose almost lowest common
+        ancestor on the preemptor's side is ``mine`` (:meth:`almost_lcas`)."""
+        return self.path[self.preemptor_path[mine] + 1][1]
+
     def almost_lcas(self, target_cq: str) -> tuple[Node, Node]:
         """Kueue ``getAlmostLCAs``: the preemptor's and the target's node just below their lowest
         common Cohort."""
@@ -526,6 +564,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
             retry.extend(ordering.pop_all(cq))
+            ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
             continue
         final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         their_weight = weight(theirs[0], theirs[1])
