@@ -33,12 +33,16 @@ reference/kueue.md §4.4).
 Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
 before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
 gives all its candidates to the retry list at once, and the search ends once no strategy can pass
-any more (:func:`_may_pass`).
+any more (:func:`_may_pass`).  ``LessThanOrEqualToFinalShare`` reads the target's share without a
+candidate from the quota model (``QuotaModel.share_without``) instead of simulating the release,
+and is not asked again of a candidate whose charge covers one that failed it against the same
+state (:func:`_covers_any`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
@@ -62,6 +66,10 @@ LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_TH
 LESS_THAN_INITIAL_SHARE: Final = FairSharingPreemptionStrategy.LESS_THAN_INITIAL_SHARE
 
 Node = tuple[str, str]
+HeapEntry = tuple[int, int, tuple, str, int]
+"""A ClusterQueue in its Cohort's heap (``TargetOrdering._best_cluster_queue``): its share's key
+negated (``TargetOrdering._heap_key``: rank, scaled value), its next candidate's ``candidate_key``,
+its name and the ``version`` the entry was made at."""
 Weight = Callable[[str, str], int]
 """``(kind, name) -> fairSharing.weight`` in thousandths."""
 
@@ -98,7 +106,8 @@ class TargetOrdering:
         self.keys: dict[Node, ShareOrder] = {}
         self.children: dict[str, list[str]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
-        self.heaps: dict[str, list[tuple[ShareOrder, tuple, str, int]]] = {}
+        self.heaps: dict[str, list[HeapEntry]] = {}
+        self.scales: dict[str, int] = {}
         self.version: dict[str, int] = {}
 
     def share(self, node: Node) -> Share:
@@ -255,7 +264,7 @@ class TargetOrdering:
             return self._next(best_cohort)
         return best_cq
 
-    def _entry(self, cq: str) -> tuple[ShareOrder, tuple, str, int] | None:
+    def _entry(self, cohort: str, cq: str) -> HeapEntry | None:
         """``cq``'s place in its Cohort's heap (highest share first, then the next candidate first),
         or ``None`` — and ``cq`` pruned — when it does not borrow (the preemptor's own excepted) or
         has no candidate left."""
@@ -264,8 +273,30 @@ class TargetOrdering:
         if (not share.borrowed and cq != self.ctx.cluster_queue) or not self.has_workload(cq):
             self.pruned.add(node)
             return None
-        key = self.key(node)
-        return (key.negated(), candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+        rank, value = self._heap_key(cohort, self.key(node))
+        return (rank, value, candidate_key(self.ctx, self._candidates(cq)[0]), cq, self.version.get(cq, 0))
+
+    def _heap_key(self, cohort: str, order: ShareOrder) -> tuple[int, int]:
+        """``order`` negated as two integers, which order the Cohort's heap as ``ShareOrder.negated``
+        would, compared without a call: ``-rank`` and ``-numerator / denominator`` scaled to the
+        heap's common denominator (``scales``; every entry's value is a multiple of it, so equal
+        shares give equal integers).  A denominator that does not divide it grows it to their
+        least common multiple and multiplies every value in the heap by the same factor, which
+        keeps their order and so the heap."""
+        numerator = order.numerator
+        if numerator == 0:
+            return -order.rank, 0
+        denominator = order.denominator
+        scale = self.scales.get(cohort, 1)
+        if scale % denominator:
+            grown = scale // math.gcd(scale, denominator) * denominator
+            factor = grown // scale
+            heap = self.heaps.get(cohort)
+            if heap is not None:
+                for i, (rank, value, cand_key, cq, version) in enumerate(heap):
+                    heap[i] = (rank, value * factor, cand_key, cq, version)
+            self.scales[cohort] = scale = grown
+        return -order.rank, -numerator * (scale // denominator)
 
     def _best_cluster_queue(self, cohort: str) -> tuple[str | None, ShareOrder | None]:
         """The child ClusterQueue of ``cohort`` with the highest share (ties: the one whose next
@@ -278,11 +309,13 @@ class TargetOrdering:
         replaced there (or dropped, when pruned): the top after that is the scan's answer.  The
         heap starts with stale entries too — the share now and the empty key ``()``, which sorts
         before every candidate's, version -1 — so a ClusterQueue's candidates are read only when it
-        reaches the top.  Cost: O(borrowing children) cached shares on the first visit
-        (:meth:`_may_target`), O(log children) and the candidates' reading per stale entry after."""
+        reaches the top.  Entries compare as tuples of integers (:meth:`_heap_key`), so the heap's
+        comparisons make no Python call up to the candidate key.  Cost: O(borrowing children)
+        cached shares on the first visit (:meth:`_may_target`), O(log children) and the candidates'
+        reading per stale entry after."""
         heap = self.heaps.get(cohort)
         if heap is None:
-            heap = []
+            heap = self.heaps[cohort] = []
             own = self.ctx.cluster_queue
             for cq in self._may_target(cohort):
                 node = (CLUSTER_QUEUE, cq)
@@ -291,17 +324,17 @@ class TargetOrdering:
                 if not self.share(node).borrowed and cq != own:
                     self.pruned.add(node)
                     continue
-                heap.append((self.key(node).negated(), (), cq, -1))
+                rank, value = self._heap_key(cohort, self.key(node))
+                heap.append((rank, value, (), cq, -1))
             heapq.heapify(heap)
-            self.heaps[cohort] = heap
         pruned, version = self.pruned, self.version
         while heap:
             top = heap[0]
-            cq = top[2]
+            cq = top[3]
             if (CLUSTER_QUEUE, cq) in pruned:
                 heapq.heappop(heap)
-            elif top[3] != version.get(cq, 0):
-                entry = self._entry(cq)
+            elif top[4] != version.get(cq, 0):
+                entry = self._entry(cohort, cq)
                 if entry is None:
                     heapq.heappop(heap)
                 else:
@@ -309,6 +342,44 @@ class TargetOrdering:
             else:
                 return cq, self.key((CLUSTER_QUEUE, cq))
         return None, None
+
+    def drain(self, cohort: str, into: list[Candidate]) -> None:
+        """Take every candidate the walk can still reach below ``cohort`` into ``into`` and prune
+        ``cohort`` and what the walk would prune below it on the way — its state once it had
+        yielded each such ClusterQueue in turn and given all its candidates away, as the first
+        strategy does with a target that cannot pass (:func:`_first_strategy` says when that holds
+        for all of them).  A ClusterQueue the walk can reach: not pruned, borrowing (the preemptor's
+        own excepted), with a candidate, in its Cohort's heap (the heap's entries, or
+        :meth:`_may_target` for a Cohort the walk has not entered yet, as its heap would be built);
+        a child Cohort is descended into when not pruned and borrowing or on the preemptor's path,
+        pruned otherwise.  ``into`` gets the candidates ClusterQueue by ClusterQueue, each in its
+        order (the second strategy sorts them).  O(nodes below ``cohort`` and their candidates)."""
+        own = self.ctx.cluster_queue
+        pruned = self.pruned
+        stack = [cohort]
+        while stack:
+            name = stack.pop()
+            heap = self.heaps.get(name)
+            for cq in [entry[3] for entry in heap] if heap is not None else self._may_target(name):
+                node = (CLUSTER_QUEUE, cq)
+                if node in pruned:
+                    continue
+                if (cq == own or self.share(node).borrowed) and self.has_workload(cq):
+                    into.extend(self.pop_all(cq))
+                pruned.add(node)
+            for child in self._child_cohorts(name):
+                node = (COHORT, child)
+                if node in pruned:
+                    continue
+                if self.share(node).borrowed or node in self.preemptor_path:
+                    stack.append(child)
+                pruned.add(node)
+            pruned.add((COHORT, name))
+
+    def common_cohort(self, mine: Node) -> str:
+        """The lowest common Cohort of the preemptor and a target whose almost lowest common
+        ancestor on the preemptor's side is ``mine`` (:meth:`almost_lcas`)."""
+        return self.path[self.preemptor_path[mine] + 1][1]
 
     def almost_lcas(self, target_cq: str) -> tuple[Node, Node]:
         """Kueue ``getAlmostLCAs``: the preemptor's and the target's node just below their lowest
@@ -420,6 +491,27 @@ def _remove(ctx: PreemptionContext, ordering: TargetOrdering, cand: Candidate, r
     ordering.changed(cand.cluster_queue, cand.info.charge)
 
 
+def _covers_any(charge: dict[FlavorResource, int], failed: list[dict[FlavorResource, int]]) -> bool:
+    """Whether ``charge`` is at least one of the charges ``failed`` on every flavor-resource (either
+    one's missing entries counting as 0).  Removing more usage never raises a share (a release
+    spills up no less, and a share grows with usage), so within one state a candidate charging at
+    least what a candidate that failed ``LessThanOrEqualToFinalShare`` charged fails it too."""
+    for other in failed:
+        covers = True
+        for fr, amount in other.items():
+            if charge.get(fr, 0) < amount:
+                covers = False
+                break
+        if covers:
+            for fr, amount in charge.items():  # an entry only ``charge`` has: not below 0
+                if amount < 0 and fr not in other:
+                    covers = False
+                    break
+        if covers:
+            return True
+    return False
+
+
 def _within_nominal(ctx: PreemptionContext) -> bool:
     """Kueue ``queueWithinNominalInResourcesNeedingPreemption`` (request already charged)."""
     for fr in ctx.frs:
@@ -438,7 +530,12 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
     ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
     changes any share any more and every later target would fail the same way, in this strategy
-    and the second."""
+    and the second.
+
+    ``LessThanOrEqualToFinalShare`` tests a candidate with ``QuotaModel.share_without`` (the target
+    side's share were the candidate released; nothing is simulated), and a candidate whose charge
+    covers that of one which failed during the same visit of the target (no removal in between, so
+    the same state) fails without a test (:func:`_covers_any`)."""
     ordering = TargetOrdering(ctx, weight, None)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
@@ -467,15 +564,24 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
             retry.extend(ordering.pop_all(cq))
+            ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
             continue
+        final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+        their_weight = weight(theirs[0], theirs[1])
+        failed: list[dict[FlavorResource, int]] = []  # charges that failed the final share here
         while ordering.has_workload(cq):
             cand = ordering.pop(cq)
-            target_new: Share | None = None
-            if strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
-                undo = model.simulate_release(cq, cand.info.charge)
-                target_new = model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1]))  # not remembered
-                undo()
-            if _strategy_passes(strategy, preemptor_new, target_old, target_new):
+            if final:
+                charge = cand.info.charge
+                passed = False
+                if not _covers_any(charge, failed):  # else it fails as the one it covers did
+                    target_new = model.share_without(theirs[0], theirs[1], their_weight, cq, charge)
+                    passed = preemptor_new.order() <= target_new.order()
+                    if not passed:
+                        failed.append(charge)
+            else:
+                passed = _strategy_passes(strategy, preemptor_new, target_old, None)
+            if passed:
                 _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
                 if _fits(ctx):
                     return True, []

@@ -593,22 +593,67 @@ class KueueModel:
         memoized; O(1) while the node's usage and the configuration are as when it was last asked
         (``QuotaNode.shared``)."""
         node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
-        if node is None or node.parent is None:
+        if node is None:
+            return Share.none(weight_milli)
+        parent = node.parent
+        if parent is None:
             return Share.none(weight_milli)
         got = node.shared
         if got is not None and node.shared_as == (self._epoch, weight_milli):
             return got
-        parent = node.parent
+        got = node.shared = self._share_of(node, parent, node.usage, weight_milli)
+        node.shared_as = (self._epoch, weight_milli)
+        return got
+
+    def share_without(self, kind: str, name: str, weight_milli: int, leaf: str,
+                      usage: dict[FlavorResource, int]) -> Share:
+        """``share`` of the node with ``usage`` released at ClusterQueue ``leaf``: the release's spill
+        is carried up from the leaf as ``add_usage`` carries it (the part beyond each node's local
+        quota), into local numbers instead of the nodes, and stops where it reaches nothing more;
+        the node's share is then computed from its usage with that spill taken off.  Nothing is
+        changed or remembered.  O(depth × flavor-resources of ``usage``) and one
+        ``dominant_resource_share``."""
+        target = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        if target is None:
+            return Share.none(weight_milli)
+        above = target.parent
+        if above is None:
+            return Share.none(weight_milli)
+        node = self._cqs[leaf]
+        deltas: list[tuple[FlavorResource, int]] = [(fr, -amount) for fr, amount in usage.items() if amount]
+        while node is not target:
+            parent = node.parent
+            if parent is None or not deltas:  # off the leaf's path, or the release stops below
+                return self.share(kind, name, weight_milli)
+            spilled: list[tuple[FlavorResource, int]] = []
+            for fr, delta in deltas:
+                local = node.local.get(fr, 0)
+                old = node.usage.get(fr, 0)
+                new = old + delta
+                spill = (new - local if new > local else 0) - (old - local if old > local else 0)
+                if spill:
+                    spilled.append((fr, spill))
+            deltas = spilled
+            node = parent
+        if not deltas:
+            return self.share(kind, name, weight_milli)
+        after = dict(target.usage)
+        for fr, delta in deltas:
+            after[fr] = after.get(fr, 0) + delta
+        return self._share_of(target, above, after, weight_milli)
+
+    def _share_of(self, node: QuotaNode, parent: QuotaNode, usage: dict[FlavorResource, int],
+                  weight_milli: int) -> Share:
+        """Kueue ``DominantResourceShare`` of ``node`` (whose parent is ``parent``) were its usage
+        ``usage``; the parent's lendable memoized."""
         available = self._lendable.get(parent.name)
         if available is None:
             available = self._lendable[parent.name] = lendable(parent)
         if node.is_cluster_queue:
             quotas = node.nominal
         else:  # Kueue's cohort lists every flavor-resource below it, zeros included
-            quotas = {fr: node.subtree.get(fr, 0) for fr in node.usage} | node.subtree
-        got = node.shared = dominant_resource_share(quotas, node.usage, weight_milli, available)
-        node.shared_as = (self._epoch, weight_milli)
-        return got
+            quotas = {fr: node.subtree.get(fr, 0) for fr in usage} | node.subtree
+        return dominant_resource_share(quotas, usage, weight_milli, available)
 
     def in_use(self, leaf: str) -> bool:
         """Any non-zero usage at the ClusterQueue."""

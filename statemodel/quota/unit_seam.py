@@ -62,6 +62,11 @@ class NoClusterQueueQuota:
         """No borrowing of ClusterQueue quota: ``Share.none``."""
         return Share.none(weight_milli)
 
+    def share_without(self, kind: str, name: str, weight_milli: int, leaf: str,
+                      usage: dict[FlavorResource, int]) -> Share:
+        """No borrowing of ClusterQueue quota, released or not: ``Share.none``."""
+        return Share.none(weight_milli)
+
     def in_use(self, leaf: str) -> bool:
         """No ClusterQueue holds usage."""
         return False

@@ -2,6 +2,8 @@
 
 * **The integer order**: ``Share.order`` (cross-multiplied integers) orders every pair of shares as
   ``Share.key`` (exact rationals) does; ``ShareOrder.negated`` reverses it.
+* **The share without a candidate**: ``QuotaModel.share_without`` is, for every node, the share
+  read between a simulated release and its undo, and changes nothing.
 * **DRS from scratch**: every node's share in the state JSON equals Kueue's formula recomputed from
   the state's own rows (``potentialAvailable`` of the parent rebuilt from subtree quota and limits),
   in exact rationals; ``weightedShare`` is its ceiling, 0 for a root or a node within quota, MaxInt64
@@ -51,14 +53,15 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 
 @st.composite
-def trees(draw) -> dict:
-    """A random tree: a root cohort, 1-4 inner cohorts (depth up to 4), 2-6 ClusterQueues; quotas
-    per flavor × resource with optional borrowing / lending limits below the root; weights incl. 0."""
+def trees(draw, max_cohorts: int = 4, max_cqs: int = 6) -> dict:
+    """A random tree: a root cohort, 1-4 inner cohorts (depth up to 4), 2-6 ClusterQueues (or up to
+    the maxima given); quotas per flavor × resource with optional borrowing / lending limits below
+    the root; weights incl. 0."""
     cohorts = [("root", None)]
-    for i in range(draw(st.integers(min_value=1, max_value=4))):
+    for i in range(draw(st.integers(min_value=1, max_value=max_cohorts))):
         cohorts.append((f"c{i}", draw(st.sampled_from([name for name, _ in cohorts]))))
     cqs = [(f"q{i}", draw(st.sampled_from([name for name, _ in cohorts])))
-           for i in range(draw(st.integers(min_value=2, max_value=6)))]
+           for i in range(draw(st.integers(min_value=2, max_value=max_cqs)))]
 
     def quotas(has_parent: bool, cq: bool) -> dict:
         out = {}
@@ -283,6 +286,76 @@ def test_shares_kept_across_simulations_are_the_shares_recomputed(tree, steps, r
         assert _all_shares(model, tree, weight) == _all_shares(fresh, tree, weight), f"after {i + 1} undos"
 
 
+heavy_usages = st.lists(st.tuples(st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
+                                  st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=12)),
+                        min_size=2, max_size=10)
+charges = st.dictionaries(st.tuples(st.sampled_from(FLAVORS), st.sampled_from(RESOURCES)),
+                          st.integers(min_value=0, max_value=6), max_size=4)
+
+
+@SETTINGS
+@given(trees(), heavy_usages, st.integers(min_value=0, max_value=5), charges, st.randoms(use_true_random=False))
+def test_share_without_is_the_share_after_a_simulated_release(tree, holds, index, charge, rnd):
+    """``QuotaModel.share_without`` — what ``LessThanOrEqualToFinalShare`` reads per candidate —
+    answers, for every node of the tree (on the leaf's path, above where the release stops, or off
+    the path), exactly the share ``share`` gives between ``simulate_release`` and its undo, and
+    leaves the model and the shares it remembers as they were.  The release may exceed what the
+    leaf holds (usage goes negative, as a simulation allows)."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    rnd.shuffle(nodes)
+    for node in nodes[:len(nodes) // 2]:  # some shares remembered before, some not
+        model.share(node[0], node[1], weight(*node))
+    leaf = cqs[holds[index % len(holds)][0] % len(cqs)]  # mostly one that holds something
+    if rnd.random() < 0.7:  # mostly a release of what the leaf holds, as a candidate's charge is
+        held = {(f, r): model.quota_numbers(CLUSTER_QUEUE, leaf, (f, r))[2] for f in FLAVORS for r in RESOURCES}
+        charge = {fr: rnd.randint(0, amount) for fr, amount in held.items() if amount > 0} | charge
+    before = (model.dump(), _all_shares(model, tree, weight))
+    got = {node: model.share_without(node[0], node[1], weight(*node), leaf, charge).fields() for node in nodes}
+    assert (model.dump(), _all_shares(model, tree, weight)) == before, "share_without changed the model"
+    undo = model.simulate_release(leaf, charge)
+    want = _all_shares(model, tree, weight)
+    undo()
+    assert got == want
+    moved = [node for node in nodes if got[node] != before[1][node]]
+    event(f"shares the release changes: {'none' if not moved else 'a Cohort' if any(k == COHORT for k, _ in moved) else 'ClusterQueues only'}")
+
+
+@SETTINGS
+@given(trees(), heavy_usages, st.integers(min_value=0, max_value=5), st.lists(charges, min_size=2, max_size=5))
+def test_a_candidate_covering_a_failed_one_fails_too(tree, holds, index, candidates):
+    """The first strategy skips the ``LessThanOrEqualToFinalShare`` test of a candidate whose charge
+    covers (is at least, on every flavor-resource) that of one which failed it against the same state
+    (``fair_sharing._covers_any``): for every node and pair of charges where one covers the other,
+    the share without the covering one is at most the share without the other, so any preemptor
+    share the other fails against, the covering one fails too."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    leaf = cqs[index % len(cqs)]
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    covered = 0
+    for a in candidates:
+        for b in candidates:
+            if not fair_sharing._covers_any(b, [a]):
+                assert any(b.get(fr, 0) < amount for fr, amount in a.items()) or \
+                    any(amount < a.get(fr, 0) for fr, amount in b.items())
+                continue
+            assert all(b.get(fr, 0) >= a.get(fr, 0) for fr in set(a) | set(b))
+            covered += 1
+            for node in nodes:
+                without_a = model.share_without(node[0], node[1], weight(*node), leaf, a).order()
+                without_b = model.share_without(node[0], node[1], weight(*node), leaf, b).order()
+                assert without_b <= without_a, (node, a, b)
+    event(f"covering pairs: {min(covered, 3)}+")
+
+
 def _weights(tree: dict):
     table = {(COHORT, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cohorts"]}
     table.update({(CLUSTER_QUEUE, n): int(Fraction(w) * 1000) for n, _, _, w in tree["cqs"]})
@@ -454,12 +527,14 @@ def _check_fair_decisions(decisions: list[dict], policies: dict, info: dict, hol
             assert preemptor in admitted_now, f"{preemptor} preempted but was not admitted in the same step"
 
 
-def _literal_search(ctx: PreemptionContext, strategies: tuple[str, ...], weight) -> list[Target]:
+def _literal_search(ctx: PreemptionContext, strategies: tuple[str, ...], weight,
+                    first_out: list | None = None) -> list[Target]:
     """Kueue ``fairPreemptions`` run literally on the live state (``pkg/scheduler/preemption/
     preemption.go``, ``fairsharing/ordering.go``, ``fairsharing/strategy.go``): every candidate of
     the whole tree collected and sorted up front, every target chosen by comparing every child of
     every Cohort on the way down from the root, every candidate tested; no heap, no precheck, no
-    early end.  Returns the victims in the order chosen."""
+    early end.  Returns the victims in the order chosen; ``first_out`` (when given) gets what the
+    first strategy ended with: ``(fits, retry workload keys sorted, [(victim key, reason)])``."""
     model, own, frs = ctx.model, ctx.cluster_queue, ctx.frs
     path = model.path(own)
     on_path = set(path)
@@ -596,6 +671,8 @@ def _literal_search(ctx: PreemptionContext, strategies: tuple[str, ...], weight)
         return False
 
     ok, retry = first()
+    if first_out is not None:
+        first_out.append((ok, sorted(c.info.key for c in retry), [(c.info.key, r) for c, r, _ in removed]))
     if not ok and len(strategies) > 1:
         ok = second(retry)
     undo_request()
@@ -707,6 +784,78 @@ def test_search_answers_as_kueue_run_literally(tree, holds, raw_heads, strategie
         for name, _, _, _ in tree["cqs"]:
             found += len(_check_search(cluster, cluster.workloads[f"ns/p{i}"], name))
     event(f"victims found: {min(found, 3)}+")
+
+
+def _check_first_strategy(cluster, head, name: str) -> str:
+    """The first strategy of ``head``'s search as a preemptor in ``name`` (request charged, after the
+    precheck) ends as Kueue's run literally (``_literal_search``) does: the same victims with their
+    reasons, and, when it does not make the request fit and does not end early, the same retry
+    candidates — which the second strategy reads, and which the walk takes without testing from
+    targets that cannot pass.  Returns what happened, for the statistics."""
+    model, weight = cluster.model, cluster.hierarchy.fair_weight
+    strategies = tuple(cluster.config.preemption_strategies or DEFAULT_STRATEGIES)
+    entry = cluster.hierarchy.cluster_queues[name]
+    oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
+                         search=cluster.preemption_search)
+    assignment = assign_flavors(model, entry, head, cluster.flavors, oracle)
+    if not assignment.preempting:
+        return "no search"
+
+    def context() -> PreemptionContext:
+        return PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                 assignment.preempt_frs, assignment.usage)
+
+    literal: list = []
+    _literal_search(context(), strategies, weight, first_out=literal)
+    ctx = context()
+    ctx.index.refresh(ctx.admitted, ctx.hierarchy)
+    undo_request = model.simulate_charge(name, ctx.usage)
+    if not fair_sharing.may_remove(ctx, weight):
+        undo_request()
+        assert not literal[0][0] and not literal[0][2], "the precheck ended a search that removes something"
+        return "precheck"
+    removed: fair_sharing.Removed = []
+    ok, retry = fair_sharing._first_strategy(ctx, weight, strategies[0], removed)
+    undo_request()
+    for _, undo in reversed(removed):
+        undo()
+    victims = [(cand.info.key, str(cand.reason)) for cand, _ in removed]
+    want_ok, want_retry, want_victims = literal[0]
+    assert ok == want_ok and victims == [(k, str(r)) for k, r in want_victims], f"{head.key} in {name}"
+    if retry is None:
+        assert not ok
+        return "ended early"
+    assert sorted(c.info.key for c in retry) == want_retry, f"{head.key} in {name}: not Kueue's retry list"
+    return "fits" if ok else "retry list"
+
+
+crowded_usages = st.lists(st.tuples(st.integers(min_value=0, max_value=9), st.sampled_from(FLAVORS),
+                                    st.integers(min_value=0, max_value=8), st.integers(min_value=0, max_value=4)),
+                          min_size=4, max_size=20)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(trees(max_cohorts=3, max_cqs=10), crowded_usages, heads_strategy, STRATEGIES)
+def test_first_strategy_ends_as_kueue_run_literally(tree, holds, raw_heads, strategies):
+    """On random trees crowded with ClusterQueues (up to 10 under up to 3 Cohorts) and random usage over
+    quota (as ``test_search_answers_as_kueue_run_literally``), every head as the preemptor of every
+    ClusterQueue: the first strategy's victims, and its retry list when it ends without a fit, are
+    those of Kueue's algorithm run literally (``_check_first_strategy``) — several targets below
+    one Cohort failing to pass, taken together without a test, included."""
+    s = build(tree, preemption=PREEMPTION)
+    s.engine_config(afs=False, fair_sharing=True, strategies=strategies)
+    s.lq("ns/held", tree["cqs"][0][0], stop_policy="Hold")
+    observe(s, tree, holds)
+    for i, (flavor, cpu, gpu, priority, _) in enumerate(raw_heads):
+        s.submit(f"ns/p{i}", "held", requests={"cpu": str(cpu + 1), "gpu": str(gpu)}, priority=priority)
+    s.run()
+    cluster = s.engine.clusters[s.cluster]
+    seen = set()
+    for i in range(len(raw_heads)):
+        for name, _, _, _ in tree["cqs"]:
+            seen.add(_check_first_strategy(cluster, cluster.workloads[f"ns/p{i}"], name))
+    for what in sorted(seen):
+        event(f"first strategy: {what}")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
