@@ -199,16 +199,8 @@ class ShareOrder:
         self.numerator: Final = numerator
         self.denominator: Final = denominator
 
-    def _cmp(self, other: "ShareOrder") -> int:
-        """-1, 0 or 1 as ``self`` sorts before, with or after ``other``."""
-        if self.rank != other.rank:
-            return -1 if self.rank < other.rank else 1
-        left = self.numerator * other.denominator
-        right = other.numerator * self.denominator
-        return -1 if left < right else 1 if left > right else 0
-
-    # Each operator is :meth:`_cmp` written out (a heap or a tuple key compares these by the
-    # hundred thousand per pass: one call each instead of two).
+    # Order: by rank, then by numerator / denominator compared by cross-multiplication; each
+    # operator is written out (a heap or a tuple key compares these by the hundred thousand per pass).
 
     def __lt__(self, other: "ShareOrder") -> bool:
         if self.rank != other.rank:
