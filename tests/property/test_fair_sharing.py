@@ -40,7 +40,9 @@ from statemodel.quota.protocol import CLUSTER_QUEUE, COHORT, Share
 from statemodel.reasons import PreemptionReason
 from statemodel.snapshot import dump, load
 from tests.property.test_kep79 import Model, Node, group_spec
-from tests.property.test_preemption import History, _allows, check_admissible, check_replay, histories
+from tests.property.test_preemption import (
+    History, _allows, check_admissible, check_replay, histories, scenario_of,
+)
 from tests.scenario.builder import Scenario
 from tests.unit.quota_helpers import group
 
@@ -764,13 +766,10 @@ STRATEGIES = st.sampled_from([None, ["LessThanOrEqualToFinalShare"], ["LessThanI
                               ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(trees(), usages, heads_strategy, STRATEGIES)
-def test_search_answers_as_kueue_run_literally(tree, holds, raw_heads, strategies):
-    """On random trees (weights 0 included) with random usage over quota, each head (held in a
-    stopped LocalQueue, so nothing is admitted or preempted) is checked as the preemptor of every
-    ClusterQueue in turn (``_check_search``): the search's prechecks, heaps and early ends give the
-    oracle answers and the victims, with their reasons and order, of Kueue's algorithm run literally."""
+def _held_heads(tree: dict, holds, raw_heads, strategies):
+    """The tree with fair-sharing preemption on (``PREEMPTION``) and ``strategies``, its usage
+    ``holds`` observed, and one workload per ``raw_heads`` entry held in a stopped LocalQueue
+    (``ns/p<i>``: nothing is admitted or preempted); its cluster state."""
     s = build(tree, preemption=PREEMPTION)
     s.engine_config(afs=False, fair_sharing=True, strategies=strategies)
     s.lq("ns/held", tree["cqs"][0][0], stop_policy="Hold")
@@ -778,7 +777,17 @@ def test_search_answers_as_kueue_run_literally(tree, holds, raw_heads, strategie
     for i, (flavor, cpu, gpu, priority, _) in enumerate(raw_heads):
         s.submit(f"ns/p{i}", "held", requests={"cpu": str(cpu + 1), "gpu": str(gpu)}, priority=priority)
     s.run()
-    cluster = s.engine.clusters[s.cluster]
+    return s.engine.clusters[s.cluster]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(trees(), usages, heads_strategy, STRATEGIES)
+def test_search_answers_as_kueue_run_literally(tree, holds, raw_heads, strategies):
+    """On random trees (weights 0 included) with random usage over quota, each head (held in a
+    stopped LocalQueue, so nothing is admitted or preempted) is checked as the preemptor of every
+    ClusterQueue in turn (``_check_search``): the search's prechecks, heaps and early ends give the
+    oracle answers and the victims, with their reasons and order, of Kueue's algorithm run literally."""
+    cluster = _held_heads(tree, holds, raw_heads, strategies)
     found = 0
     for i in range(len(raw_heads)):
         for name, _, _, _ in tree["cqs"]:
@@ -842,14 +851,7 @@ def test_first_strategy_ends_as_kueue_run_literally(tree, holds, raw_heads, stra
     ClusterQueue: the first strategy's victims, and its retry list when it ends without a fit, are
     those of Kueue's algorithm run literally (``_check_first_strategy``) — several targets below
     one Cohort failing to pass, taken together without a test, included."""
-    s = build(tree, preemption=PREEMPTION)
-    s.engine_config(afs=False, fair_sharing=True, strategies=strategies)
-    s.lq("ns/held", tree["cqs"][0][0], stop_policy="Hold")
-    observe(s, tree, holds)
-    for i, (flavor, cpu, gpu, priority, _) in enumerate(raw_heads):
-        s.submit(f"ns/p{i}", "held", requests={"cpu": str(cpu + 1), "gpu": str(gpu)}, priority=priority)
-    s.run()
-    cluster = s.engine.clusters[s.cluster]
+    cluster = _held_heads(tree, holds, raw_heads, strategies)
     seen = set()
     for i in range(len(raw_heads)):
         for name, _, _, _ in tree["cqs"]:
@@ -867,22 +869,10 @@ def test_fair_sharing_preemption_on_random_trees_and_histories(data):
     minimality hold; every step terminates (no preemption ping-pong loops); replay is byte-identical."""
     model, policies, preempt_flavor, release_on, ops, _ = data.draw(histories())
     strategies = data.draw(st.sampled_from([None, ["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"]]))
-    s = Scenario()
-    s.engine_config(afs=False, release_on=release_on, fair_sharing=True, strategies=strategies)
-    for f in model.flavors:
-        s.flavor(f)
-    for node in model.nodes.values():
-        if not node.is_cq:
-            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node),
-                     weight=data.draw(st.sampled_from([None, "0", "0.5", "2"])))
-    cq_names = [n.name for n in model.nodes.values() if n.is_cq]
-    for name in cq_names:
-        node = model.nodes[name]
-        s.cq(name, cohort=node.parent, groups=group_spec(model, node), strategy=node.strategy,
-             when_can_borrow=node.when_can_borrow, when_can_preempt=preempt_flavor[name],
-             preemption=policies[name], weight=data.draw(st.sampled_from([None, None, "0", "0.5", "2"])))
-        s.lq(f"ns/{name}", name)
-    s.run()
+    weights = {"Cohort": st.sampled_from([None, "0", "0.5", "2"]),
+               "ClusterQueue": st.sampled_from([None, None, "0", "0.5", "2"])}
+    s, cq_names = scenario_of(model, policies, preempt_flavor, lambda kind, name: data.draw(weights[kind]),
+                              release_on=release_on, fair_sharing=True, strategies=strategies)
     h = History()
     for label in h.steps(s, cq_names, ops, gpu=False):
         _check_fair_decisions(s.run(), policies, h.info, h.holding, release_on)
@@ -924,19 +914,8 @@ def test_a_victim_offered_after_quota_was_released_in_its_cycle_is_admitted():
     ops = ([("submit", 0, 1, 0, 0)] * 4 + [("finish", 0)] * 8
            + [("finish", 1), ("submit", 0, 5, 0, 0), ("submit", 0, 5, 0, 0), ("submit", 0, 1, 0, 0),
               ("submit", 1, 1, 0, 0), ("finish", 0), ("submit", 0, 1, 0, 0), ("submit", 1, 3, 0, 1)])
-    s = Scenario()
-    s.engine_config(afs=False, release_on="Decision", fair_sharing=True)
-    for f in model.flavors:
-        s.flavor(f)
-    for n in model.nodes.values():
-        if not n.is_cq:
-            s.cohort(n.name, parent=n.parent, groups=group_spec(model, n))
     cq_names = [n.name for n in model.nodes.values() if n.is_cq]
-    for name in cq_names:
-        s.cq(name, cohort=model.nodes[name].parent, groups=group_spec(model, model.nodes[name]),
-             preemption=policies[name])
-        s.lq(f"ns/{name}", name)
-    s.run()
+    s, _ = scenario_of(model, policies, {name: None for name in cq_names}, release_on="Decision", fair_sharing=True)
     h = History()
     decisions = []
     for label in h.steps(s, cq_names, ops, gpu=False):

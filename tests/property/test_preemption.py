@@ -29,7 +29,7 @@ byte-identically, and a snapshot at a random point plus the tail equals the full
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import orjson
 from hypothesis import HealthCheck, event, given, settings
@@ -420,25 +420,37 @@ def check_searches(s: Scenario, frs: list) -> None:
         assert orjson.dumps(model.dump()) == before
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(histories())
-def test_preemption_properties_on_random_trees_and_histories(case):
-    model, policies, preempt_flavor, release_on, ops, cut = case
+def scenario_of(model: Model, policies: dict, preempt_flavor: dict,
+                weight: Callable[[str, str], str | None] = lambda kind, name: None,
+                **config) -> tuple[Scenario, list[str]]:
+    """A scenario holding ``model``'s flavors, Cohorts and ClusterQueues — each ClusterQueue with its
+    ``policies`` entry as ``spec.preemption``, its ``whenCanPreempt`` and a LocalQueue ``ns/<name>``,
+    every node with ``weight(kind, name)`` as its ``fairSharing.weight`` — the EngineConfig built
+    from ``config`` (``Scenario.engine_config``, admission fair sharing off), run once; and the
+    ClusterQueues' names."""
     s = Scenario()
-    s.engine_config(afs=False, release_on=release_on)
+    s.engine_config(afs=False, **config)
     for f in model.flavors:
         s.flavor(f)
     for node in model.nodes.values():
         if not node.is_cq:
-            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node))
+            s.cohort(node.name, parent=node.parent, groups=group_spec(model, node), weight=weight("Cohort", node.name))
     cq_names = [n.name for n in model.nodes.values() if n.is_cq]
     for name in cq_names:
         node = model.nodes[name]
         s.cq(name, cohort=node.parent, groups=group_spec(model, node), strategy=node.strategy,
              when_can_borrow=node.when_can_borrow, when_can_preempt=preempt_flavor[name],
-             preemption=policies[name])
+             preemption=policies[name], weight=weight("ClusterQueue", name))
         s.lq(f"ns/{name}", name)
     s.run()
+    return s, cq_names
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories())
+def test_preemption_properties_on_random_trees_and_histories(case):
+    model, policies, preempt_flavor, release_on, ops, cut = case
+    s, cq_names = scenario_of(model, policies, preempt_flavor, release_on=release_on)
     h = History()
     for label in h.steps(s, cq_names, ops, gpu=True):
         check_decisions(s.run(), policies, h.info, h.holding, release_on)
