@@ -193,15 +193,16 @@ def generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 5
 
 
 def cached_generate(n_queues: int, path: Path, afs: bool = False, total: int | None = 50_000,
-                    preemption: bool = False, fair: bool = False) -> dict:
+                    preemption: bool = False, fair: bool = False, regenerate: bool = False) -> dict:
     """``generate``, or the counts of the file a previous run wrote to ``path`` with the same
     arguments and ``GENERATOR_VERSION`` (kept in ``<path>.json`` beside it).  A cached file is a
-    closed loop of the engine that wrote it: ``measure`` replays it and compares the hash, and a
-    mismatch (the engine's decisions changed since) regenerates it (``main``)."""
+    closed loop of the engine that wrote it: ``main`` replays it and compares the hash; on a
+    mismatch (the engine's decisions changed since) ``--regenerate`` writes it anew
+    (``regenerate``), and the new file is cached in turn."""
     meta_path = path.with_name(path.name + ".json")
     key = {"version": GENERATOR_VERSION, "queues": n_queues, "afs": afs, "total": total,
            "preemption": preemption, "fair": fair}
-    if path.exists() and meta_path.exists():
+    if not regenerate and path.exists() and meta_path.exists():
         meta = orjson.loads(meta_path.read_bytes())
         if meta.get("key") == key:
             return meta["counts"] | {"cached": True}
@@ -319,8 +320,7 @@ def main() -> None:
             suffix = f"{'-pq' if args.per_queue else ''}{'-afs' if afs else ''}{'-preemption' if preemption else ''}{'-fair' if fair else ''}"
             path = args.workdir / f"kueue-scale-{n}{suffix}.ndjson"
             start = time.process_time()
-            gen = (generate(n, path, afs, total, preemption, fair) if args.regenerate
-                   else cached_generate(n, path, afs, total, preemption, fair))
+            gen = cached_generate(n, path, afs, total, preemption, fair, args.regenerate)
             print(f"{n:>6} CQs {label or 'plain':<5} {'cached' if gen.get('cached') else 'generated'}: {path} "
                   f"({time.process_time() - start:.1f} s CPU)", flush=True)
             paths.append(path)
