@@ -142,11 +142,7 @@ class WakeIndex:
         for shorts in options:
             waiter = Waiter(info, info.park, cq_name, [((sf.flavor, sf.resource), sf.needed) for sf in shorts])
             if fresh:
-                for fr, val in waiter.needs:
-                    free = model.available(cq_name, fr)
-                    if free < val:
-                        self._wait(model, waiter, fr, val, free)
-                        break
+                self._all_met(model, waiter)  # parks it on its first need still short
                 continue
             first = shorts[0]
             self._wait(model, waiter, (first.flavor, first.resource), first.needed, first.available)
