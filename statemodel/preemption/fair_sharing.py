@@ -439,13 +439,20 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     only nodes a candidate can pass a strategy against (:func:`_cannot_pass`).  Given the first
     strategy's ``ordering``, a child whose share equals the preemptor's side's does not count once
     the ordering has nothing left below it: the second strategy needs the target's side strictly
-    above.  O(depth × borrowing children), shares as the quota model remembers them."""
+    above.  The ClusterQueues the ordering has released from count too, whether or not they still
+    borrow on a flavor-resource needing preemption: their candidates were collected when they did,
+    and the walk still takes them while they borrow on any.  O(depth × borrowing children), shares
+    as the quota model remembers them."""
     model = ctx.model
     path = model.path(ctx.cluster_queue)
     for i in range(1, len(path)):
         mine = path[i - 1]
         mine_key = model.share(mine[0], mine[1], weight(mine[0], mine[1])).order()
-        for child in model.borrowing_children(path[i][1], ctx.frs):
+        children = model.borrowing_children(path[i][1], ctx.frs)
+        if ordering is not None and ordering.released:
+            children = children + [(CLUSTER_QUEUE, cq) for cq in ordering.released
+                                   if model.path(cq)[1] == path[i] and (CLUSTER_QUEUE, cq) not in children]
+        for child in children:
             if child == mine:
                 continue
             key = model.share(child[0], child[1], weight(child[0], child[1])).order()

@@ -432,3 +432,35 @@ def test_search_runs_for_a_lower_priority_workload_of_its_own():
 def incoming_with_priority(s: Scenario, cq: str, cpu: str, priority: int) -> list[dict]:
     s.submit("ns/incoming", f"q-{cq}", cpu=cpu, uid="incoming", created=1000, priority=priority)
     return s.run()
+
+
+def test_a_target_back_within_nominal_on_the_needed_resource_is_still_taken_while_it_borrows():
+    """root holds Cohort c (p: 4 cpu / 4Gi, y: 1 cpu / 3Gi) and ClusterQueue x (3 cpu / 1Gi): every
+    share is ``borrowed * 1000 / 8`` (8 cpu and 8Gi in the tree).  x runs x1 and x2 (3 cpu each,
+    priorities 1 and 2) and xm (3.5Gi, no cpu); y runs y1 (2 cpu).  The incoming workload (5.5 cpu,
+    priority 10) in p: c with it borrows 2.5 cpu -> 312, x 3 cpu -> 375.
+    1. x is above c: x1 goes (x without it: 2.5Gi of memory -> 312, 312 <= 312), 3 cpu free, not enough.
+    2. x is back within its nominal cpu, and its memory keeps it at 312, level with c: the tie goes to
+       the Cohort, whose best target y (1 cpu -> 125) is below p (1.5 cpu -> 187) and cannot pass.
+    3. x is still a target (it borrows memory) with x2 left, level with c: x2 passes as x1 did,
+       and 6 cpu are free.
+    Step 2 must not end the search: a node level with the preemptor's side can still pass, and x
+    is one although it no longer borrows cpu."""
+    s = Scenario()
+    s.flavor("default")
+    s.engine_config(afs=False, fair_sharing=True)
+    s.cohort("root")
+    s.cohort("c", parent="root")
+    s.cq("p", cohort="c", quotas={"cpu": "4", "memory": "4Gi"}, preemption=POLICY)
+    s.cq("y", cohort="c", quotas={"cpu": "1", "memory": "3Gi"}, preemption=POLICY)
+    s.cq("x", cohort="root", quotas={"cpu": "3", "memory": "1Gi"})  # its victims wait: no reclaiming back
+    for cq in ("p", "y", "x"):
+        s.lq(f"ns/q-{cq}", cq)
+    s.submit("ns/x1", "q-x", cpu="3", priority=1, uid="x1")
+    s.submit("ns/x2", "q-x", cpu="3", priority=2, uid="x2")
+    s.submit("ns/xm", "q-x", memory="3584Mi", priority=0, uid="xm")
+    s.submit("ns/y1", "q-y", cpu="2", priority=0, uid="y1")
+    assert sorted(admitted(s.run())) == ["ns/x1", "ns/x2", "ns/xm", "ns/y1"]
+    decisions = incoming_with_priority(s, "p", "5500m", 10)
+    assert victims(decisions) == {("x1", FS), ("x2", FS)}
+    assert admitted(decisions) == ["ns/incoming"]
