@@ -376,6 +376,11 @@ class TargetOrdering:
                 pruned.add(node)
             pruned.add((COHORT, name))
 
+    def prune(self, cohort: str) -> None:
+        """Take nothing more below ``cohort``: the walk no longer enters it, and its candidates not
+        read yet are never read."""
+        self.pruned.add((COHORT, cohort))
+
     def common_cohort(self, mine: Node) -> str:
         """The lowest common Cohort of the preemptor and a target whose almost lowest common
         ancestor on the preemptor's side is ``mine`` (:meth:`almost_lcas`)."""
@@ -533,7 +538,13 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     when no strategy can remove anything more (:func:`_may_pass`), so the search has failed.
 
     A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives all its
-    candidates to the retry list at once: none of them can pass.  The first time since the last
+    candidates to the retry list at once, and so does every target still below their lowest common
+    Cohort (:meth:`TargetOrdering.drain`): none of them can pass.  When the preemptor's side there
+    is its own ClusterQueue, they are not read at all (:meth:`TargetOrdering.prune`): the second
+    strategy could not take them either, since it needs a target's side strictly above the
+    preemptor's, a target's share only falls, and the preemptor's only falls by removing its own
+    ClusterQueue's candidates, which the first strategy always takes and never gives to the retry
+    list — so they would only be chosen, fail and be dropped, changing nothing.  The first time since the last
     removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
     ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
     changes any share any more and every later target would fail the same way, in this strategy
@@ -544,6 +555,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     covers that of one which failed during the same visit of the target (no removal in between, so
     the same state) fails without a test (:func:`_covers_any`)."""
     ordering = TargetOrdering(ctx, weight, None)
+    own: Node = (CLUSTER_QUEUE, ctx.cluster_queue)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
     model = ctx.model
@@ -570,8 +582,11 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = True
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
-            retry.extend(ordering.pop_all(cq))
-            ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
+            if mine == own:  # none of them can pass the second strategy either: give none away
+                ordering.prune(ordering.common_cohort(mine))
+            else:
+                retry.extend(ordering.pop_all(cq))
+                ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
             continue
         final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         their_weight = weight(theirs[0], theirs[1])

@@ -800,7 +800,10 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     precheck) ends as Kueue's run literally (``_literal_search``) does: the same victims with their
     reasons, and, when it does not make the request fit and does not end early, the same retry
     candidates — which the second strategy reads, and which the walk takes without testing from
-    targets that cannot pass.  Returns what happened, for the statistics."""
+    targets that cannot pass — except those the second strategy could never take: the candidates of
+    a ClusterQueue below the preemptor's own Cohort whose side there has a share below the
+    preemptor's.  Returns
+    what happened, for the statistics."""
     model, weight = cluster.model, cluster.hierarchy.fair_weight
     strategies = tuple(cluster.config.preemption_strategies or DEFAULT_STRATEGIES)
     entry = cluster.hierarchy.cluster_queues[name]
@@ -825,17 +828,31 @@ def _check_first_strategy(cluster, head, name: str) -> str:
         return "precheck"
     removed: fair_sharing.Removed = []
     ok, retry = fair_sharing._first_strategy(ctx, weight, strategies[0], removed)
+    want_ok, want_retry, want_victims = literal[0]
+    left_out = set(want_retry) - {c.info.key for c in retry or []}
+    # what the first strategy left out of Kueue's retry list, judged in the state it ends in
+    # (request charged, its removals simulated): a candidate the second strategy could never take
+    own_order = model.share(CLUSTER_QUEUE, name, weight(CLUSTER_QUEUE, name)).order()
+    for key in sorted(left_out) if retry is not None else []:
+        target_path = model.path(cluster.workloads[key].cluster_queue)
+        common = model.path(name)[1]  # the preemptor's side is its own ClusterQueue only below this Cohort
+        assert common in target_path, (f"{head.key} in {name}: {key} left out of the retry list below a Cohort "
+                                       f"where the preemptor's side is not its own ClusterQueue")
+        theirs = target_path[target_path.index(common) - 1]
+        assert model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1])).order() < own_order, (
+            f"{head.key} in {name}: {key} left out of the retry list, but its side's share is not below the "
+            f"preemptor's")
     undo_request()
     for _, undo in reversed(removed):
         undo()
     victims = [(cand.info.key, str(cand.reason)) for cand, _ in removed]
-    want_ok, want_retry, want_victims = literal[0]
     assert ok == want_ok and victims == [(k, str(r)) for k, r in want_victims], f"{head.key} in {name}"
     if retry is None:
         assert not ok
         return "ended early"
-    assert sorted(c.info.key for c in retry) == want_retry, f"{head.key} in {name}: not Kueue's retry list"
-    return "fits" if ok else "retry list"
+    assert {c.info.key for c in retry} <= set(want_retry), f"{head.key} in {name}: not in Kueue's retry list"
+    assert len(retry) == len({c.info.key for c in retry}), f"{head.key} in {name}: a retry candidate twice"
+    return ("fits" if ok else "retry list") + (", the retry list without candidates that cannot pass" if left_out else "")
 
 
 crowded_usages = st.lists(st.tuples(st.integers(min_value=0, max_value=9), st.sampled_from(FLAVORS),
