@@ -472,6 +472,10 @@ class KueueModel:
             n = nodes[name] = QuotaNode(name, kind == CLUSTER_QUEUE)
         return n
 
+    def _find(self, kind: str, name: str) -> QuotaNode | None:
+        """The node ``(kind, name)``, or ``None`` when the model does not hold it."""
+        return (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+
     def set_spec(self, kind: str, name: str, resource_groups: tuple[ResourceGroup, ...]) -> None:
         """``set_quotas`` on the node."""
         self._mutations += 1
@@ -592,7 +596,7 @@ class KueueModel:
         model does not hold, does not borrow.  O(flavor-resources) once the parent's lendable is
         memoized; O(1) while the node's usage and the configuration are as when it was last asked
         (``QuotaNode.shared``)."""
-        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        node = self._find(kind, name)
         if node is None:
             return Share.none(weight_milli)
         parent = node.parent
@@ -613,7 +617,7 @@ class KueueModel:
         the node's share is then computed from its usage with that spill taken off.  Nothing is
         changed or remembered.  O(depth × flavor-resources of ``usage``) and one
         ``dominant_resource_share``."""
-        target = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        target = self._find(kind, name)
         if target is None:
             return Share.none(weight_milli)
         above = target.parent
@@ -665,14 +669,14 @@ class KueueModel:
 
     def quota_numbers(self, kind: str, name: str, fr: FlavorResource) -> tuple[int, int, int]:
         """The node's ``subtree``, ``local`` and ``usage`` of ``fr``."""
-        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        node = self._find(kind, name)
         if node is None:
             return 0, 0, 0
         return node.subtree.get(fr, 0), node.local.get(fr, 0), node.usage.get(fr, 0)
 
     def within_nominal(self, kind: str, name: str, frs: list[FlavorResource]) -> bool:
         """Usage at most subtree quota for every one of ``frs`` (``QuotaModel.within_nominal``)."""
-        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        node = self._find(kind, name)
         if node is None:
             return True
         usage, subtree = node.usage, node.subtree
@@ -734,7 +738,7 @@ class KueueModel:
         model changes (``_mutations`` counts every change), so the rows of every node of a tree cost O(tree size) in all,
         not O(depth) each — a 100,000-level chain renders in linear time.
         """
-        node = (self._cqs if kind == CLUSTER_QUEUE else self._cohorts).get(name)
+        node = self._find(kind, name)
         out: list[Entitlement] = []
         if node is None:
             return out
