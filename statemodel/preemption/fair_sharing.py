@@ -473,6 +473,40 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     return False
 
 
+def _may_lower(ctx: PreemptionContext, weight: Weight, mine: Node, retry: list[Candidate]) -> bool:
+    """Whether the second strategy might remove a candidate of ``retry`` below the preemptor's side
+    ``mine`` (a node of the preemptor's path), and so lower that side's share.
+
+    Level by level up the preemptor's path: its own ClusterQueue's share never falls (the first
+    strategy takes its candidates itself; none is retried).  A retry candidate whose lowest common
+    Cohort with the preemptor is ``path[j]`` has sides ``path[j - 1]`` and ``theirs``; the second
+    strategy takes it only if ``theirs``'s share is then strictly above ``path[j - 1]``'s, and a
+    share only falls — so it may be taken only if ``theirs`` is above now, or ``path[j - 1]``'s
+    share may fall itself.  ``path[j]``'s share may fall once a candidate below it may be taken.
+    O(retry × depth)."""
+    model = ctx.model
+    path = model.path(ctx.cluster_queue)
+    top = path.index(mine)
+    if top == 0:
+        return False
+    at_level: dict[int, list[Node]] = {}  # j -> the ``theirs`` side of each retry candidate there
+    for cand in retry:
+        target_path = model.path(cand.cluster_queue)
+        for i in range(1, len(target_path)):
+            j = path.index(target_path[i]) if target_path[i] in path else -1
+            if j >= 0:
+                if j <= top:
+                    at_level.setdefault(j, []).append(target_path[i - 1])
+                break
+    for j in range(1, top + 1):  # path[j - 1]'s share cannot fall: may path[j]'s?
+        side = path[j - 1]
+        side_order = model.share(side[0], side[1], weight(side[0], side[1])).order()
+        for theirs in at_level.get(j, ()):
+            if model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1])).order() > side_order:
+                return True
+    return False
+
+
 def _cannot_pass(preemptor_new: Share, target_old: Share) -> bool:
     """Whether no candidate of a target can pass either strategy while the preemptor's side keeps its
     share: the target's side is below it now, and removing candidates only lowers a share, so
@@ -546,12 +580,12 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
 
     A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives all its
     candidates to the retry list at once, and so does every target still below their lowest common
-    Cohort (:meth:`TargetOrdering.drain`): none of them can pass.  When the preemptor's side there
-    is its own ClusterQueue, they are not read at all (:meth:`TargetOrdering.prune`): the second
-    strategy could not take them either, since it needs a target's side strictly above the
-    preemptor's, a target's share only falls, and the preemptor's only falls by removing its own
-    ClusterQueue's candidates, which the first strategy always takes and never gives to the retry
-    list — so they would only be chosen, fail and be dropped, changing nothing.  The first time since the last
+    Cohort (:meth:`TargetOrdering.drain`): none of them can pass.  They are not read at all
+    (:meth:`TargetOrdering.prune`) when the second strategy could not take them either: it needs a
+    target's side strictly above the preemptor's side, a target's share only falls, and the
+    preemptor's side's share falls only if the second strategy removes a retry candidate below it,
+    which :func:`_may_lower` rules out — then they would only be chosen, fail and be dropped,
+    changing nothing.  The first time since the last
     removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
     ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
     changes any share any more and every later target would fail the same way, in this strategy
@@ -562,7 +596,6 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     covers that of one which failed during the same visit of the target (no removal in between, so
     the same state) fails without a test (:func:`_covers_any`)."""
     ordering = TargetOrdering(ctx, weight, None)
-    own: Node = (CLUSTER_QUEUE, ctx.cluster_queue)
     retry: list[Candidate] = []
     within_nominal = _within_nominal(ctx)
     model = ctx.model
@@ -589,7 +622,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = True
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
-            if mine == own:  # none of them can pass the second strategy either: give none away
+            if not _may_lower(ctx, weight, mine, retry):  # none can pass the second strategy either
                 ordering.prune(ordering.common_cohort(mine))
             else:
                 retry.extend(ordering.pop_all(cq))

@@ -800,9 +800,9 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     precheck) ends as Kueue's run literally (``_literal_search``) does: the same victims with their
     reasons, and, when it does not make the request fit and does not end early, the same retry
     candidates — which the second strategy reads, and which the walk takes without testing from
-    targets that cannot pass — except those the second strategy could never take: the candidates of
-    a ClusterQueue below the preemptor's own Cohort whose side there has a share below the
-    preemptor's.  Returns
+    targets that cannot pass — except those the second strategy could never take: their side is
+    below the preemptor's side, and no candidate retried below the preemptor's side has its own
+    side above the preemptor's there (so none can lower it: shares only fall).  Returns
     what happened, for the statistics."""
     model, weight = cluster.model, cluster.hierarchy.fair_weight
     strategies = tuple(cluster.config.preemption_strategies or DEFAULT_STRATEGIES)
@@ -831,17 +831,24 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     want_ok, want_retry, want_victims = literal[0]
     left_out = set(want_retry) - {c.info.key for c in retry or []}
     # what the first strategy left out of Kueue's retry list, judged in the state it ends in
-    # (request charged, its removals simulated): a candidate the second strategy could never take
-    own_order = model.share(CLUSTER_QUEUE, name, weight(CLUSTER_QUEUE, name)).order()
+    # (request charged, its removals simulated): candidates the second strategy could never take
+    path = model.path(name)
+
+    def order(node):
+        return model.share(node[0], node[1], weight(node[0], node[1])).order()
+
     for key in sorted(left_out) if retry is not None else []:
         target_path = model.path(cluster.workloads[key].cluster_queue)
-        common = model.path(name)[1]  # the preemptor's side is its own ClusterQueue only below this Cohort
-        assert common in target_path, (f"{head.key} in {name}: {key} left out of the retry list below a Cohort "
-                                       f"where the preemptor's side is not its own ClusterQueue")
-        theirs = target_path[target_path.index(common) - 1]
-        assert model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1])).order() < own_order, (
-            f"{head.key} in {name}: {key} left out of the retry list, but its side's share is not below the "
-            f"preemptor's")
+        at = next(i for i, node in enumerate(target_path) if i > 0 and node in path)
+        mine, theirs = path[path.index(target_path[at]) - 1], target_path[at - 1]
+        assert order(theirs) < order(mine), f"{head.key} in {name}: {key} left out, but its side is not below"
+        for cand in retry:  # nothing retried below the preemptor's side there can pass against it now
+            cand_path = model.path(cand.cluster_queue)
+            if mine in cand_path:
+                at = next(i for i, node in enumerate(cand_path) if i > 0 and node in path)
+                their_side, my_side = cand_path[at - 1], path[path.index(cand_path[at]) - 1]
+                assert order(their_side) <= order(my_side), (
+                    f"{head.key} in {name}: {key} left out, but {cand.info.key} may lower the preemptor's side")
     undo_request()
     for _, undo in reversed(removed):
         undo()
