@@ -119,6 +119,7 @@ class ClusterState:
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
         self._heads_woken: set[str] = set()
+        self.preempted_in_step: list[str] = []  # victims released on their decision in this step
         self._scope_cache: dict[str, tuple[int, str | None]] = {}
         self._scopes_present: tuple[int, bool] = (-1, False)
         self._lqs_by_cq: tuple[int, dict[str, list[str]]] = (-1, {})
@@ -138,6 +139,7 @@ class ClusterState:
         self.decisions = []
         self._cause = event.id
         self._heads_woken.clear()
+        self._end_step()
         self._sampling_instants_until(event.time_ms)
         if event.type == "Batch":
             for inner in event.events:
@@ -147,7 +149,16 @@ class ClusterState:
         run_cycles(self)
         if self.units is not None:
             self._unit_decisions(self.units.run(self.clock_ms))
+        self._end_step()
         return self.decisions
+
+    def _end_step(self) -> None:
+        """The workloads preempted in the step may be victims again (``preempt``)."""
+        for key in self.preempted_in_step:
+            info = self.workloads.get(key)
+            if info is not None:
+                info.preempted_in_step = False
+        self.preempted_in_step.clear()
 
     # -- models that admit their own units (statemodel.quota.protocol.UnitModel) ----------------
 
@@ -729,7 +740,10 @@ class ClusterState:
         """Issue the preemptions of ``preemptor`` (queued in ``preemptor_cq``): a ``Preempted`` decision
         per victim not already evicting (a victim awaiting its eviction is never preempted twice),
         in the search's order; with ``releaseOn: Decision`` each victim's quota is released and it
-        goes back to its queue at once.  ``numbers``: what made the preemption necessary
+        goes back to its queue at once — and is no victim again in the same step
+        (``WorkloadInfo.preempted_in_step``), which bounds a step's preemptions by its workloads: a
+        ring of workloads each able to preempt the next (shares level) would otherwise preempt in a
+        circle forever within one step, where Kueue's evictions and requeues take time.  ``numbers``: what made the preemption necessary
         (``preemptor.shortage``), appended to each message."""
         release_now = self.releases_on_decision()
         preemptor.victims = [t.info.key for t in targets]
@@ -746,6 +760,8 @@ class ClusterState:
             if release_now:
                 self._release(victim)
                 self._requeue_after_eviction(victim, message)
+                victim.preempted_in_step = True
+                self.preempted_in_step.append(victim.key)
 
     def _finish(self, key: str | None) -> None:
         info = self.workloads.get(key) if key is not None else None

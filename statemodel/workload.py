@@ -83,6 +83,8 @@ class WorkloadInfo:
             (cleared when it goes back to a queue after an eviction).
         preempting: it has just had its victims' quota released (``releaseOn: Decision``) and is tried
             first in the next cycle (Kueue's preemptor that waits for its own preemptions).
+        preempted_in_step: it was preempted and released on the decision in the step being applied;
+            it is no victim again in that step (``ClusterState.preempt``).
         nodes: what it holds on nodes while admitted with placement: ``(node, pods, amounts)`` with
             ``amounts`` resource → base units on that node (``[]`` when it holds none).
     """
@@ -90,7 +92,7 @@ class WorkloadInfo:
     __slots__ = (
         "obj", "key", "order", "totals", "status", "local_queue", "cluster_queue", "assignment",
         "charge", "borrowing", "reason", "message", "token", "park", "queued_ms", "admitted_ms", "observed",
-        "preempted_by", "preemption_reason", "victims", "preempting", "nodes",
+        "preempted_by", "preemption_reason", "victims", "preempting", "preempted_in_step", "nodes",
     )
 
     def __init__(self, obj: Workload, now_ms: int) -> None:
@@ -111,6 +113,7 @@ class WorkloadInfo:
         self.preemption_reason: str | None = None
         self.victims: list[str] = []
         self.preempting = False
+        self.preempted_in_step = False
         self.nodes: list[tuple[str, int, dict[str, int]]] = []
         self.set_object(obj)
 

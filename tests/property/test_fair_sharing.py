@@ -22,7 +22,7 @@ import math
 from fractions import Fraction
 
 import orjson
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from statemodel.admission.fair_sharing_iterator import FairSharingIterator
@@ -461,11 +461,46 @@ def test_admission_order_does_not_depend_on_arrival_order(tree, holds, raw_heads
 # --------------------------------------------------------------------------- replay
 
 
+A_PREEMPTION_CYCLE = dict(  # q2's p5 preempts q2's h0 (InClusterQueue), q0's h3 then p5, h0 then h3 (both
+    # InCohortFairSharing, every side's share level), and round again: victims released on the decision
+    # and preempting again in the same step spun forever
+    tree=(
+    {'cohorts': [('root', None,
+                  {'f0': {'cpu': (1, None, None), 'gpu': (4, None, None)},
+                   'f1': {'cpu': (6, None, None), 'gpu': (2, None, None)}},
+                  '1'),
+                 ('c0', 'root',
+                  {'f0': {'cpu': (4, None, None), 'gpu': (6, 6, 6)},
+                   'f1': {'cpu': (2, 2, None), 'gpu': (5, 4, 1)}},
+                  '3'),
+                 ('c1', 'root',
+                  {'f0': {'cpu': (6, None, 6), 'gpu': (2, None, 0)},
+                   'f1': {'cpu': (3, None, 3), 'gpu': (4, 4, 1)}},
+                  '3')],
+     'cqs': [('q0', 'c0',
+              {'f0': {'cpu': (4, 5, 3), 'gpu': (6, 6, None)}, 'f1': {'cpu': (6, None, 1), 'gpu': (4, 1, 1)}},
+              '1'),
+             ('q1', 'root',
+              {'f0': {'cpu': (4, 4, 3), 'gpu': (6, None, None)},
+               'f1': {'cpu': (4, None, None), 'gpu': (2, 2, None)}},
+              '0.5'),
+             ('q2', 'c0',
+              {'f0': {'cpu': (6, 3, None), 'gpu': (1, None, None)},
+               'f1': {'cpu': (1, None, None), 'gpu': (2, 2, 0)}},
+              '0.5')]}
+    ),
+    holds=[(2, 'f1', 3, 2), (2, 'f1', 3, 2), (1, 'f1', 4, 4), (0, 'f0', 8, 3), (0, 'f1', 6, 3), (0, 'f0', 0, 3)],
+    raw_heads=[('f0', 2, 1, 1, 0), ('f1', 6, 3, 1, 3), ('f1', 3, 1, 1, 2), ('f1', 6, 3, 1, 3), ('f1', 3, 3, 0, 2), ('f1', 5, 3, 1, 2)],
+    cut=31, release_on_eviction=False)
+
+
 @SETTINGS
 @given(trees(), usages, heads_strategy, st.integers(min_value=0, max_value=40), st.booleans())
+@example(**A_PREEMPTION_CYCLE)
 def test_replay_is_byte_identical_and_snapshot_plus_tail_equals_full(tree, holds, raw_heads, cut, release_on_eviction):
     """With fair-sharing preemption on (withinClusterQueue LowerPriority, reclaimWithinCohort Any),
-    released at the decision or at the observed eviction."""
+    released at the decision or at the observed eviction.  Every step ends (``A_PREEMPTION_CYCLE``:
+    a ring of preemptions within one step, ended since a victim is no victim again in its step)."""
     s = build(tree, preemption=PREEMPTION)
     if release_on_eviction:
         s.engine_config(afs=False, fair_sharing=True, release_on="Eviction")
