@@ -211,11 +211,11 @@ class TargetOrdering:
         :meth:`_entry` keeps, so the heap skips the rest of the Cohort's children.  Given candidate
         lists (the second strategy), the ClusterQueues that have one (``listed``: filed by parent
         Cohort once per ordering, so a Cohort's are read in O(its children), not O(all targets)).
-        Read lazily (the first
-        strategy), a ClusterQueue other than the preemptor's has a candidate only if it borrowed on a
-        flavor-resource needing preemption at the start of the search (``_collect``), and only this
-        ordering's simulated releases lowered its usage since: so it is above its nominal quota on
-        one of them now (``QuotaModel.over_quota_children``) or it is in ``released``."""
+        Read lazily (the first strategy), a ClusterQueue other than the preemptor's has a candidate
+        only if it borrowed on a flavor-resource needing preemption at the start of the search
+        (``_collect``), and only this ordering's simulated releases lowered its usage since: so it
+        is above its nominal quota on one of them now (``QuotaModel.over_quota_children``) or it is
+        in ``released``."""
         ctx = self.ctx
         model = ctx.model
         parent = (COHORT, cohort)
@@ -586,11 +586,10 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     target's side strictly above the preemptor's side, a target's share only falls, and the
     preemptor's side's share falls only if the second strategy removes a retry candidate below it,
     which :func:`_may_lower` rules out — then they would only be chosen, fail and be dropped,
-    changing nothing.  The first time since the last
-    removal that this happens, the whole tree is checked: with no candidate of the preemptor's own
-    ClusterQueue left and no borrowing node's share reaching the preemptor's side's, nothing
-    changes any share any more and every later target would fail the same way, in this strategy
-    and the second.
+    changing nothing.  The first time since the last removal that this happens, the whole tree is
+    checked: with no candidate of the preemptor's own ClusterQueue left and no borrowing node's
+    share reaching the preemptor's side's, nothing changes any share any more and every later
+    target would fail the same way, in this strategy and the second.
 
     ``LessThanOrEqualToFinalShare`` tests a candidate with ``QuotaModel.share_without`` (the target
     side's share were the candidate released; nothing is simulated), and a candidate whose charge
