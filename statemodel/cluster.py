@@ -743,8 +743,9 @@ class ClusterState:
         goes back to its queue at once — and is no victim again in the same step
         (``WorkloadInfo.preempted_in_step``), which bounds a step's preemptions by its workloads: a
         ring of workloads each able to preempt the next (shares level) would otherwise preempt in a
-        circle forever within one step, where Kueue's evictions and requeues take time.  ``numbers``: what made the preemption necessary
-        (``preemptor.shortage``), appended to each message."""
+        circle forever within one step, where Kueue's evictions and requeues take time.
+        ``numbers``: what made the preemption necessary (``preemptor.shortage``), appended to each
+        message."""
         release_now = self.releases_on_decision()
         preemptor.victims = [t.info.key for t in targets]
         for t in targets:
