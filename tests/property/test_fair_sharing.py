@@ -462,8 +462,8 @@ def test_admission_order_does_not_depend_on_arrival_order(tree, holds, raw_heads
 
 
 A_PREEMPTION_CYCLE = dict(  # q2's p5 preempts q2's h0 (InClusterQueue), q0's h3 then p5, h0 then h3 (both
-    # InCohortFairSharing, every side's share level), and round again: victims released on the decision
-    # and preempting again in the same step spun forever
+    # InCohortFairSharing, every side's share level), and round again: each victim, released on the
+    # decision, admitted again and preempted again in the same step, spun forever
     tree=(
     {'cohorts': [('root', None,
                   {'f0': {'cpu': (1, None, None), 'gpu': (4, None, None)},
