@@ -474,36 +474,31 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     return False
 
 
-def _may_lower(ctx: PreemptionContext, weight: Weight, mine: Node, retry: list[Candidate]) -> bool:
+def _may_lower(ordering: TargetOrdering, mine: Node, retry: list[Candidate]) -> bool:
     """Whether the second strategy might remove a candidate of ``retry`` below the preemptor's side
     ``mine`` (a node of the preemptor's path), and so lower that side's share.
 
     Level by level up the preemptor's path: its own ClusterQueue's share never falls (the first
     strategy takes its candidates itself; none is retried).  A retry candidate whose lowest common
-    Cohort with the preemptor is ``path[j]`` has sides ``path[j - 1]`` and ``theirs``; the second
-    strategy takes it only if ``theirs``'s share is then strictly above ``path[j - 1]``'s, and a
-    share only falls — so it may be taken only if ``theirs`` is above now, or ``path[j - 1]``'s
-    share may fall itself.  ``path[j]``'s share may fall once a candidate below it may be taken.
-    O(retry × depth)."""
-    model = ctx.model
-    path = model.path(ctx.cluster_queue)
-    top = path.index(mine)
+    Cohort with the preemptor is ``path[j]`` has sides ``path[j - 1]`` and ``theirs``
+    (:meth:`TargetOrdering.almost_lcas`); the second strategy takes it only if ``theirs``'s share
+    is then strictly above ``path[j - 1]``'s, and a share only falls — so it may be taken only if
+    ``theirs`` is above now, or ``path[j - 1]``'s share may fall itself.  ``path[j]``'s share may
+    fall once a candidate below it may be taken.  O(retry × depth)."""
+    at = ordering.preemptor_path
+    top = at[mine]
     if top == 0:
         return False
     at_level: dict[int, list[Node]] = {}  # j -> the ``theirs`` side of each retry candidate there
     for cand in retry:
-        target_path = model.path(cand.cluster_queue)
-        for i in range(1, len(target_path)):
-            j = path.index(target_path[i]) if target_path[i] in path else -1
-            if j >= 0:
-                if j <= top:
-                    at_level.setdefault(j, []).append(target_path[i - 1])
-                break
+        side, theirs = ordering.almost_lcas(cand.cluster_queue)
+        j = at[side] + 1
+        if j <= top:
+            at_level.setdefault(j, []).append(theirs)
     for j in range(1, top + 1):  # path[j - 1]'s share cannot fall: may path[j]'s?
-        side = path[j - 1]
-        side_order = model.share(side[0], side[1], weight(side[0], side[1])).order()
+        side_order = ordering.key(ordering.path[j - 1])
         for theirs in at_level.get(j, ()):
-            if model.share(theirs[0], theirs[1], weight(theirs[0], theirs[1])).order() > side_order:
+            if ordering.key(theirs) > side_order:
                 return True
     return False
 
@@ -622,7 +617,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = True
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
-            if not _may_lower(ctx, weight, mine, retry):  # none can pass the second strategy either
+            if not _may_lower(ordering, mine, retry):  # none can pass the second strategy either
                 ordering.prune(ordering.common_cohort(mine))
             else:
                 retry.extend(ordering.pop_all(cq))
