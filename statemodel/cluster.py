@@ -153,11 +153,14 @@ class ClusterState:
         return self.decisions
 
     def _end_step(self) -> None:
-        """The workloads preempted in the step may be victims again (``preempt``)."""
+        """The workloads preempted in the step may be victims again (``preempt``): those admitted again
+        meanwhile go back among their ClusterQueue's candidates (``CandidateIndex.ordered``)."""
         for key in self.preempted_in_step:
             info = self.workloads.get(key)
             if info is not None:
                 info.preempted_in_step = False
+                if info.status == ADMITTED and info.cluster_queue is not None:
+                    self.candidate_index.touch(info.cluster_queue)
         self.preempted_in_step.clear()
 
     # -- models that admit their own units (statemodel.quota.protocol.UnitModel) ----------------

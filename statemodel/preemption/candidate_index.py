@@ -78,7 +78,8 @@ class CandidateIndex:
 
     def touch(self, cluster_queue: str) -> None:
         """``cluster_queue``'s admitted workloads changed (one admitted, released, chosen as a victim
-        awaiting eviction, or given a new priority)."""
+        awaiting eviction, given a new priority, or a candidate again at the end of the step it was
+        preempted in)."""
         self._queues.pop(cluster_queue, None)
         self._changed.add(cluster_queue)
 
@@ -193,10 +194,14 @@ class CandidateIndex:
         return got
 
     def ordered(self, admitted: "dict[str, dict[str, WorkloadInfo]]", cluster_queue: str) -> OrderedQueue:
-        """``cluster_queue``'s members of ``admitted`` (``ClusterState.admitted``) in candidate order."""
+        """``cluster_queue``'s members of ``admitted`` (``ClusterState.admitted``) in candidate order,
+        without those preempted earlier in the step being applied (``WorkloadInfo.preempted_in_step``:
+        no victim again in that step; the cluster state touches their ClusterQueue when the step
+        ends)."""
         got = self._queues.get(cluster_queue)
         if got is None:
-            keyed = sorted((queue_key(info), info) for info in admitted.get(cluster_queue, {}).values())
+            keyed = sorted((queue_key(info), info) for info in admitted.get(cluster_queue, {}).values()
+                           if not info.preempted_in_step)
             evicting: list["WorkloadInfo"] = []
             rest: list["WorkloadInfo"] = []
             keys: list[QueueKey] = []

@@ -98,9 +98,9 @@ def borrowing_forbidden(ctx: PreemptionContext) -> bool:
 
 def classify(ctx: PreemptionContext, info: "WorkloadInfo", cluster_queue: str, advantage: bool) -> int:
     """Kueue ``classifyPreemptionVariant``: 0 when ``info`` may not be preempted (uses no needed
-    flavor-resource, or the policy forbids it, or it was preempted earlier in this step:
-    ``WorkloadInfo.preempted_in_step``), else its variant."""
-    if not ctx.uses_needed(info) or info.preempted_in_step:
+    flavor-resource, or the policy forbids it), else its variant.  (A workload preempted earlier in
+    the step is no candidate at all: ``CandidateIndex.ordered`` leaves it out.)"""
+    if not ctx.uses_needed(info):
         return 0
     own = cluster_queue == ctx.cluster_queue
     policy = ctx.preemption.within_cluster_queue if own else ctx.preemption.reclaim_within_cohort

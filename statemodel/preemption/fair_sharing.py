@@ -407,18 +407,18 @@ class TargetOrdering:
 def _eligible(ctx: PreemptionContext, cq: str, policy: PreemptionPolicy) -> Iterator["WorkloadInfo"]:
     """The admitted workloads of ``cq`` that ``policy`` (not ``Never``) lets the context's preemptor
     preempt and that use a flavor-resource needing preemption, in the candidate index's order
-    (evicting first, then ascending priority), read lazily; not one preempted earlier in this step
-    (``WorkloadInfo.preempted_in_step``)."""
+    (evicting first, then ascending priority; without those preempted earlier in the step), read
+    lazily."""
     ordered = ctx.index.ordered(ctx.admitted, cq)
     for info in ordered.evicting:
-        if ctx.uses_needed(info) and not info.preempted_in_step and satisfies_policy(ctx.preemptor, info, policy):
+        if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
             yield info
     mine = ctx.preemptor.obj.priority
     bound = mine if policy == LOWER_PRIORITY else mine + 1 if policy == LOWER_OR_NEWER_EQUAL_PRIORITY else None
     for info in ordered.rest:
         if bound is not None and info.obj.priority >= bound:
             return  # ascending priority: no later workload satisfies the policy
-        if ctx.uses_needed(info) and not info.preempted_in_step and satisfies_policy(ctx.preemptor, info, policy):
+        if ctx.uses_needed(info) and satisfies_policy(ctx.preemptor, info, policy):
             yield info
 
 
