@@ -24,6 +24,8 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
+from statemodel.objects import FlavorResource
+
 if TYPE_CHECKING:
     from statemodel.hierarchy import Hierarchy
     from statemodel.workload import WorkloadInfo
@@ -60,7 +62,8 @@ class CandidateIndex:
     """Per ClusterQueue name, its admitted workloads in candidate order (:class:`OrderedQueue`),
     built on first use and dropped by :meth:`touch`; per Cohort its child ClusterQueues by first key
     (:meth:`children_by_first`) and the smallest ``queue_key`` below it (:meth:`subtree_min`); over
-    every ClusterQueue the lowest priority admitted (:meth:`lowest_priority`).  Costs: O(k log k) for
+    every ClusterQueue the lowest priority admitted (:meth:`lowest_priority`) and the least charge per
+    flavor-resource (:meth:`least_charge`).  Costs: O(k log k) for
     a ClusterQueue of k admitted workloads once per change of that ClusterQueue, and O(log c) plus a
     move of c pointers to refile it among the c children of its Cohort; a Cohort's bound O(its child
     Cohorts) once per change below it; O(1) per read otherwise."""
@@ -75,6 +78,9 @@ class CandidateIndex:
         self._lowest_count: dict[int, int] = {}  # priority -> ClusterQueues whose lowest it is
         self._by_first: dict[str, list[tuple[QueueKey, str]]] = {}  # Cohort -> children_by_first
         self._filed: dict[str, tuple[str, QueueKey]] = {}  # ClusterQueue -> (Cohort, key) in _by_first
+        self._floors: dict[str, dict[FlavorResource, int]] = {}  # ClusterQueue -> its least charges
+        self._floor_count: dict[FlavorResource, dict[int, int]] = {}  # fr -> least charge -> ClusterQueues
+        self._floor_changed: set[str] = set()  # ClusterQueues whose least charges are to be recounted
 
     def touch(self, cluster_queue: str) -> None:
         """``cluster_queue``'s admitted workloads changed (one admitted, released, chosen as a victim
@@ -117,6 +123,7 @@ class CandidateIndex:
             if ordered.keys:
                 now = lowest[cq] = ordered.keys[0][0]
                 count[now] = count.get(now, 0) + 1
+            self._floor_changed.add(cq)
             entry = hierarchy.cluster_queues.get(cq)
             name = entry.cohort_name if entry is not None else None
             self._refile(cq, name, ordered.keys)
@@ -125,6 +132,61 @@ class CandidateIndex:
                 cohort = cohorts.get(name)
                 name = cohort.parent_name if cohort is not None else None
         self._changed.clear()
+
+    def _refloor(self, cq: str, ordered: OrderedQueue) -> None:
+        """Recount ``cq``'s least charge per flavor-resource (over its candidates: the flavor-resources
+        every one of them charges, each at the smallest amount charged) into ``least_charge``'s
+        counts."""
+        counts = self._floor_count
+        for fr, amount in self._floors.pop(cq, {}).items():
+            left = counts[fr][amount] - 1
+            if left:
+                counts[fr][amount] = left
+            else:
+                del counts[fr][amount]
+                if not counts[fr]:
+                    del counts[fr]
+        members = ordered.evicting + ordered.rest
+        if members:
+            floor = dict(members[0].charge)
+            for info in members[1:]:
+                charge = info.charge
+                for fr in list(floor):
+                    amount = charge.get(fr, 0)
+                    if amount <= 0:
+                        del floor[fr]
+                    elif amount < floor[fr]:
+                        floor[fr] = amount
+            floor = {fr: amount for fr, amount in floor.items() if amount > 0}
+            self._floors[cq] = floor
+            for fr, amount in floor.items():
+                at = counts.setdefault(fr, {})
+                at[amount] = at.get(amount, 0) + 1
+
+    def least_charge(self, admitted: "dict[str, dict[str, WorkloadInfo]]") -> dict[FlavorResource, int]:
+        """Per flavor-resource, an amount every candidate of every ClusterQueue charges at least (the
+        flavor-resources some candidate does not charge are left out): what a victim search releases
+        at the least by taking any one candidate (``QuotaModel.share_without_least``).  :meth:`refresh`
+        first.  Kept per ClusterQueue: O(k) for a ClusterQueue of k admitted workloads once per change
+        of it (counted here, not in ``refresh``, so searches that never ask pay nothing), then
+        O(flavor-resources × distinct least charges)."""
+        self._recount_floors(admitted)
+        queues = len(self._floors)
+        return {fr: min(at) for fr, at in self._floor_count.items() if sum(at.values()) == queues}
+
+    def least_charge_of(self, admitted: "dict[str, dict[str, WorkloadInfo]]",
+                        cluster_queue: str) -> dict[FlavorResource, int]:
+        """:meth:`least_charge` over the candidates of one ClusterQueue (``{}`` when it has none).
+        :meth:`refresh` first.  The caller must not change the dict."""
+        self._recount_floors(admitted)
+        return self._floors.get(cluster_queue, {})
+
+    def _recount_floors(self, admitted: "dict[str, dict[str, WorkloadInfo]]") -> None:
+        """Bring the least charges of the ClusterQueues changed since they were last counted up to date."""
+        if self._floor_changed:
+            for cq in self._floor_changed:  # order-free: each only drops and adds counts
+                self._refloor(cq, self.ordered(admitted, cq))
+            self._floor_changed.clear()
 
     def _refile(self, cq: str, cohort: str | None, keys: list[QueueKey]) -> None:
         """Move ``cq`` to its place by first key (``keys[0]``; out when it has none) in its Cohort's

@@ -463,6 +463,8 @@ class KueueModel:
         self._mutations = 0
         self._rows: dict[tuple[QuotaNode, FlavorResource], tuple[int, int]] = {}
         self._rows_at = -1
+        self._local_below_map: dict[str, set[FlavorResource]] = {}
+        self._local_below_at = -1
 
     def node(self, kind: str, name: str) -> QuotaNode:
         """The node ``(kind, name)``, created when first named."""
@@ -645,6 +647,48 @@ class KueueModel:
         for fr, delta in deltas:
             after[fr] = after.get(fr, 0) + delta
         return self._share_of(target, above, after, weight_milli)
+
+    def share_without_least(self, kind: str, name: str, weight_milli: int,
+                            least: dict[FlavorResource, int]) -> Share:
+        """A bound of ``share_without(kind, name, weight_milli, leaf, usage)`` from above, over every
+        ClusterQueue ``leaf`` below the node and every ``usage`` of at least ``least`` on each
+        flavor-resource: the node's share with ``least`` taken off its usage — except on the
+        flavor-resources where a node below it keeps local quota (a ``lendingLimit``), where a
+        release may stop spilling before it reaches the node, so nothing is taken off.  Without local
+        quota on the way a release spills up whole (``add_usage``), and a share only falls with usage.
+        Nothing is changed or remembered but the flavor-resources with local quota below each Cohort
+        (per configuration: O(nodes × depth) once after a change of specs or edges).  O(flavor-resources
+        of ``least``) and one share computation otherwise."""
+        target = self._find(kind, name)
+        if target is None or target.parent is None:
+            return Share.none(weight_milli)
+        kept = self._local_below().get(name) if kind == COHORT else None
+        after = dict(target.usage)
+        taken = False
+        for fr, amount in least.items():
+            if amount > 0 and (kept is None or fr not in kept) and fr in after:
+                after[fr] = after[fr] - amount if after[fr] > amount else 0
+                taken = True
+        if not taken:
+            return self.share(kind, name, weight_milli)
+        return self._share_of(target, target.parent, after, weight_milli)
+
+    def _local_below(self) -> dict[str, set[FlavorResource]]:
+        """Per Cohort, the flavor-resources on which a node below it (not itself) keeps local quota;
+        remembered until a spec or an edge changes."""
+        if self._local_below_at != self._epoch:
+            below: dict[str, set[FlavorResource]] = {}
+            for node in [*self._cqs.values(), *self._cohorts.values()]:
+                frs = {fr for fr, local in node.local.items() if local > 0}
+                if not frs:
+                    continue
+                parent = node.parent
+                while parent is not None:
+                    below.setdefault(parent.name, set()).update(frs)
+                    parent = parent.parent
+            self._local_below_map = below
+            self._local_below_at = self._epoch
+        return self._local_below_map
 
     def _share_of(self, node: QuotaNode, parent: QuotaNode, usage: dict[FlavorResource, int],
                   weight_milli: int) -> Share:

@@ -398,6 +398,14 @@ class QuotaModel(Protocol):
         where the release stops spilling, answers its share now.  Cost: O(depth × flavor-resources
         of ``usage``) and one share computation."""
 
+    def share_without_least(self, kind: str, name: str, weight_milli: int,
+                            least: dict[FlavorResource, int]) -> Share:
+        """A bound from above of ``share_without(kind, name, weight_milli, leaf, usage)`` over every
+        ClusterQueue ``leaf`` below node ``(kind, name)`` and every ``usage`` of at least ``least`` on
+        each flavor-resource: when it is below a preemptor's share, no candidate below the node can
+        pass ``LessThanOrEqualToFinalShare`` (fair-sharing preemption reads it to pass over a whole
+        subtree).  Cost: O(flavor-resources of ``least``) and one share computation."""
+
     def in_use(self, leaf: str) -> bool:
         """Whether ``leaf`` holds any non-zero usage (a deleted ClusterQueue stays until it drains)."""
 

@@ -67,6 +67,11 @@ class NoClusterQueueQuota:
         """No borrowing of ClusterQueue quota, released or not: ``Share.none``."""
         return Share.none(weight_milli)
 
+    def share_without_least(self, kind: str, name: str, weight_milli: int,
+                            least: dict[FlavorResource, int]) -> Share:
+        """No borrowing of ClusterQueue quota: ``Share.none``."""
+        return Share.none(weight_milli)
+
     def in_use(self, leaf: str) -> bool:
         """No ClusterQueue holds usage."""
         return False

@@ -356,6 +356,21 @@ def check_lowest_priority(s: Scenario) -> None:
     assert index.lowest_priority() == (min(priorities) if priorities else None)
 
 
+def check_least_charge(s: Scenario) -> None:
+    """The candidate index's least charge, kept across the history, equals a recount: per
+    flavor-resource every admitted workload charges, the smallest amount charged."""
+    cluster = s.engine.clusters[s.cluster]
+    index = cluster.candidate_index
+    index.refresh(cluster.admitted, cluster.hierarchy)
+    charges = [info.charge for infos in cluster.admitted.values() for info in infos.values()]
+    frs = set.intersection(*[{fr for fr, amount in c.items() if amount > 0} for c in charges]) if charges else set()
+    assert index.least_charge(cluster.admitted) == {fr: min(c[fr] for c in charges) for fr in frs}
+    for cq, infos in sorted(cluster.admitted.items()):
+        own = [info.charge for info in infos.values()]
+        frs = set.intersection(*[{fr for fr, amount in c.items() if amount > 0} for c in own]) if own else set()
+        assert index.least_charge_of(cluster.admitted, cq) == {fr: min(c[fr] for c in own) for fr in frs}, cq
+
+
 def check_children_order(s: Scenario) -> None:
     """The candidate index's order of each Cohort's ClusterQueues by first workload, kept across the
     history, equals a recount (every ClusterQueue with a non-evicting admitted workload, by the
@@ -458,6 +473,7 @@ def test_preemption_properties_on_random_trees_and_histories(case):
         check_searches(s, model.frs())
         check_candidate_orders(s, model.frs())
         check_lowest_priority(s)
+        check_least_charge(s)
         check_children_order(s)
         check_over_quota_index(s, model.frs())
     event(f"preemptions: {min(3, sum(1 for d in s.decisions if d['type'] == 'Preempted'))}+")
