@@ -33,7 +33,9 @@ reference/kueue.md §4.4).
 Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
 before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
 gives all its candidates to the retry list at once, and the search ends once no strategy can pass
-any more (:func:`_may_pass`).  ``LessThanOrEqualToFinalShare`` reads the target's share without a
+any more (:func:`_may_pass`); a target side whose candidates all fail the first strategy
+(``QuotaModel.share_without_least``), or one that fails the second, is passed over whole.
+``LessThanOrEqualToFinalShare`` reads the target's share without a
 candidate from the quota model (``QuotaModel.share_without``) instead of simulating the release,
 and is not asked again of a candidate whose charge covers one that failed it against the same
 state (:func:`_covers_any`).
@@ -109,11 +111,15 @@ class TargetOrdering:
         self.pruned: set[Node] = set()
         self.shares: dict[Node, Share] = {}
         self.keys: dict[Node, ShareOrder] = {}
+        self.least_keys: dict[Node, ShareOrder] = {}
+        self.least: dict[FlavorResource, int] | None = None
         self.children: dict[str, list[str]] = {}
         self.released: dict[str, dict[FlavorResource, int]] = {}
         self.heaps: dict[str, list[HeapEntry]] = {}
         self.scales: dict[str, int] = {}
         self.version: dict[str, int] = {}
+        self.passes_over = False  # the first strategy under LessThanOrEqualToFinalShare (:meth:`_pass_over`)
+        self.deferred: list[tuple[Node, Node]] = []  # (mine, theirs) passed over unread: :meth:`give`
 
     def share(self, node: Node) -> Share:
         """The node's share now."""
@@ -129,11 +135,31 @@ class TargetOrdering:
             got = self.keys[node] = self.share(node).order()
         return got
 
+    def least_key(self, node: Node) -> ShareOrder:
+        """``Share.order`` of ``QuotaModel.share_without_least`` of the node now, with the least any
+        one candidate below it releases (a ClusterQueue: ``CandidateIndex.least_charge_of`` its own;
+        a Cohort: ``CandidateIndex.least_charge`` of all): no candidate below the node leaves it a
+        higher share."""
+        got = self.least_keys.get(node)
+        if got is None:
+            ctx = self.ctx
+            if node[0] == CLUSTER_QUEUE:
+                least = ctx.index.least_charge_of(ctx.admitted, node[1])
+            else:
+                everyone = self.least
+                if everyone is None:
+                    everyone = self.least = ctx.index.least_charge(ctx.admitted)
+                least = everyone
+            share = ctx.model.share_without_least(node[0], node[1], self.weight(node[0], node[1]), least)
+            got = self.least_keys[node] = share.order()
+        return got
+
     def changed(self, cq: str, charge: dict[FlavorResource, int]) -> None:
         """``charge`` of ``cq`` was released in the simulation: forget the shares on its path."""
         for node in self.ctx.model.path(cq):
             self.shares.pop(node, None)
             self.keys.pop(node, None)
+            self.least_keys.pop(node, None)
         released = self.released.setdefault(cq, {})
         for fr, amount in charge.items():
             released[fr] = released.get(fr, 0) + amount
@@ -268,6 +294,8 @@ class TargetOrdering:
             return None
         if best_cohort is not None and (best_cq_key is None or (best_cohort_key is not None
                                                                  and best_cohort_key >= best_cq_key)):
+            if self.passes_over and self._pass_over_cohort(cohort, best_cohort):
+                return None  # chosen again from the root
             return self._next(best_cohort)
         return best_cq
 
@@ -341,6 +369,9 @@ class TargetOrdering:
             if (CLUSTER_QUEUE, cq) in pruned:
                 heapq.heappop(heap)
             elif top[4] != version.get(cq, 0):
+                if top[4] < 0 and self.passes_over and self._pass_over(cohort, cq):
+                    heapq.heappop(heap)
+                    continue
                 entry = self._entry(cohort, cq)
                 if entry is None:
                     heapq.heappop(heap)
@@ -349,6 +380,69 @@ class TargetOrdering:
             else:
                 return cq, self.key((CLUSTER_QUEUE, cq))
         return None, None
+
+    def _pass_over(self, cohort: str, cq: str) -> bool:
+        """The first strategy under ``LessThanOrEqualToFinalShare``, before ``cq``'s candidates are
+        read: whether ``cq``, a child of ``cohort`` on the preemptor's path other than the
+        preemptor's own ClusterQueue, is passed over unread (pruned, and listed in ``deferred`` for
+        :meth:`give`).  So it is when even the least release (:meth:`least_key`) leaves it below
+        the preemptor's side there (``mine``) — no candidate of it can pass now — and the walk
+        would choose it before anything below ``mine`` changes, while nothing else changes its test
+        (``mine``'s share falls only when something below it is taken).  That holds when its share
+        is strictly above ``mine``'s: at ``cohort`` it comes before ``mine``, a Cohort or a
+        ClusterQueue.  On a tie it holds when ``mine`` is the preemptor's own ClusterQueue whose
+        next candidate is not evicting (or that has none): Kueue's candidate order puts another
+        ClusterQueue's candidates before the preemptor's own, evicting first, so ``cq`` comes
+        before it."""
+        at = self.preemptor_path.get((COHORT, cohort))
+        own = self.ctx.cluster_queue
+        if at is None or cq == own:
+            return False
+        mine = self.path[at - 1]
+        node = (CLUSTER_QUEUE, cq)
+        mine_key = self.key(mine)
+        key = self.key(node)
+        if key < mine_key or not self.least_key(node) < mine_key:
+            return False
+        if key == mine_key:
+            if at != 1:
+                return False
+            own_next = self._candidates(own)
+            if own_next and own_next[0].info.evicting:
+                return False
+        self.pruned.add(node)
+        self.deferred.append((mine, node))
+        return True
+
+    def _pass_over_cohort(self, cohort: str, child: str) -> bool:
+        """The first strategy under ``LessThanOrEqualToFinalShare``, as the walk is about to descend
+        from ``cohort`` into its child Cohort ``child``: whether ``child`` is passed over unread
+        (pruned, and listed in ``deferred`` for :meth:`give`).  So it is when ``cohort`` is on the
+        preemptor's path and ``child`` is not — ``child`` is then the side of every target below it —
+        and ``child``'s share is at least the preemptor's side's there (``mine``: else its targets
+        could not pass, which the strategy handles itself) while even the least release
+        (:meth:`least_key`) leaves it below: no candidate below it can pass, and the walk would
+        choose them one after the other, ``child`` staying the highest child of ``cohort`` until
+        emptied, with nothing changing meanwhile."""
+        at = self.preemptor_path.get((COHORT, cohort))
+        node = (COHORT, child)
+        if at is None or node in self.preemptor_path:
+            return False
+        mine = self.path[at - 1]
+        mine_key = self.key(mine)
+        if self.key(node) < mine_key or not self.least_key(node) < mine_key:
+            return False
+        self.pruned.add(node)
+        self.deferred.append((mine, node))
+        return True
+
+    def give(self, theirs: Node, into: list[Candidate]) -> None:
+        """Take every candidate the walk can still reach below (or of) ``theirs``, a side passed over
+        unread, into ``into`` (:meth:`drain` for a Cohort)."""
+        if theirs[0] == COHORT:
+            self.drain(theirs[1], into)
+        elif self.has_workload(theirs[1]):
+            into.extend(self.pop_all(theirs[1]))
 
     def drain(self, cohort: str, into: list[Candidate]) -> None:
         """Take every candidate the walk can still reach below ``cohort`` into ``into`` and prune
@@ -474,14 +568,16 @@ def _may_pass(ctx: PreemptionContext, weight: Weight, ordering: TargetOrdering |
     return False
 
 
-def _may_lower(ordering: TargetOrdering, mine: Node, retry: list[Candidate]) -> bool:
+def _may_lower(ordering: TargetOrdering, mine: Node, retry: list[Candidate],
+               deferred: list[tuple[Node, Node]]) -> bool:
     """Whether the second strategy might remove a candidate of ``retry`` below the preemptor's side
     ``mine`` (a node of the preemptor's path), and so lower that side's share.
 
     Level by level up the preemptor's path: its own ClusterQueue's share never falls (the first
     strategy takes its candidates itself; none is retried).  A retry candidate whose lowest common
     Cohort with the preemptor is ``path[j]`` has sides ``path[j - 1]`` and ``theirs``
-    (:meth:`TargetOrdering.almost_lcas`); the second strategy takes it only if ``theirs``'s share
+    (:meth:`TargetOrdering.almost_lcas`; ``deferred`` gives such pairs of whole subtrees still to be
+    read into the retry list, each as if it held a candidate); the second strategy takes it only if ``theirs``'s share
     is then strictly above ``path[j - 1]``'s, and a share only falls — so it may be taken only if
     ``theirs`` is above now, or ``path[j - 1]``'s share may fall itself.  ``path[j]``'s share may
     fall once a candidate below it may be taken.  O(retry × depth)."""
@@ -490,8 +586,8 @@ def _may_lower(ordering: TargetOrdering, mine: Node, retry: list[Candidate]) -> 
     if top == 0:
         return False
     at_level: dict[int, list[Node]] = {}  # j -> the ``theirs`` side of each retry candidate there
-    for cand in retry:
-        side, theirs = ordering.almost_lcas(cand.cluster_queue)
+    sides = [ordering.almost_lcas(cand.cluster_queue) for cand in retry] + deferred
+    for side, theirs in sides:
         j = at[side] + 1
         if j <= top:
             at_level.setdefault(j, []).append(theirs)
@@ -586,13 +682,25 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     share reaching the preemptor's side's, nothing changes any share any more and every later
     target would fail the same way, in this strategy and the second.
 
+    Under ``LessThanOrEqualToFinalShare`` (and the preemptor's ClusterQueue above nominal quota) the
+    walk passes over, unread, a target side none of whose candidates can pass
+    (:meth:`TargetOrdering._pass_over`, :meth:`TargetOrdering._pass_over_cohort`: even the least
+    release leaves it below the preemptor's side, :meth:`TargetOrdering.least_key`), when it
+    would choose its targets one after the other with nothing changing meanwhile.  Their candidates
+    go to the retry list (:meth:`TargetOrdering.give`) only when the strategy ends with one and the
+    second strategy could take from that side — above the preemptor's side now, or
+    :func:`_may_lower`.
+
     ``LessThanOrEqualToFinalShare`` tests a candidate with ``QuotaModel.share_without`` (the target
     side's share were the candidate released; nothing is simulated), and a candidate whose charge
     covers that of one which failed during the same visit of the target (no removal in between, so
     the same state) fails without a test (:func:`_covers_any`)."""
     ordering = TargetOrdering(ctx, weight, None)
     retry: list[Candidate] = []
+    final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     within_nominal = _within_nominal(ctx)
+    ordering.passes_over = final and not within_nominal
+    deferred = ordering.deferred  # (mine, theirs): sides given to the retry list unread
     model = ctx.model
     checked = False  # the whole tree was checked since the last removal
     for cq in ordering:
@@ -617,13 +725,12 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = True
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
-            if not _may_lower(ordering, mine, retry):  # none can pass the second strategy either
+            if not _may_lower(ordering, mine, retry, deferred):  # none can pass the second strategy either
                 ordering.prune(ordering.common_cohort(mine))
             else:
                 retry.extend(ordering.pop_all(cq))
                 ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
             continue
-        final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         their_weight = weight(theirs[0], theirs[1])
         failed: list[dict[FlavorResource, int]] = []  # charges that failed the final share here
         while ordering.has_workload(cq):
@@ -645,11 +752,16 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = False
                 break  # shares changed: choose the target again
             retry.append(cand)
+    for mine, theirs in deferred:
+        if ordering.key(theirs) > ordering.key(mine) or _may_lower(ordering, mine, retry, deferred):
+            ordering.give(theirs, retry)
     return False, retry
 
 
 def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: list[Candidate], removed: Removed) -> bool:
-    """Kueue ``runSecondFsStrategy`` (rule S2-b, ``LessThanInitialShare``, once per ClusterQueue)."""
+    """Kueue ``runSecondFsStrategy`` (rule S2-b, ``LessThanInitialShare``, once per ClusterQueue).
+    A target that fails where its side is a Cohort prunes that side: the walk would choose every
+    other target below it in turn, each failing the same way, as nothing changes meanwhile."""
     ordering = TargetOrdering(ctx, weight, sorted(retry, key=lambda c: candidate_key(ctx, c)))
     for cq in ordering:
         mine, theirs = ordering.almost_lcas(cq)
@@ -659,6 +771,8 @@ def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: list[Candida
             _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
             if _fits(ctx):
                 return True
+        elif theirs[0] == COHORT:
+            ordering.prune(theirs[1])  # every ClusterQueue below it fails the same way while nothing changes
         ordering.drop(cq)
     return False
 

@@ -327,6 +327,41 @@ def test_share_without_is_the_share_after_a_simulated_release(tree, holds, index
     event(f"shares the release changes: {'none' if not moved else 'a Cohort' if any(k == COHORT for k, _ in moved) else 'ClusterQueues only'}")
 
 
+leasts = st.dictionaries(st.tuples(st.sampled_from(FLAVORS), st.sampled_from(RESOURCES)),
+                         st.integers(min_value=1, max_value=3), max_size=2)
+
+
+@SETTINGS
+@given(trees(), heavy_usages, leasts, st.randoms(use_true_random=False))
+def test_share_without_least_bounds_every_release_below(tree, holds, least, rnd):
+    """``QuotaModel.share_without_least`` — what lets the first strategy pass over a whole Cohort —
+    is, for every node, at least ``share_without`` of every release at any ClusterQueue below it
+    that a candidate there could make charging at least ``least`` on each flavor-resource (at most
+    what the ClusterQueue holds), lending limits on the way included; and it changes nothing."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    before = (model.dump(), _all_shares(model, tree, weight))
+    bounds = {node: model.share_without_least(node[0], node[1], weight(*node), least).order() for node in nodes}
+    assert (model.dump(), _all_shares(model, tree, weight)) == before, "share_without_least changed the model"
+    tried = 0
+    for leaf in cqs:
+        held = {(f, r): model.quota_numbers(CLUSTER_QUEUE, leaf, (f, r))[2] for f in FLAVORS for r in RESOURCES}
+        if any(held.get(fr, 0) < amount for fr, amount in least.items()):
+            continue  # no candidate here charges that much
+        for _ in range(3):
+            charge = {fr: rnd.randint(least.get(fr, 0), amount) for fr, amount in held.items() if amount > 0}
+            for node in nodes:
+                if node in model.path(leaf):
+                    tried += 1
+                    got = model.share_without(node[0], node[1], weight(*node), leaf, charge).order()
+                    assert got <= bounds[node], (node, leaf, charge)
+    event(f"releases bounded: {min(tried, 10)}+")
+
+
 @SETTINGS
 @given(trees(), heavy_usages, st.integers(min_value=0, max_value=5), st.lists(charges, min_size=2, max_size=5))
 def test_a_candidate_covering_a_failed_one_fails_too(tree, holds, index, candidates):
