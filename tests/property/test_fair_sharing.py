@@ -872,8 +872,9 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     reasons, and, when it does not make the request fit and does not end early, the same retry
     candidates — which the second strategy reads, and which the walk takes without testing from
     targets that cannot pass — except those the second strategy could never take: their side is
-    below the preemptor's side, and no candidate retried below the preemptor's side has its own
-    side above the preemptor's there (so none can lower it: shares only fall).  Returns
+    not above the preemptor's side (it needs it strictly above), and no candidate retried below the
+    preemptor's side has its own side above the preemptor's there (so none can lower it: shares
+    only fall).  Returns
     what happened, for the statistics."""
     model, weight = cluster.model, cluster.hierarchy.fair_weight
     strategies = tuple(cluster.config.preemption_strategies or DEFAULT_STRATEGIES)
@@ -912,7 +913,7 @@ def _check_first_strategy(cluster, head, name: str) -> str:
         target_path = model.path(cluster.workloads[key].cluster_queue)
         at = next(i for i, node in enumerate(target_path) if i > 0 and node in path)
         mine, theirs = path[path.index(target_path[at]) - 1], target_path[at - 1]
-        assert order(theirs) < order(mine), f"{head.key} in {name}: {key} left out, but its side is not below"
+        assert order(theirs) <= order(mine), f"{head.key} in {name}: {key} left out, but its side is above"
         for cand in retry:  # nothing retried below the preemptor's side there can pass against it now
             cand_path = model.path(cand.cluster_queue)
             if mine in cand_path:
