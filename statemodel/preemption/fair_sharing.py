@@ -32,7 +32,8 @@ reference/kueue.md §4.4).
 
 Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
 before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
-gives all its candidates to the retry list at once, and the search ends once no strategy can pass
+gives its candidates to the retry list at once (its first: the only one the second strategy could
+take), and the search ends once no strategy can pass
 any more (:func:`_may_pass`); a target side whose candidates all fail the first strategy
 (``QuotaModel.share_without_least``), or one that fails the second, is passed over whole.
 ``LessThanOrEqualToFinalShare`` reads the target's share without a
@@ -173,21 +174,26 @@ class TargetOrdering:
         return got
 
     def _collect(self, cq: str) -> list[Candidate]:
-        """Kueue ``findCandidates`` restricted to ``cq``: the preemptor's own ClusterQueue by its
-        ``withinClusterQueue`` policy; another, if it borrowed on a flavor-resource needing
-        preemption at the start of the search, by ``reclaimWithinCohort``."""
+        """Kueue ``findCandidates`` restricted to ``cq`` (:meth:`_policy`)."""
         ctx = self.ctx
-        own = cq == ctx.cluster_queue
-        if own:
-            policy = ctx.preemption.within_cluster_queue
-        else:
-            policy = ctx.preemption.reclaim_within_cohort if len(self.path) > 1 else NEVER
-            if policy != NEVER and not self._borrowed_at_start(cq):
-                return []
+        policy = self._policy(cq)
         if policy == NEVER:
             return []
         out = [Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE) for info in _eligible(ctx, cq, policy)]
         return by_local_queue_usage(ctx, out)
+
+    def _policy(self, cq: str) -> PreemptionPolicy:
+        """The policy ``cq``'s workloads are candidates by (Kueue ``findCandidates``): the preemptor's
+        own ClusterQueue by its ``withinClusterQueue`` policy; another, if it borrowed on a
+        flavor-resource needing preemption at the start of the search, by ``reclaimWithinCohort``
+        (``Never`` otherwise)."""
+        ctx = self.ctx
+        if cq == ctx.cluster_queue:
+            return ctx.preemption.within_cluster_queue
+        policy = ctx.preemption.reclaim_within_cohort if len(self.path) > 1 else NEVER
+        if policy != NEVER and not self._borrowed_at_start(cq):
+            return NEVER
+        return policy
 
     def _borrowed_at_start(self, cq: str) -> bool:
         """Kueue ``cqIsBorrowing`` as at the start of the search: above nominal quota on a
@@ -208,12 +214,26 @@ class TargetOrdering:
         self.version[cq] = self.version.get(cq, 0) + 1
         return self._candidates(cq).pop(0)
 
-    def pop_all(self, cq: str) -> list[Candidate]:
-        """Take every candidate ``cq`` has left, in order."""
+    def give_first(self, cq: str, into: list[Candidate]) -> None:
+        """Take every candidate ``cq`` has left, giving the second strategy the one it could take:
+        the first in Kueue's candidate order (``candidate_key``), into ``into``.  The second strategy
+        sorts its candidates that way and takes at most one per ClusterQueue, the first, so the
+        others need not be read: a ClusterQueue not read yet gives its first eligible workload
+        (the candidate index's order is that order within one ClusterQueue; ordering by LocalQueue
+        usage, ``by_local_queue_usage``, only reorders the first strategy's)."""
         self.version[cq] = self.version.get(cq, 0) + 1
-        got = self._candidates(cq)
+        got = self.targets.get(cq)
+        if got is None:
+            got = []
+            policy = self._policy(cq) if self.lazy else NEVER
+            if policy != NEVER:
+                info = next(_eligible(self.ctx, cq, policy), None)
+                if info is not None:
+                    got = [Candidate(info, cq, None, WITHIN_CLUSTER_QUEUE)]
+        if got:
+            ctx = self.ctx
+            into.append(min(got, key=lambda cand: candidate_key(ctx, cand)))
         self.targets[cq] = []
-        return got
 
     def exhausted(self, node: Node) -> bool:
         """Whether the walk can take nothing more below ``node``: pruned, or a ClusterQueue without
@@ -438,14 +458,15 @@ class TargetOrdering:
 
     def give(self, theirs: Node, into: list[Candidate]) -> None:
         """Take every candidate the walk can still reach below (or of) ``theirs``, a side passed over
-        unread, into ``into`` (:meth:`drain` for a Cohort)."""
+        unread, giving the second strategy what it could take into ``into`` (:meth:`drain` for a
+        Cohort, :meth:`give_first` for a ClusterQueue)."""
         if theirs[0] == COHORT:
             self.drain(theirs[1], into)
-        elif self.has_workload(theirs[1]):
-            into.extend(self.pop_all(theirs[1]))
+        else:
+            self.give_first(theirs[1], into)
 
     def drain(self, cohort: str, into: list[Candidate]) -> None:
-        """Take every candidate the walk can still reach below ``cohort`` into ``into`` and prune
+        """Take every candidate the walk can still reach below ``cohort`` and prune
         ``cohort`` and what the walk would prune below it on the way — its state once it had
         yielded each such ClusterQueue in turn and given all its candidates away, as the first
         strategy does with a target that cannot pass (:func:`_first_strategy` says when that holds
@@ -453,8 +474,9 @@ class TargetOrdering:
         own excepted), with a candidate, in its Cohort's heap (the heap's entries, or
         :meth:`_may_target` for a Cohort the walk has not entered yet, as its heap would be built);
         a child Cohort is descended into when not pruned and borrowing or on the preemptor's path,
-        pruned otherwise.  ``into`` gets the candidates ClusterQueue by ClusterQueue, each in its
-        order (the second strategy sorts them).  O(nodes below ``cohort`` and their candidates)."""
+        pruned otherwise.  ``into`` gets, ClusterQueue by ClusterQueue, the one candidate of each the
+        second strategy could take (:meth:`give_first`; it sorts them).  O(nodes below ``cohort``),
+        each ClusterQueue's first eligible workload read."""
         own = self.ctx.cluster_queue
         pruned = self.pruned
         stack = [cohort]
@@ -465,8 +487,8 @@ class TargetOrdering:
                 node = (CLUSTER_QUEUE, cq)
                 if node in pruned:
                     continue
-                if (cq == own or self.share(node).borrowed) and self.has_workload(cq):
-                    into.extend(self.pop_all(cq))
+                if cq == own or self.share(node).borrowed:
+                    self.give_first(cq, into)
                 pruned.add(node)
             for child in self._child_cohorts(name):
                 node = (COHORT, child)
@@ -670,8 +692,9 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     """Kueue ``runFirstFsStrategy``: ``(fits, retry candidates)``; the retry candidates are ``None``
     when no strategy can remove anything more (:func:`_may_pass`), so the search has failed.
 
-    A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives all its
-    candidates to the retry list at once, and so does every target still below their lowest common
+    A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives its candidates
+    to the retry list at once (the first only, :meth:`TargetOrdering.give_first`: the second strategy
+    takes at most that one), and so does every target still below their lowest common
     Cohort (:meth:`TargetOrdering.drain`): none of them can pass.  They are not read at all
     (:meth:`TargetOrdering.prune`) when the second strategy could not take them either: it needs a
     target's side strictly above the preemptor's side, a target's share only falls, and the
@@ -718,7 +741,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
         mine, theirs = ordering.almost_lcas(cq)
         preemptor_new, target_old = ordering.share(mine), ordering.share(theirs)
         if preemptor_new.zero_weight_borrows() and not target_old.zero_weight_borrows():
-            retry.extend(ordering.pop_all(cq))
+            ordering.give_first(cq, retry)
             continue
         if _cannot_pass(preemptor_new, target_old):
             if not checked:
@@ -728,7 +751,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
             if not _may_lower(ordering, mine, retry, deferred):  # none can pass the second strategy either
                 ordering.prune(ordering.common_cohort(mine))
             else:
-                retry.extend(ordering.pop_all(cq))
+                ordering.give_first(cq, retry)
                 ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
             continue
         their_weight = weight(theirs[0], theirs[1])

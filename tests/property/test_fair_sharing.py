@@ -871,8 +871,9 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     precheck) ends as Kueue's run literally (``_literal_search``) does: the same victims with their
     reasons, and, when it does not make the request fit and does not end early, the same retry
     candidates — which the second strategy reads, and which the walk takes without testing from
-    targets that cannot pass — except those the second strategy could never take: their side is
-    not above the preemptor's side (it needs it strictly above), and no candidate retried below the
+    targets that cannot pass — except those the second strategy could never take: one of its
+    ClusterQueue's sorts before it in the list (the second strategy takes at most one per
+    ClusterQueue, the first), or its side is not above the preemptor's side (it needs it strictly above), and no candidate retried below the
     preemptor's side has its own side above the preemptor's there (so none can lower it: shares
     only fall).  Returns
     what happened, for the statistics."""
@@ -909,8 +910,17 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     def order(node):
         return model.share(node[0], node[1], weight(node[0], node[1])).order()
 
+    def order_key(key):
+        info = cluster.workloads[key]
+        return candidate_key(ctx, Candidate(info, info.cluster_queue, None, WITHIN_CLUSTER_QUEUE))
+
+    ours = {c.info.key for c in retry or []}
     for key in sorted(left_out) if retry is not None else []:
-        target_path = model.path(cluster.workloads[key].cluster_queue)
+        cq = cluster.workloads[key].cluster_queue
+        if any(cluster.workloads[k].cluster_queue == cq and k in ours and order_key(k) < order_key(key)
+               for k in want_retry):
+            continue  # the second strategy takes at most one candidate per ClusterQueue, the first
+        target_path = model.path(cq)
         at = next(i for i, node in enumerate(target_path) if i > 0 and node in path)
         mine, theirs = path[path.index(target_path[at]) - 1], target_path[at - 1]
         assert order(theirs) <= order(mine), f"{head.key} in {name}: {key} left out, but its side is above"
