@@ -77,6 +77,19 @@ Weight = Callable[[str, str], int]
 """``(kind, name) -> fairSharing.weight`` in thousandths."""
 
 
+class RetryList:
+    """What the first strategy leaves to the second (Kueue's ``retryCandidates``): the candidates it
+    read (``candidates``), and the Cohorts below which every ClusterQueue its walk (``ordering``)
+    can still reach gives its first candidate (``TargetOrdering.give_first``), read only when the
+    second strategy's walk first enters the Cohort it sits in (``below``; ``TargetOrdering.reachable``
+    from the nearest of them down)."""
+
+    def __init__(self, ordering: "TargetOrdering", candidates: list[Candidate], below: set[str]) -> None:
+        self.ordering = ordering
+        self.candidates = candidates
+        self.below = below
+
+
 class TargetOrdering:
     """Kueue ``TargetClusterQueueOrdering``: which ClusterQueue to take the next victim from.
 
@@ -93,8 +106,11 @@ class TargetOrdering:
     ``QuotaModel.share``, remembered per node until a simulated release below it (``changed``).
     """
 
-    def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None) -> None:
+    def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None,
+                 later: "RetryList | None" = None) -> None:
         self.ctx = ctx
+        self.later = later  # the second strategy: Cohorts whose candidates are read on first use
+        self.later_reach: dict[str, bool] = {}
         self.weight = weight
         path = ctx.model.path(ctx.cluster_queue)
         self.path: list[Node] = path
@@ -271,6 +287,16 @@ class TargetOrdering:
         else:
             out = list(self.listed.get(cohort, ()))
             more = []
+            later = self.later
+            if later is not None and self._later_reaches(cohort):
+                for cq in later.ordering.reachable(cohort)[0]:
+                    extra: list[Candidate] = []
+                    later.ordering.give_first(cq, extra)
+                    if extra:
+                        have = self.targets.get(cq, [])
+                        self.targets[cq] = sorted(have + extra, key=lambda cand: candidate_key(ctx, cand))
+                        if not have:
+                            out.append(cq)
         own = ctx.cluster_queue
         if self.preemptor_path.get(parent) == 1:
             more.append(own)
@@ -456,48 +482,43 @@ class TargetOrdering:
         self.deferred.append((mine, node))
         return True
 
-    def give(self, theirs: Node, into: list[Candidate]) -> None:
-        """Take every candidate the walk can still reach below (or of) ``theirs``, a side passed over
-        unread, giving the second strategy what it could take into ``into`` (:meth:`drain` for a
-        Cohort, :meth:`give_first` for a ClusterQueue)."""
-        if theirs[0] == COHORT:
-            self.drain(theirs[1], into)
-        else:
-            self.give_first(theirs[1], into)
-
-    def drain(self, cohort: str, into: list[Candidate]) -> None:
-        """Take every candidate the walk can still reach below ``cohort`` and prune
-        ``cohort`` and what the walk would prune below it on the way — its state once it had
-        yielded each such ClusterQueue in turn and given all its candidates away, as the first
-        strategy does with a target that cannot pass (:func:`_first_strategy` says when that holds
-        for all of them).  A ClusterQueue the walk can reach: not pruned, borrowing (the preemptor's
-        own excepted), with a candidate, in its Cohort's heap (the heap's entries, or
-        :meth:`_may_target` for a Cohort the walk has not entered yet, as its heap would be built);
-        a child Cohort is descended into when not pruned and borrowing or on the preemptor's path,
-        pruned otherwise.  ``into`` gets, ClusterQueue by ClusterQueue, the one candidate of each the
-        second strategy could take (:meth:`give_first`; it sorts them).  O(nodes below ``cohort``),
-        each ClusterQueue's first eligible workload read."""
+    def reachable(self, cohort: str) -> tuple[list[str], list[str]]:
+        """What the walk can still reach just below ``cohort``: its child ClusterQueues not pruned and
+        borrowing (or the preemptor's own), in its heap (the heap's entries, or :meth:`_may_target`
+        for a Cohort the walk has not entered yet, as its heap would be built); and its child
+        Cohorts not pruned and borrowing or on the preemptor's path.  Read only; O(children)."""
         own = self.ctx.cluster_queue
         pruned = self.pruned
-        stack = [cohort]
-        while stack:
-            name = stack.pop()
-            heap = self.heaps.get(name)
-            for cq in [entry[3] for entry in heap] if heap is not None else self._may_target(name):
-                node = (CLUSTER_QUEUE, cq)
-                if node in pruned:
-                    continue
-                if cq == own or self.share(node).borrowed:
-                    self.give_first(cq, into)
-                pruned.add(node)
-            for child in self._child_cohorts(name):
-                node = (COHORT, child)
-                if node in pruned:
-                    continue
-                if self.share(node).borrowed or node in self.preemptor_path:
-                    stack.append(child)
-                pruned.add(node)
-            pruned.add((COHORT, name))
+        heap = self.heaps.get(cohort)
+        cqs = []
+        for cq in [entry[3] for entry in heap] if heap is not None else self._may_target(cohort):
+            node = (CLUSTER_QUEUE, cq)
+            if node not in pruned and (cq == own or self.share(node).borrowed) and cq not in cqs:
+                cqs.append(cq)
+        cohorts = []
+        for child in self._child_cohorts(cohort):
+            node = (COHORT, child)
+            if node not in pruned and (self.share(node).borrowed or node in self.preemptor_path):
+                cohorts.append(child)
+        return cqs, cohorts
+
+    def _later_reaches(self, cohort: str) -> bool:
+        """The second strategy: whether ``cohort`` is one of the Cohorts the first strategy left to
+        be read on first use (``later.below``) or one its walk could still reach below the nearest
+        of them (:meth:`reachable`, step by step)."""
+        got = self.later_reach.get(cohort)
+        if got is None:
+            later = self.later
+            assert later is not None
+            if cohort in later.below:
+                got = True
+            else:
+                entry = self.ctx.hierarchy.cohorts.get(cohort)
+                parent = entry.parent_name if entry is not None else None
+                got = (parent is not None and self._later_reaches(parent)
+                       and cohort in later.ordering.reachable(parent)[1])
+            self.later_reach[cohort] = got
+        return got
 
     def prune(self, cohort: str) -> None:
         """Take nothing more below ``cohort``: the walk no longer enters it, and its candidates not
@@ -688,30 +709,34 @@ def _within_nominal(ctx: PreemptionContext) -> bool:
 
 
 def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharingPreemptionStrategy,
-                    removed: Removed) -> tuple[bool, list[Candidate] | None]:
-    """Kueue ``runFirstFsStrategy``: ``(fits, retry candidates)``; the retry candidates are ``None``
-    when no strategy can remove anything more (:func:`_may_pass`), so the search has failed.
+                    removed: Removed) -> tuple[bool, RetryList | None]:
+    """Kueue ``runFirstFsStrategy``: ``(fits, retry list)``; the retry list is ``None`` when the
+    request fits, and when no strategy can remove anything more (:func:`_may_pass`), so the search
+    has failed.  The second strategy takes at most one candidate per ClusterQueue, the first in
+    candidate order, so a ClusterQueue given away unread gives only that one
+    (:meth:`TargetOrdering.give_first`).
 
     A target whose share is below the preemptor's side's (:func:`_cannot_pass`) gives its candidates
-    to the retry list at once (the first only, :meth:`TargetOrdering.give_first`: the second strategy
-    takes at most that one), and so does every target still below their lowest common
-    Cohort (:meth:`TargetOrdering.drain`): none of them can pass.  They are not read at all
-    (:meth:`TargetOrdering.prune`) when the second strategy could not take them either: it needs a
-    target's side strictly above the preemptor's side, a target's share only falls, and the
-    preemptor's side's share falls only if the second strategy removes a retry candidate below it,
-    which :func:`_may_lower` rules out — then they would only be chosen, fail and be dropped,
-    changing nothing.  The first time since the last removal that this happens, the whole tree is
-    checked: with no candidate of the preemptor's own ClusterQueue left and no borrowing node's
-    share reaching the preemptor's side's, nothing changes any share any more and every later
-    target would fail the same way, in this strategy and the second.
+    to the retry list at once, and so does every target the walk can still reach below their lowest
+    common Cohort: none of them can pass.  That Cohort is pruned; what the walk could reach below it
+    is left to the second strategy to read when it first gets there (:class:`RetryList`), or not at
+    all when the second strategy could not take it either: it needs a target's side strictly above
+    the preemptor's side, a target's share only falls, and the preemptor's side's share falls only if
+    the second strategy removes a retry candidate below it, which :func:`_may_lower` rules out —
+    then they would only be chosen, fail and be dropped, changing nothing.  (The target's own first
+    candidate stands for them in :func:`_may_lower`: its side is the highest among theirs, and none
+    changes once the Cohort is pruned.)  The first time since the last removal that a target cannot
+    pass, the whole tree is checked: with no candidate of the preemptor's own ClusterQueue left and
+    no borrowing node's share reaching the preemptor's side's, nothing changes any share any more
+    and every later target would fail the same way, in this strategy and the second.
 
     Under ``LessThanOrEqualToFinalShare`` (and the preemptor's ClusterQueue above nominal quota) the
     walk passes over, unread, a target side none of whose candidates can pass
     (:meth:`TargetOrdering._pass_over`, :meth:`TargetOrdering._pass_over_cohort`: even the least
     release leaves it below the preemptor's side, :meth:`TargetOrdering.least_key`), when it
     would choose its targets one after the other with nothing changing meanwhile.  Their candidates
-    go to the retry list (:meth:`TargetOrdering.give`) only when the strategy ends with one and the
-    second strategy could take from that side — above the preemptor's side now, or
+    go to the retry list (a Cohort's read on first use, as above) only when the strategy ends with
+    one and the second strategy could take from that side — above the preemptor's side now, or
     :func:`_may_lower`.
 
     ``LessThanOrEqualToFinalShare`` tests a candidate with ``QuotaModel.share_without`` (the target
@@ -724,19 +749,20 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     within_nominal = _within_nominal(ctx)
     ordering.passes_over = final and not within_nominal
     deferred = ordering.deferred  # (mine, theirs): sides given to the retry list unread
+    drained: list[Node] = []  # mine: what the walk can still reach below its lowest common Cohort
     model = ctx.model
     checked = False  # the whole tree was checked since the last removal
     for cq in ordering:
         if cq == ctx.cluster_queue:
             _remove(ctx, ordering, ordering.pop(cq), IN_CLUSTER_QUEUE, removed)
             if _fits(ctx):
-                return True, []
+                return True, None
             checked = False
             continue
         if within_nominal:
             _remove(ctx, ordering, ordering.pop(cq), IN_COHORT_RECLAMATION, removed)
             if _fits(ctx):
-                return True, []
+                return True, None
             continue
         mine, theirs = ordering.almost_lcas(cq)
         preemptor_new, target_old = ordering.share(mine), ordering.share(theirs)
@@ -748,11 +774,10 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
                 checked = True
                 if not ordering.has_workload(ctx.cluster_queue) and not _may_pass(ctx, weight, ordering):
                     return False, None
-            if not _may_lower(ordering, mine, retry, deferred):  # none can pass the second strategy either
-                ordering.prune(ordering.common_cohort(mine))
-            else:
+            ordering.prune(ordering.common_cohort(mine))  # the rest below it cannot pass either
+            if _may_lower(ordering, mine, retry, deferred):  # else none can pass the second strategy either
                 ordering.give_first(cq, retry)
-                ordering.drain(ordering.common_cohort(mine), retry)  # the rest below it cannot pass either
+                drained.append(mine)
             continue
         their_weight = weight(theirs[0], theirs[1])
         failed: list[dict[FlavorResource, int]] = []  # charges that failed the final share here
@@ -771,21 +796,25 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
             if passed:
                 _remove(ctx, ordering, cand, IN_COHORT_FAIR_SHARING, removed)
                 if _fits(ctx):
-                    return True, []
+                    return True, None
                 checked = False
                 break  # shares changed: choose the target again
             retry.append(cand)
+    below = {ordering.common_cohort(mine) for mine in drained if _may_lower(ordering, mine, retry, deferred)}
     for mine, theirs in deferred:
         if ordering.key(theirs) > ordering.key(mine) or _may_lower(ordering, mine, retry, deferred):
-            ordering.give(theirs, retry)
-    return False, retry
+            if theirs[0] == COHORT:
+                below.add(theirs[1])
+            else:
+                ordering.give_first(theirs[1], retry)
+    return False, RetryList(ordering, retry, below)
 
 
-def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: list[Candidate], removed: Removed) -> bool:
+def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: "RetryList", removed: Removed) -> bool:
     """Kueue ``runSecondFsStrategy`` (rule S2-b, ``LessThanInitialShare``, once per ClusterQueue).
     A target that fails where its side is a Cohort prunes that side: the walk would choose every
     other target below it in turn, each failing the same way, as nothing changes meanwhile."""
-    ordering = TargetOrdering(ctx, weight, sorted(retry, key=lambda c: candidate_key(ctx, c)))
+    ordering = TargetOrdering(ctx, weight, sorted(retry.candidates, key=lambda c: candidate_key(ctx, c)), retry)
     for cq in ordering:
         mine, theirs = ordering.almost_lcas(cq)
         passed = _strategy_passes(LESS_THAN_INITIAL_SHARE, ordering.share(mine), ordering.share(theirs), None)

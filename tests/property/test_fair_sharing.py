@@ -866,6 +866,22 @@ def test_search_answers_as_kueue_run_literally(tree, holds, raw_heads, strategie
     event(f"victims found: {min(found, 3)}+")
 
 
+def _read_all(later: fair_sharing.RetryList) -> list:
+    """Every candidate of the first strategy's retry list, those left to be read on first use
+    included: below each of ``later.below``, every ClusterQueue its walk can still reach gives its
+    first candidate."""
+    out = list(later.candidates)
+    ordering = later.ordering
+    stack = sorted(later.below)
+    while stack:
+        cohort = stack.pop()
+        cqs, cohorts = ordering.reachable(cohort)
+        for cq in cqs:
+            ordering.give_first(cq, out)
+        stack.extend(c for c in cohorts if c not in later.below)
+    return out
+
+
 def _check_first_strategy(cluster, head, name: str) -> str:
     """The first strategy of ``head``'s search as a preemptor in ``name`` (request charged, after the
     precheck) ends as Kueue's run literally (``_literal_search``) does: the same victims with their
@@ -900,7 +916,8 @@ def _check_first_strategy(cluster, head, name: str) -> str:
         assert not literal[0][0] and not literal[0][2], "the precheck ended a search that removes something"
         return "precheck"
     removed: fair_sharing.Removed = []
-    ok, retry = fair_sharing._first_strategy(ctx, weight, strategies[0], removed)
+    ok, later = fair_sharing._first_strategy(ctx, weight, strategies[0], removed)
+    retry = _read_all(later) if later is not None else None if not ok else []
     want_ok, want_retry, want_victims = literal[0]
     left_out = set(want_retry) - {c.info.key for c in retry or []}
     # what the first strategy left out of Kueue's retry list, judged in the state it ends in
