@@ -33,13 +33,13 @@ reference/kueue.md §4.4).
 Early ends, same answers (docs/preemption.md): a search that can remove nothing answers ``[]``
 before its walk (:func:`may_remove`); in the first strategy a target below the preemptor's side
 gives its candidates to the retry list at once (its first: the only one the second strategy could
-take), and the search ends once no strategy can pass
-any more (:func:`_may_pass`); a target side whose candidates all fail the first strategy
-(``QuotaModel.share_without_least``), or one that fails the second, is passed over whole.
-``LessThanOrEqualToFinalShare`` reads the target's share without a
-candidate from the quota model (``QuotaModel.share_without``) instead of simulating the release,
-and is not asked again of a candidate whose charge covers one that failed it against the same
-state (:func:`_covers_any`).
+take), and the search ends once no strategy can pass any more (:func:`_may_pass`); a target side
+whose candidates all fail the first strategy (``QuotaModel.share_without_least``), or one that fails
+the second, is passed over whole; what the second strategy may still need below a Cohort is read
+when its walk gets there (:class:`RetryList`).  ``LessThanOrEqualToFinalShare`` reads the target's
+share without a candidate from the quota model (``QuotaModel.share_without``) instead of simulating
+the release, and is not asked again of a candidate whose charge covers one that failed it against
+the same state (:func:`_covers_any`).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class TargetOrdering:
         self.scales: dict[str, int] = {}
         self.version: dict[str, int] = {}
         self.passes_over = False  # the first strategy under LessThanOrEqualToFinalShare (:meth:`_pass_over`)
-        self.deferred: list[tuple[Node, Node]] = []  # (mine, theirs) passed over unread: :meth:`give`
+        self.deferred: list[tuple[Node, Node]] = []  # (mine, theirs) passed over unread: ``_first_strategy``
 
     def share(self, node: Node) -> Share:
         """The node's share now."""
@@ -431,7 +431,7 @@ class TargetOrdering:
         """The first strategy under ``LessThanOrEqualToFinalShare``, before ``cq``'s candidates are
         read: whether ``cq``, a child of ``cohort`` on the preemptor's path other than the
         preemptor's own ClusterQueue, is passed over unread (pruned, and listed in ``deferred`` for
-        :meth:`give`).  So it is when even the least release (:meth:`least_key`) leaves it below
+        :func:`_first_strategy`).  So it is when even the least release (:meth:`least_key`) leaves it below
         the preemptor's side there (``mine``) — no candidate of it can pass now — and the walk
         would choose it before anything below ``mine`` changes, while nothing else changes its test
         (``mine``'s share falls only when something below it is taken).  That holds when its share
@@ -463,7 +463,7 @@ class TargetOrdering:
     def _pass_over_cohort(self, cohort: str, child: str) -> bool:
         """The first strategy under ``LessThanOrEqualToFinalShare``, as the walk is about to descend
         from ``cohort`` into its child Cohort ``child``: whether ``child`` is passed over unread
-        (pruned, and listed in ``deferred`` for :meth:`give`).  So it is when ``cohort`` is on the
+        (pruned, and listed in ``deferred`` for :func:`_first_strategy`).  So it is when ``cohort`` is on the
         preemptor's path and ``child`` is not — ``child`` is then the side of every target below it —
         and ``child``'s share is at least the preemptor's side's there (``mine``: else its targets
         could not pass, which the strategy handles itself) while even the least release
@@ -493,7 +493,7 @@ class TargetOrdering:
         cqs = []
         for cq in [entry[3] for entry in heap] if heap is not None else self._may_target(cohort):
             node = (CLUSTER_QUEUE, cq)
-            if node not in pruned and (cq == own or self.share(node).borrowed) and cq not in cqs:
+            if node not in pruned and (cq == own or self.share(node).borrowed):
                 cqs.append(cq)
         cohorts = []
         for child in self._child_cohorts(cohort):
@@ -619,10 +619,10 @@ def _may_lower(ordering: TargetOrdering, mine: Node, retry: list[Candidate],
     Level by level up the preemptor's path: its own ClusterQueue's share never falls (the first
     strategy takes its candidates itself; none is retried).  A retry candidate whose lowest common
     Cohort with the preemptor is ``path[j]`` has sides ``path[j - 1]`` and ``theirs``
-    (:meth:`TargetOrdering.almost_lcas`; ``deferred`` gives such pairs of whole subtrees still to be
-    read into the retry list, each as if it held a candidate); the second strategy takes it only if ``theirs``'s share
-    is then strictly above ``path[j - 1]``'s, and a share only falls — so it may be taken only if
-    ``theirs`` is above now, or ``path[j - 1]``'s share may fall itself.  ``path[j]``'s share may
+    (:meth:`TargetOrdering.almost_lcas`; ``deferred`` gives such pairs of sides passed over unread,
+    each as if it held a candidate); the second strategy takes it only if ``theirs``'s share is then
+    strictly above ``path[j - 1]``'s, and a share only falls — so it may be taken only if ``theirs``
+    is above now, or ``path[j - 1]``'s share may fall itself.  ``path[j]``'s share may
     fall once a candidate below it may be taken.  O(retry × depth)."""
     at = ordering.preemptor_path
     top = at[mine]
