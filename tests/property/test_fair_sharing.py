@@ -288,6 +288,18 @@ def test_shares_kept_across_simulations_are_the_shares_recomputed(tree, steps, r
         assert _all_shares(model, tree, weight) == _all_shares(fresh, tree, weight), f"after {i + 1} undos"
 
 
+def _held(tree: dict, holds: list) -> tuple:
+    """The tree's model with ``holds`` charged (``(ClusterQueue index, flavor, cpu, gpu)``): its
+    weights, the model, the ClusterQueues' names and every node."""
+    weight = _weights(tree)
+    model = _model(tree)
+    cqs = [name for name, _, _, _ in tree["cqs"]]
+    for cq_index, flavor, cpu, gpu in holds:
+        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    return weight, model, cqs, nodes
+
+
 heavy_usages = st.lists(st.tuples(st.integers(min_value=0, max_value=5), st.sampled_from(FLAVORS),
                                   st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=12)),
                         min_size=2, max_size=10)
@@ -303,12 +315,7 @@ def test_share_without_is_the_share_after_a_simulated_release(tree, holds, index
     the path), exactly the share ``share`` gives between ``simulate_release`` and its undo, and
     leaves the model and the shares it remembers as they were.  The release may exceed what the
     leaf holds (usage goes negative, as a simulation allows)."""
-    weight = _weights(tree)
-    model = _model(tree)
-    cqs = [name for name, _, _, _ in tree["cqs"]]
-    for cq_index, flavor, cpu, gpu in holds:
-        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
-    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    weight, model, cqs, nodes = _held(tree, holds)
     rnd.shuffle(nodes)
     for node in nodes[:len(nodes) // 2]:  # some shares remembered before, some not
         model.share(node[0], node[1], weight(*node))
@@ -338,12 +345,7 @@ def test_share_without_least_bounds_every_release_below(tree, holds, least, rnd)
     is, for every node, at least ``share_without`` of every release at any ClusterQueue below it
     that a candidate there could make charging at least ``least`` on each flavor-resource (at most
     what the ClusterQueue holds), lending limits on the way included; and it changes nothing."""
-    weight = _weights(tree)
-    model = _model(tree)
-    cqs = [name for name, _, _, _ in tree["cqs"]]
-    for cq_index, flavor, cpu, gpu in holds:
-        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
-    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
+    weight, model, cqs, nodes = _held(tree, holds)
     before = (model.dump(), _all_shares(model, tree, weight))
     bounds = {node: model.share_without_least(node[0], node[1], weight(*node), least).order() for node in nodes}
     assert (model.dump(), _all_shares(model, tree, weight)) == before, "share_without_least changed the model"
@@ -370,13 +372,8 @@ def test_a_candidate_covering_a_failed_one_fails_too(tree, holds, index, candida
     (``fair_sharing._covers_any``): for every node and pair of charges where one covers the other,
     the share without the covering one is at most the share without the other, so any preemptor
     share the other fails against, the covering one fails too."""
-    weight = _weights(tree)
-    model = _model(tree)
-    cqs = [name for name, _, _, _ in tree["cqs"]]
-    for cq_index, flavor, cpu, gpu in holds:
-        model.charge(cqs[cq_index % len(cqs)], {(flavor, "cpu"): cpu, (flavor, "gpu"): gpu})
+    weight, model, cqs, nodes = _held(tree, holds)
     leaf = cqs[index % len(cqs)]
-    nodes = [(COHORT, n) for n, _, _, _ in tree["cohorts"]] + [(CLUSTER_QUEUE, n) for n in cqs]
     covered = 0
     for a in candidates:
         for b in candidates:
