@@ -886,10 +886,10 @@ def _check_first_strategy(cluster, head, name: str) -> str:
     candidates — which the second strategy reads, and which the walk takes without testing from
     targets that cannot pass — except those the second strategy could never take: one of its
     ClusterQueue's sorts before it in the list (the second strategy takes at most one per
-    ClusterQueue, the first), or its side is not above the preemptor's side (it needs it strictly above), and no candidate retried below the
-    preemptor's side has its own side above the preemptor's there (so none can lower it: shares
-    only fall).  Returns
-    what happened, for the statistics."""
+    ClusterQueue, the first), or its side is not above the preemptor's side (it needs it strictly
+    above) and no candidate retried below the preemptor's side has its own side above the
+    preemptor's there (so none can lower it: shares only fall).  Returns what happened, for the
+    statistics."""
     model, weight = cluster.model, cluster.hierarchy.fair_weight
     strategies = tuple(cluster.config.preemption_strategies or DEFAULT_STRATEGIES)
     entry = cluster.hierarchy.cluster_queues[name]
