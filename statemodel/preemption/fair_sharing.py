@@ -241,7 +241,7 @@ class TargetOrdering:
         got = self.targets.get(cq)
         if got is None:
             got = []
-            policy = self._policy(cq) if self.lazy else NEVER
+            policy = self._policy(cq)
             if policy != NEVER:
                 info = next(_eligible(self.ctx, cq, policy), None)
                 if info is not None:
@@ -340,7 +340,7 @@ class TargetOrdering:
             return None
         if best_cohort is not None and (best_cq_key is None or (best_cohort_key is not None
                                                                  and best_cohort_key >= best_cq_key)):
-            if self.passes_over and self._pass_over_cohort(cohort, best_cohort):
+            if self.passes_over and self._pass_over(cohort, (COHORT, best_cohort)):
                 return None  # chosen again from the root
             return self._next(best_cohort)
         return best_cq
@@ -415,7 +415,7 @@ class TargetOrdering:
             if (CLUSTER_QUEUE, cq) in pruned:
                 heapq.heappop(heap)
             elif top[4] != version.get(cq, 0):
-                if top[4] < 0 and self.passes_over and self._pass_over(cohort, cq):
+                if top[4] < 0 and self.passes_over and self._pass_over(cohort, (CLUSTER_QUEUE, cq)):
                     heapq.heappop(heap)
                     continue
                 entry = self._entry(cohort, cq)
@@ -427,57 +427,39 @@ class TargetOrdering:
                 return cq, self.key((CLUSTER_QUEUE, cq))
         return None, None
 
-    def _pass_over(self, cohort: str, cq: str) -> bool:
-        """The first strategy under ``LessThanOrEqualToFinalShare``, before ``cq``'s candidates are
-        read: whether ``cq``, a child of ``cohort`` on the preemptor's path other than the
-        preemptor's own ClusterQueue, is passed over unread (pruned, and listed in ``deferred`` for
-        :func:`_first_strategy`).  So it is when even the least release (:meth:`least_key`) leaves it below
-        the preemptor's side there (``mine``) — no candidate of it can pass now — and the walk
-        would choose it before anything below ``mine`` changes, while nothing else changes its test
-        (``mine``'s share falls only when something below it is taken).  That holds when its share
-        is strictly above ``mine``'s: at ``cohort`` it comes before ``mine``, a Cohort or a
-        ClusterQueue.  On a tie it holds when ``mine`` is the preemptor's own ClusterQueue whose
-        next candidate is not evicting (or that has none): Kueue's candidate order puts another
-        ClusterQueue's candidates before the preemptor's own, evicting first, so ``cq`` comes
+    def _pass_over(self, cohort: str, node: Node) -> bool:
+        """The first strategy under ``LessThanOrEqualToFinalShare``, at ``node``, a child of
+        ``cohort`` off the preemptor's path, before anything below it is read — a child Cohort as the
+        walk is about to descend into it, a child ClusterQueue as it reaches the top of the Cohort's
+        heap: whether ``node`` is passed over unread (pruned, and listed in ``deferred`` for
+        :func:`_first_strategy`).  Only when ``cohort`` is on the preemptor's path: ``node`` is then
+        the side of every target below it, against the preemptor's side there (``mine``).
+
+        So it is when even the least release (:meth:`least_key`) leaves ``node`` below ``mine`` — no
+        candidate below it can pass now — and the walk would choose its targets one after the other
+        before anything below ``mine`` changes, while nothing else changes their test (``mine``'s
+        share falls only when something below it is taken).  That holds when ``node``'s share is at
+        least ``mine``'s (else its targets could not pass, which the strategy handles itself) and:
+        a Cohort stays the highest child of ``cohort`` until emptied; a ClusterQueue strictly above
+        ``mine`` comes before it at ``cohort``, a Cohort or a ClusterQueue.  A ClusterQueue level
+        with ``mine`` qualifies only when ``mine`` is the preemptor's own ClusterQueue whose next
+        candidate is not evicting (or that has none): Kueue's candidate order puts another
+        ClusterQueue's candidates before the preemptor's own, evicting first, so ``node`` comes
         before it."""
         at = self.preemptor_path.get((COHORT, cohort))
-        own = self.ctx.cluster_queue
-        if at is None or cq == own:
-            return False
-        mine = self.path[at - 1]
-        node = (CLUSTER_QUEUE, cq)
-        mine_key = self.key(mine)
-        key = self.key(node)
-        if key < mine_key or not self.least_key(node) < mine_key:
-            return False
-        if key == mine_key:
-            if at != 1:
-                return False
-            own_next = self._candidates(own)
-            if own_next and own_next[0].info.evicting:
-                return False
-        self.pruned.add(node)
-        self.deferred.append((mine, node))
-        return True
-
-    def _pass_over_cohort(self, cohort: str, child: str) -> bool:
-        """The first strategy under ``LessThanOrEqualToFinalShare``, as the walk is about to descend
-        from ``cohort`` into its child Cohort ``child``: whether ``child`` is passed over unread
-        (pruned, and listed in ``deferred`` for :func:`_first_strategy`).  So it is when ``cohort`` is on the
-        preemptor's path and ``child`` is not — ``child`` is then the side of every target below it —
-        and ``child``'s share is at least the preemptor's side's there (``mine``: else its targets
-        could not pass, which the strategy handles itself) while even the least release
-        (:meth:`least_key`) leaves it below: no candidate below it can pass, and the walk would
-        choose them one after the other, ``child`` staying the highest child of ``cohort`` until
-        emptied, with nothing changing meanwhile."""
-        at = self.preemptor_path.get((COHORT, cohort))
-        node = (COHORT, child)
         if at is None or node in self.preemptor_path:
             return False
         mine = self.path[at - 1]
         mine_key = self.key(mine)
-        if self.key(node) < mine_key or not self.least_key(node) < mine_key:
+        key = self.key(node)
+        if key < mine_key or not self.least_key(node) < mine_key:
             return False
+        if key == mine_key and node[0] == CLUSTER_QUEUE:
+            if at != 1:
+                return False
+            own_next = self._candidates(self.ctx.cluster_queue)
+            if own_next and own_next[0].info.evicting:
+                return False
         self.pruned.add(node)
         self.deferred.append((mine, node))
         return True
@@ -732,7 +714,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
 
     Under ``LessThanOrEqualToFinalShare`` (and the preemptor's ClusterQueue above nominal quota) the
     walk passes over, unread, a target side none of whose candidates can pass
-    (:meth:`TargetOrdering._pass_over`, :meth:`TargetOrdering._pass_over_cohort`: even the least
+    (:meth:`TargetOrdering._pass_over`: even the least
     release leaves it below the preemptor's side, :meth:`TargetOrdering.least_key`), when it
     would choose its targets one after the other with nothing changing meanwhile.  Their candidates
     go to the retry list (a Cohort's read on first use, as above) only when the strategy ends with
