@@ -115,6 +115,7 @@ class ClusterState:
         self.by_local_queue: dict[str, dict[str, WorkloadInfo]] = {}
         self.admitted: dict[str, dict[str, WorkloadInfo]] = {}
         self.candidate_index = CandidateIndex()
+        self.kept_heaps = fair_sharing.KeptHeaps()  # fair-sharing searches' starting heaps, per Cohort
         self.wake_index = WakeIndex()
         self.afs = FairSharingLedgers()
         self.scope_gate = ScopeGate()
@@ -411,6 +412,7 @@ class ClusterState:
         """Quota, tree or queue settings changed: every set-aside workload gets another chance."""
         self._config_generation += 1
         self.candidate_index.tree_changed()
+        self.kept_heaps.clear()
         self.scope_gate.clear(self.ready)
         self.wake_index.clear()
         self.placement.waiting.clear()
@@ -728,7 +730,7 @@ class ClusterState:
         config = self.config
         if config.fair_sharing_enable:
             return fair_sharing.find_targets(ctx, config.preemption_strategies or DEFAULT_STRATEGIES,
-                                             self.hierarchy.fair_weight)
+                                             self.hierarchy.fair_weight, self.kept_heaps)
         return find_targets(ctx)
 
     def local_queue_fs_usage(self, info: WorkloadInfo) -> Decimal | None:

@@ -77,6 +77,28 @@ Weight = Callable[[str, str], int]
 """``(kind, name) -> fairSharing.weight`` in thousandths."""
 
 
+class KeptHeaps:
+    """Per Cohort off a preemptor's path and per flavor-resources needing preemption, the heap of its
+    child ClusterQueues as the first strategy's walk builds it on entering the Cohort
+    (:meth:`TargetOrdering._best_cluster_queue`), kept from one search to the next while
+    ``QuotaModel.children_version`` of the Cohort stays the same: the children's usage, and so their
+    shares, whether they borrow and which are above quota, are then as when it was built, and a
+    search entering the Cohort starts from a copy of the same heap — the same entries, built in the
+    same order, at the same common denominator — instead of reading every child's share again.
+    Kept only for a Cohort off the preemptor's path (its own ClusterQueue's share, request charged,
+    is no child's there) and built with no child pruned or released in the search.  The owner clears
+    it when the configuration changes (weights are not in the version).  Cost: a dict read per
+    Cohort entered, a copy of the heap on a hit."""
+
+    def __init__(self) -> None:
+        self.heaps: dict[tuple[str, tuple[FlavorResource, ...]],
+                         tuple[tuple[int, int], tuple[HeapEntry, ...], int, tuple[str, ...]]] = {}
+
+    def clear(self) -> None:
+        """Forget every heap (the configuration changed)."""
+        self.heaps.clear()
+
+
 class RetryList:
     """What the first strategy leaves to the second (Kueue's ``retryCandidates``): the candidates it
     read (``candidates``), and the Cohorts below which every ClusterQueue its walk (``ordering``)
@@ -107,9 +129,10 @@ class TargetOrdering:
     """
 
     def __init__(self, ctx: PreemptionContext, weight: Weight, candidates: list[Candidate] | None,
-                 later: "RetryList | None" = None) -> None:
+                 later: "RetryList | None" = None, kept: KeptHeaps | None = None) -> None:
         self.ctx = ctx
         self.later = later  # the second strategy: Cohorts whose candidates are read on first use
+        self.kept = kept  # the first strategy: Cohorts' starting heaps kept between searches
         self.later_reach: dict[str, bool] = {}
         self.weight = weight
         path = ctx.model.path(ctx.cluster_queue)
@@ -396,18 +419,7 @@ class TargetOrdering:
         reading per stale entry after."""
         heap = self.heaps.get(cohort)
         if heap is None:
-            heap = self.heaps[cohort] = []
-            own = self.ctx.cluster_queue
-            for cq in self._may_target(cohort):
-                node = (CLUSTER_QUEUE, cq)
-                if node in self.pruned:
-                    continue
-                if not self.share(node).borrowed and cq != own:
-                    self.pruned.add(node)
-                    continue
-                rank, value = self._heap_key(cohort, self.key(node))
-                heap.append((rank, value, (), cq, -1))
-            heapq.heapify(heap)
+            heap = self._first_heap(cohort)
         pruned, version = self.pruned, self.version
         while heap:
             top = heap[0]
@@ -426,6 +438,45 @@ class TargetOrdering:
             else:
                 return cq, self.key((CLUSTER_QUEUE, cq))
         return None, None
+
+    def _first_heap(self, cohort: str) -> list[HeapEntry]:
+        """The Cohort's heap on the first visit (:meth:`_best_cluster_queue`): an entry per child
+        ClusterQueue that may be a target (:meth:`_may_target`), not pruned, and borrowing (or the
+        preemptor's own) — those that do not borrow are pruned.  Off the preemptor's path it is
+        taken from, or left in, ``kept`` (:class:`KeptHeaps`)."""
+        kept = self.kept
+        ctx = self.ctx
+        key: tuple[str, tuple[FlavorResource, ...]] | None = None
+        stamp = (0, 0)
+        if kept is not None and (COHORT, cohort) not in self.preemptor_path:
+            key = (cohort, tuple(ctx.frs))
+            stamp = ctx.model.children_version(cohort)
+            got = kept.heaps.get(key)
+            if got is not None and got[0] == stamp:
+                heap = self.heaps[cohort] = list(got[1])
+                self.scales[cohort] = got[2]
+                for cq in got[3]:
+                    self.pruned.add((CLUSTER_QUEUE, cq))
+                return heap
+        heap = self.heaps[cohort] = []
+        own = ctx.cluster_queue
+        lent: list[str] = []  # children that do not borrow: pruned
+        for cq in self._may_target(cohort):
+            node = (CLUSTER_QUEUE, cq)
+            if node in self.pruned or cq in self.released:
+                key = None  # this search's own view: not for the next one
+                if node in self.pruned:
+                    continue
+            if not self.share(node).borrowed and cq != own:
+                self.pruned.add(node)
+                lent.append(cq)
+                continue
+            rank, value = self._heap_key(cohort, self.key(node))
+            heap.append((rank, value, (), cq, -1))
+        heapq.heapify(heap)
+        if kept is not None and key is not None:
+            kept.heaps[key] = (stamp, tuple(heap), self.scales.get(cohort, 1), tuple(lent))
+        return heap
 
     def _pass_over(self, cohort: str, node: Node) -> bool:
         """The first strategy under ``LessThanOrEqualToFinalShare``, at ``node``, a child of
@@ -691,7 +742,7 @@ def _within_nominal(ctx: PreemptionContext) -> bool:
 
 
 def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharingPreemptionStrategy,
-                    removed: Removed) -> tuple[bool, RetryList | None]:
+                    removed: Removed, kept: KeptHeaps | None = None) -> tuple[bool, RetryList | None]:
     """Kueue ``runFirstFsStrategy``: ``(fits, retry list)``; the retry list is ``None`` when the
     request fits, and when no strategy can remove anything more (:func:`_may_pass`), so the search
     has failed.  The second strategy takes at most one candidate per ClusterQueue, the first in
@@ -725,7 +776,7 @@ def _first_strategy(ctx: PreemptionContext, weight: Weight, strategy: FairSharin
     side's share were the candidate released; nothing is simulated), and a candidate whose charge
     covers that of one which failed during the same visit of the target (no removal in between, so
     the same state) fails without a test (:func:`_covers_any`)."""
-    ordering = TargetOrdering(ctx, weight, None)
+    ordering = TargetOrdering(ctx, weight, None, kept=kept)
     retry: list[Candidate] = []
     final = strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     within_nominal = _within_nominal(ctx)
@@ -812,10 +863,12 @@ def _second_strategy(ctx: PreemptionContext, weight: Weight, retry: "RetryList",
 
 
 def find_targets(ctx: PreemptionContext, strategies: tuple[FairSharingPreemptionStrategy, ...],
-                 weight: Weight) -> list[Target]:
+                 weight: Weight, heaps: KeptHeaps | None = None) -> list[Target]:
     """The victims of fair-sharing preemption for the context's preemptor (module docstring), in the
     order chosen; ``[]`` when the strategies cannot make it fit.  ``strategies``: the configured
-    ``preemptionStrategies`` (non-empty).  The quota model is left exactly as found."""
+    ``preemptionStrategies`` (non-empty); ``heaps``: the Cohorts' starting heaps kept between the
+    searches of one cluster state (:class:`KeptHeaps`; the same victims without it).  The quota
+    model is left exactly as found."""
     model = ctx.model
     ctx.index.refresh(ctx.admitted, ctx.hierarchy)
     undo_request = model.simulate_charge(ctx.cluster_queue, ctx.usage)
@@ -823,7 +876,7 @@ def find_targets(ctx: PreemptionContext, strategies: tuple[FairSharingPreemption
         undo_request()
         return []
     removed: Removed = []
-    ok, retry = _first_strategy(ctx, weight, strategies[0], removed)
+    ok, retry = _first_strategy(ctx, weight, strategies[0], removed, heaps)
     if not ok and retry is not None and len(strategies) > 1:
         ok = _second_strategy(ctx, weight, retry, removed)
     undo_request()

@@ -58,12 +58,13 @@ class QuotaNode:
             ``(configuration epoch, weight)`` it was computed for; ``shared`` is dropped whenever the
             node's usage changes (``add_usage``, ``_propagate``), a share depending on nothing else
             while the configuration stands.
+        children_changed: counts the changes of a linked child's usage (``KueueModel.children_version``).
     """
 
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
         "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale", "over",
-        "shared", "shared_as", "over_key",
+        "shared", "shared_as", "over_key", "children_changed",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -85,6 +86,7 @@ class QuotaNode:
         self.shared: Share | None = None
         self.shared_as: tuple[int, int] = (-1, 0)
         self.over_key = (is_cluster_queue, name)
+        self.children_changed = 0
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -151,6 +153,8 @@ def _propagate(node: QuotaNode, fr: FlavorResource, before: tuple[int, int]) -> 
         if du:
             parent.usage[fr] = parent.usage.get(fr, 0) + du
             parent.shared = None
+            if parent.parent is not None:
+                parent.parent.children_changed += 1
             _mark(parent, fr)
         node = parent
 
@@ -201,6 +205,7 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: int) -> None:
         parent = node.parent
         if parent is None:
             return
+        parent.children_changed += 1
         _mark(node, fr)
         spill = (new - local if new > local else 0) - (old - local if old > local else 0)
         if spill == 0:
@@ -732,6 +737,13 @@ class KueueModel:
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """``lowest_fitting_subtree`` of the ClusterQueue."""
         return lowest_fitting_subtree(self._cqs[leaf], fr, amount)
+
+    def children_version(self, cohort: str) -> tuple[int, int]:
+        """The configuration epoch and the Cohort's ``children_changed`` (``(epoch, -1)`` for a Cohort
+        the model does not hold): every change of a linked child's usage — charged, released or
+        simulated — or of the configuration gives a new pair, never one seen before."""
+        node = self._cohorts.get(cohort)
+        return (self._epoch, node.children_changed if node is not None else -1)
 
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         """From the Cohort's ``over`` index: its children above their quota for one of ``frs``, sorted."""

@@ -92,6 +92,10 @@ class NoClusterQueueQuota:
         """None (nothing is charged)."""
         return []
 
+    def children_version(self, cohort: str) -> tuple[int, int]:
+        """Always the same: nothing is ever charged, and a child's share is always ``Share.none``."""
+        return (0, 0)
+
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """Nothing fits anywhere: height 0, no advantage."""
         return (0, False)

@@ -783,7 +783,7 @@ def _model_state(model) -> bytes:
 def _check_search(cluster, head, name: str) -> list:
     """The oracle's answers and the victims of ``head`` as a preemptor in ClusterQueue ``name``,
     checked against Kueue's algorithm run literally (``_literal_search``), against the cluster's
-    kept candidate index, for fit and for minimality; the model is left as found.  Returns the
+    kept candidate index and Cohort heaps, for fit and for minimality; the model is left as found.  Returns the
     victims."""
     model = cluster.model
     before = _model_state(model)
@@ -805,12 +805,15 @@ def _check_search(cluster, head, name: str) -> list:
                             assignment.preempt_frs, assignment.usage)
     targets = fair_sharing.find_targets(ctx, every_strategy, cluster.hierarchy.fair_weight)
     assert _model_state(model) == before, "the search left the model changed"
-    # the cluster's candidate index, kept across the whole history, answers as a fresh one
-    kept = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
-                             assignment.preempt_frs, assignment.usage)
-    kept.index = cluster.candidate_index
-    assert ([(t.info.key, t.reason) for t in fair_sharing.find_targets(kept, every_strategy, cluster.hierarchy.fair_weight)]
-            == [(t.info.key, t.reason) for t in targets]), f"{head.key}: the kept candidate index is stale"
+    # the cluster's candidate index and Cohort heaps, kept across the whole history, answer as fresh
+    # ones — twice: the first search may leave heaps the second starts from
+    for _ in range(2):
+        kept = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name, entry.spec.preemption,
+                                 assignment.preempt_frs, assignment.usage)
+        kept.index = cluster.candidate_index
+        assert ([(t.info.key, t.reason) for t in fair_sharing.find_targets(
+                    kept, every_strategy, cluster.hierarchy.fair_weight, cluster.kept_heaps)]
+                == [(t.info.key, t.reason) for t in targets]), f"{head.key}: the kept index or heaps are stale"
     literal = _literal_search(ctx, every_strategy, cluster.hierarchy.fair_weight)
     assert ([(t.info.key, t.reason) for t in targets]
             == [(t.info.key, t.reason) for t in literal]), f"{head.key}: not Kueue's victims"
@@ -978,6 +981,58 @@ def test_first_strategy_ends_as_kueue_run_literally(tree, holds, raw_heads, stra
             seen.add(_check_first_strategy(cluster, cluster.workloads[f"ns/p{i}"], name))
     for what in sorted(seen):
         event(f"first strategy: {what}")
+
+
+changes = st.lists(st.tuples(st.integers(min_value=0, max_value=9), st.sampled_from(FLAVORS),
+                             st.sampled_from(RESOURCES), st.integers(min_value=-2, max_value=6)),
+                   min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(trees(max_cohorts=3, max_cqs=10), crowded_usages, heads_strategy, STRATEGIES, changes)
+def test_kept_heaps_answer_as_fresh_ones_while_usage_changes(tree, holds, raw_heads, strategies, changes):
+    """The Cohorts' starting heaps kept between searches (``fair_sharing.KeptHeaps``) never change a
+    search's victims: on random crowded trees, every head as the preemptor of every ClusterQueue is
+    searched with one ``KeptHeaps`` kept throughout and without any; then one ClusterQueue's usage
+    changes (charged or released in the model: a child's share may rise, fall, start or stop
+    borrowing), and the searches run again, for each change in turn."""
+    cluster = _held_heads(tree, holds, raw_heads, strategies)
+    model, weight = cluster.model, cluster.hierarchy.fair_weight
+    every_strategy = tuple(strategies or DEFAULT_STRATEGIES)
+    kept = fair_sharing.KeptHeaps()
+    names = [name for name, _, _, _ in tree["cqs"]]
+
+    def search_all() -> int:
+        found = 0
+        for i in range(len(raw_heads)):
+            head = cluster.workloads[f"ns/p{i}"]
+            for name in names:
+                entry = cluster.hierarchy.cluster_queues[name]
+                oracle = make_oracle(model, cluster.hierarchy, cluster.admitted, head, entry.spec, True,
+                                     search=lambda c: fair_sharing.find_targets(c, every_strategy, weight))
+                assignment = assign_flavors(model, entry, head, cluster.flavors, oracle)
+                if not assignment.preempting:
+                    continue
+                answers = []
+                for heaps in (kept, None, kept):
+                    ctx = PreemptionContext(model, cluster.hierarchy, cluster.admitted, head, name,
+                                            entry.spec.preemption, assignment.preempt_frs, assignment.usage)
+                    answers.append([(t.info.key, t.reason)
+                                    for t in fair_sharing.find_targets(ctx, every_strategy, weight, heaps)])
+                assert answers[0] == answers[1] == answers[2], f"{head.key} in {name}: {answers}"
+                found += len(answers[1])
+        return found
+
+    found = search_all()
+    for index, flavor, resource, delta in changes:
+        cq = names[index % len(names)]
+        fr = (flavor, resource)
+        if delta < 0:
+            delta = -min(-delta, model.quota_numbers(CLUSTER_QUEUE, cq, fr)[2])
+        if delta:
+            model.charge(cq, {fr: delta})
+        found += search_all()
+    event(f"kept heaps reused: {'yes' if kept.heaps else 'none kept'}; victims found: {min(found, 3)}+")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

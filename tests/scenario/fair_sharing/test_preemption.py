@@ -464,3 +464,33 @@ def test_a_target_back_within_nominal_on_the_needed_resource_is_still_taken_whil
     decisions = incoming_with_priority(s, "p", "5500m", 10)
     assert victims(decisions) == {("x1", FS), ("x2", FS)}
     assert admitted(decisions) == ["ns/incoming"]
+
+
+def test_the_target_order_follows_shares_changed_since_the_last_search():
+    """Two Cohorts under the root: ``mine`` (ClusterQueue a, cpu 8) and ``theirs`` (x and y, cpu 2
+    each), 12 in all.  x borrows 3 and y 1: reclaiming 1 for a (asking 5 within its nominal quota,
+    4 free) takes from x, the highest share (its victim is then deleted).  Then a's workload
+    finishes and y's observed
+    admissions make it borrow 3 while x borrows 2: the next reclaim (4 asked, 3 free) takes from y —
+    a search reads its Cohort's order of ClusterQueues anew once their usage changed (the heap of
+    ``theirs`` the first search built is not reused: x's share there was 3, y's 1)."""
+    s = Scenario()
+    s.flavor("default")
+    s.engine_config(afs=False, fair_sharing=True)
+    s.cohort("root")
+    s.cohort("mine", parent="root")
+    s.cohort("theirs", parent="root")
+    s.cq("a", cohort="mine", quotas={"cpu": "8"}, preemption=POLICY)
+    for cq in ("x", "y"):
+        s.cq(cq, cohort="theirs", quotas={"cpu": "2"}, preemption=POLICY)
+    for cq in ("a", "x", "y"):
+        s.lq(f"ns/q-{cq}", cq)
+    hold(s, units("x", "x1", "x2", "x3", "x4", "x5") + units("y", "y1", "y2", "y3"))
+    assert victims(incoming(s, "a", "5")) == {("x1", RECLAIM)}
+    s.delete_workload("ns/x1")  # the victim does not come back
+    s.finish("ns/incoming")
+    hold(s, units("y", "y4", "y5"))
+    decisions = incoming(s, "a", "4", name="second")
+    assert {(victim.split("/")[1], reason) for victim, preemptor, reason in preempted(decisions)
+            if preemptor == "ns/second"} == {("y4", RECLAIM)}
+    assert "ns/second" in admitted(decisions)

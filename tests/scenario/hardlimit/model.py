@@ -124,6 +124,9 @@ class HardLimitModel:
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         return []
 
+    def children_version(self, cohort: str) -> tuple[int, int]:
+        return (0, 0)
+
     def pool(self, leaf: str) -> PoolKey:
         return (True, leaf)
 
