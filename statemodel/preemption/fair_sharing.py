@@ -36,10 +36,11 @@ gives its candidates to the retry list at once (its first: the only one the seco
 take), and the search ends once no strategy can pass any more (:func:`_may_pass`); a target side
 whose candidates all fail the first strategy (``QuotaModel.share_without_least``), or one that fails
 the second, is passed over whole; what the second strategy may still need below a Cohort is read
-when its walk gets there (:class:`RetryList`).  ``LessThanOrEqualToFinalShare`` reads the target's
-share without a candidate from the quota model (``QuotaModel.share_without``) instead of simulating
-the release, and is not asked again of a candidate whose charge covers one that failed it against
-the same state (:func:`_covers_any`).
+when its walk gets there (:class:`RetryList`); a Cohort's starting heap of ClusterQueues is kept
+for the next search while its children's usage stays the same (:class:`KeptHeaps`).
+``LessThanOrEqualToFinalShare`` reads the target's share without a candidate from the quota model
+(``QuotaModel.share_without``) instead of simulating the release, and is not asked again of a
+candidate whose charge covers one that failed it against the same state (:func:`_covers_any`).
 """
 
 from __future__ import annotations
@@ -86,9 +87,10 @@ class KeptHeaps:
     search entering the Cohort starts from a copy of the same heap — the same entries, built in the
     same order, at the same common denominator — instead of reading every child's share again.
     Kept only for a Cohort off the preemptor's path (its own ClusterQueue's share, request charged,
-    is no child's there) and built with no child pruned or released in the search.  The owner clears
-    it when the configuration changes (weights are not in the version).  Cost: a dict read per
-    Cohort entered, a copy of the heap on a hit."""
+    is no child's there), built and reused only while no child's usage is simulated (the version is
+    ``None`` then: the search released a candidate there) and with no child pruned in the search.
+    The owner clears it when the configuration changes (weights are not in the version).  Cost: a
+    dict read per Cohort entered, a copy of the heap on a hit."""
 
     def __init__(self) -> None:
         self.heaps: dict[tuple[str, tuple[FlavorResource, ...]],
@@ -447,10 +449,11 @@ class TargetOrdering:
         kept = self.kept
         ctx = self.ctx
         key: tuple[str, tuple[FlavorResource, ...]] | None = None
-        stamp = (0, 0)
+        stamp = None
         if kept is not None and (COHORT, cohort) not in self.preemptor_path:
-            key = (cohort, tuple(ctx.frs))
             stamp = ctx.model.children_version(cohort)
+            key = (cohort, tuple(ctx.frs)) if stamp is not None else None
+        if key is not None and kept is not None:
             got = kept.heaps.get(key)
             if got is not None and got[0] == stamp:
                 heap = self.heaps[cohort] = list(got[1])
@@ -463,10 +466,9 @@ class TargetOrdering:
         lent: list[str] = []  # children that do not borrow: pruned
         for cq in self._may_target(cohort):
             node = (CLUSTER_QUEUE, cq)
-            if node in self.pruned or cq in self.released:
+            if node in self.pruned:
                 key = None  # this search's own view: not for the next one
-                if node in self.pruned:
-                    continue
+                continue
             if not self.share(node).borrowed and cq != own:
                 self.pruned.add(node)
                 lent.append(cq)
@@ -474,7 +476,7 @@ class TargetOrdering:
             rank, value = self._heap_key(cohort, self.key(node))
             heap.append((rank, value, (), cq, -1))
         heapq.heapify(heap)
-        if kept is not None and key is not None:
+        if kept is not None and key is not None and stamp is not None:
             kept.heaps[key] = (stamp, tuple(heap), self.scales.get(cohort, 1), tuple(lent))
         return heap
 

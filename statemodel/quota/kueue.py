@@ -58,13 +58,14 @@ class QuotaNode:
             ``(configuration epoch, weight)`` it was computed for; ``shared`` is dropped whenever the
             node's usage changes (``add_usage``, ``_propagate``), a share depending on nothing else
             while the configuration stands.
-        children_changed: counts the changes of a linked child's usage (``KueueModel.children_version``).
+        children_changed / children_simulated: changes of the usage of a linked child ClusterQueue —
+            charges and releases counted, and simulated ones not yet undone (``KueueModel.children_version``).
     """
 
     __slots__ = (
         "name", "is_cluster_queue", "parent", "nominal", "borrowing_limit", "lending_limit",
         "child_quota", "subtree", "local", "usage", "cohort_children", "cq_children", "height", "height_stale", "over",
-        "shared", "shared_as", "over_key", "children_changed",
+        "shared", "shared_as", "over_key", "children_changed", "children_simulated",
     )
 
     def __init__(self, name: str, is_cluster_queue: bool) -> None:
@@ -87,6 +88,7 @@ class QuotaNode:
         self.shared_as: tuple[int, int] = (-1, 0)
         self.over_key = (is_cluster_queue, name)
         self.children_changed = 0
+        self.children_simulated = 0
 
     def path_to_root(self) -> list["QuotaNode"]:
         """``[self, parent, ..., root]`` along linked parents."""
@@ -153,8 +155,6 @@ def _propagate(node: QuotaNode, fr: FlavorResource, before: tuple[int, int]) -> 
         if du:
             parent.usage[fr] = parent.usage.get(fr, 0) + du
             parent.shared = None
-            if parent.parent is not None:
-                parent.parent.children_changed += 1
             _mark(parent, fr)
         node = parent
 
@@ -205,7 +205,6 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: int) -> None:
         parent = node.parent
         if parent is None:
             return
-        parent.children_changed += 1
         _mark(node, fr)
         spill = (new - local if new > local else 0) - (old - local if old > local else 0)
         if spill == 0:
@@ -564,39 +563,49 @@ class KueueModel:
 
     def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` per flavor-resource."""
-        self._mutations += 1
-        node = self._cqs[leaf]
-        for fr, amount in usage.items():
-            add_usage(node, fr, amount)
+        node = self._add(leaf, usage, 1)
+        if node.parent is not None:
+            node.parent.children_changed += 1
 
     def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` of the negated amounts."""
+        node = self._add(leaf, usage, -1)
+        if node.parent is not None:
+            node.parent.children_changed += 1
+
+    def _add(self, leaf: str, usage: dict[FlavorResource, int], sign: int) -> QuotaNode:
+        """``add_usage`` of ``sign`` times each amount at ClusterQueue ``leaf``; returns its node."""
         self._mutations += 1
         node = self._cqs[leaf]
         for fr, amount in usage.items():
-            add_usage(node, fr, -amount)
+            add_usage(node, fr, sign * amount)
+        return node
+
+    def _simulate(self, leaf: str, usage: dict[FlavorResource, int], sign: int) -> Callable[[], None]:
+        """``_add`` now, counted in the parent's ``children_simulated`` until undone; the returned
+        function adds it back (integer arithmetic: exact) and keeps the remembered shares of the path
+        that the round trip left as they were (``_kept_shares``)."""
+        node = self._cqs[leaf]
+        kept = _kept_shares(node)
+        self._add(leaf, usage, sign)
+        parent = node.parent
+        if parent is not None:
+            parent.children_simulated += 1
+
+        def undo() -> None:
+            self._add(leaf, usage, -sign)
+            if parent is not None:
+                parent.children_simulated -= 1
+            _restore_shares(kept)
+        return undo
 
     def simulate_release(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
-        """Release now; the returned function charges it back (integer arithmetic: exact) and keeps
-        the remembered shares of the path that the round trip left as they were (``_kept_shares``)."""
-        kept = _kept_shares(self._cqs[leaf])
-        self.release(leaf, usage)
-
-        def undo() -> None:
-            self.charge(leaf, usage)
-            _restore_shares(kept)
-        return undo
+        """Release now; the returned function charges it back (``_simulate``)."""
+        return self._simulate(leaf, usage, -1)
 
     def simulate_charge(self, leaf: str, usage: dict[FlavorResource, int]) -> Callable[[], None]:
-        """Charge now; the returned function releases it again (integer arithmetic: exact) and keeps
-        the remembered shares of the path that the round trip left as they were (``_kept_shares``)."""
-        kept = _kept_shares(self._cqs[leaf])
-        self.charge(leaf, usage)
-
-        def undo() -> None:
-            self.release(leaf, usage)
-            _restore_shares(kept)
-        return undo
+        """Charge now; the returned function releases it again (``_simulate``)."""
+        return self._simulate(leaf, usage, 1)
 
     def share(self, kind: str, name: str, weight_milli: int) -> Share:
         """Kueue ``DominantResourceShare`` of the node (``kueue_fair_sharing``); a root, or a node the
@@ -738,12 +747,14 @@ class KueueModel:
         """``lowest_fitting_subtree`` of the ClusterQueue."""
         return lowest_fitting_subtree(self._cqs[leaf], fr, amount)
 
-    def children_version(self, cohort: str) -> tuple[int, int]:
+    def children_version(self, cohort: str) -> tuple[int, int] | None:
         """The configuration epoch and the Cohort's ``children_changed`` (``(epoch, -1)`` for a Cohort
-        the model does not hold): every change of a linked child's usage — charged, released or
-        simulated — or of the configuration gives a new pair, never one seen before."""
+        the model does not hold), or ``None`` while a simulated change of a child ClusterQueue is not
+        undone (``children_simulated``)."""
         node = self._cohorts.get(cohort)
-        return (self._epoch, node.children_changed if node is not None else -1)
+        if node is None:
+            return (self._epoch, -1)
+        return (self._epoch, node.children_changed) if node.children_simulated == 0 else None
 
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         """From the Cohort's ``over`` index: its children above their quota for one of ``frs``, sorted."""

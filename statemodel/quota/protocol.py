@@ -429,12 +429,13 @@ class QuotaModel(Protocol):
         quota for at least one of ``frs`` (Kueue: not ``IsWithinNominalInResources``), sorted — the
         only children a preemption search descends into.  Cost: proportional to the answer."""
 
-    def children_version(self, cohort: str) -> tuple[int, int]:
-        """A version of the linked children of Cohort ``cohort``: a pair that changes whenever the usage
-        of one of them changes (charged, released or simulated, undone included) or the configuration
-        changes, and never comes back.  While it is the same, every child's usage, share and
-        borrowing are as they were (a fair-sharing search reuses its starting heap of the Cohort's
-        ClusterQueues by it, ``statemodel.preemption.fair_sharing.KeptHeaps``).  O(1)."""
+    def children_version(self, cohort: str) -> tuple[int, int] | None:
+        """A version of the usage of the child ClusterQueues of Cohort ``cohort``: a pair that changes
+        whenever one of them is charged or released, or the configuration changes, and never comes
+        back; ``None`` while a simulated charge or release of one of them (``simulate_charge``,
+        ``simulate_release``) is not undone.  So two equal versions mean every child ClusterQueue's
+        usage, share and borrowing are the same (a fair-sharing search reuses its starting heap of
+        the Cohort's ClusterQueues by it, ``statemodel.preemption.fair_sharing.KeptHeaps``).  O(1)."""
 
     def lowest_fitting_subtree(self, leaf: str, fr: FlavorResource, amount: int) -> tuple[int, bool]:
         """Kueue ``FindHeightOfLowestSubtreeThatFits``: ``(height, may reclaim in hierarchy)`` — the

@@ -92,7 +92,7 @@ class NoClusterQueueQuota:
         """None (nothing is charged)."""
         return []
 
-    def children_version(self, cohort: str) -> tuple[int, int]:
+    def children_version(self, cohort: str) -> tuple[int, int] | None:
         """Always the same: nothing is ever charged, and a child's share is always ``Share.none``."""
         return (0, 0)
 

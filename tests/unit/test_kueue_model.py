@@ -73,6 +73,22 @@ def test_simulated_release_is_undone_exactly():
     assert (model.dump(), [model.entitlements(k, n) for k, n in ((COHORT, "root"), (CLUSTER_QUEUE, "b"))]) == before
 
 
+def test_children_version_moves_with_charges_and_is_none_while_a_simulation_is_not_undone():
+    model = tree(usage_a=5000, usage_b=2000)
+    start = model.children_version("root")
+    undo_a = model.simulate_release("a", {CPU: 1000})
+    undo_b = model.simulate_charge("b", {CPU: 1000})
+    assert model.children_version("root") is None
+    undo_a()  # not in the reverse order: the version waits for every simulation to be undone
+    assert model.children_version("root") is None
+    undo_b()
+    assert model.children_version("root") == start  # the same usage: the same version
+    model.charge("a", {CPU: 1000})
+    charged = model.children_version("root")
+    model.release("a", {CPU: 1000})
+    assert len({start, charged, model.children_version("root")}) == 3  # never comes back
+
+
 def test_entitlement_rows():
     model = tree(usage_a=5000)
     (root,) = model.entitlements(COHORT, "root")

@@ -12,6 +12,7 @@ victims at the decision (``releaseOn: Decision``), so the preemptor is admitted 
 
 from __future__ import annotations
 
+from statemodel.cluster import DEFAULT_STRATEGIES
 from statemodel.preemption import fair_sharing
 from statemodel.preemption.context import PreemptionContext
 from tests.scenario.builder import Scenario, admitted, preempted
@@ -466,14 +467,9 @@ def test_a_target_back_within_nominal_on_the_needed_resource_is_still_taken_whil
     assert admitted(decisions) == ["ns/incoming"]
 
 
-def test_the_target_order_follows_shares_changed_since_the_last_search():
+def _two_cohorts() -> Scenario:
     """Two Cohorts under the root: ``mine`` (ClusterQueue a, cpu 8) and ``theirs`` (x and y, cpu 2
-    each), 12 in all.  x borrows 3 and y 1: reclaiming 1 for a (asking 5 within its nominal quota,
-    4 free) takes from x, the highest share (its victim is then deleted).  Then a's workload
-    finishes and y's observed
-    admissions make it borrow 3 while x borrows 2: the next reclaim (4 asked, 3 free) takes from y —
-    a search reads its Cohort's order of ClusterQueues anew once their usage changed (the heap of
-    ``theirs`` the first search built is not reused: x's share there was 3, y's 1)."""
+    each), 12 in all; x holds 5 (borrows 3), y holds 3 (borrows 1)."""
     s = Scenario()
     s.flavor("default")
     s.engine_config(afs=False, fair_sharing=True)
@@ -486,6 +482,16 @@ def test_the_target_order_follows_shares_changed_since_the_last_search():
     for cq in ("a", "x", "y"):
         s.lq(f"ns/q-{cq}", cq)
     hold(s, units("x", "x1", "x2", "x3", "x4", "x5") + units("y", "y1", "y2", "y3"))
+    return s
+
+
+def test_the_target_order_follows_shares_changed_since_the_last_search():
+    """Reclaiming 1 for a (asking 5 within its nominal quota, 4 free) takes from x, the highest
+    share (its victim is then deleted).  Then a's workload finishes and y's observed admissions make
+    it borrow 3 while x borrows 2: the next reclaim (4 asked, 3 free) takes from y — a search reads
+    its Cohort's order of ClusterQueues anew once their usage changed (the heap of ``theirs`` the
+    first search built is not reused: x's share there was 3, y's 1)."""
+    s = _two_cohorts()
     assert victims(incoming(s, "a", "5")) == {("x1", RECLAIM)}
     s.delete_workload("ns/x1")  # the victim does not come back
     s.finish("ns/incoming")
@@ -494,3 +500,31 @@ def test_the_target_order_follows_shares_changed_since_the_last_search():
     assert {(victim.split("/")[1], reason) for victim, preemptor, reason in preempted(decisions)
             if preemptor == "ns/second"} == {("y4", RECLAIM)}
     assert "ns/second" in admitted(decisions)
+
+
+def test_a_kept_heap_is_not_reused_after_admissions_below_its_cohort():
+    """The searches themselves, for a workload held in a (5 asked, 4 free): with x borrowing 3 and y
+    1 the victim is x's; the heap of ``theirs`` is kept.  y's observed admissions then make it borrow
+    4 (1 free): searching again with the same kept heaps, y comes first — as a search without them
+    finds."""
+    s = _two_cohorts()
+    s.lq("ns/held", "a", stop_policy="Hold")
+    s.submit("ns/held-1", "held", cpu="5", uid="held-1")
+    s.run()
+    cluster = s.engine.clusters[s.cluster]
+    spec = cluster.hierarchy.cluster_queues["a"].spec
+    fr = ("default", "cpu")
+    heaps = fair_sharing.KeptHeaps()
+
+    def search(kept: fair_sharing.KeptHeaps | None) -> list[str]:
+        ctx = PreemptionContext(cluster.model, cluster.hierarchy, cluster.admitted, cluster.workloads["ns/held-1"],
+                                "a", spec.preemption, [fr], {fr: 5000}, cluster.candidate_index)
+        return [t.info.key for t in fair_sharing.find_targets(ctx, DEFAULT_STRATEGIES, cluster.hierarchy.fair_weight,
+                                                              kept)]
+
+    assert search(heaps) == ["ns/x1"]
+    assert heaps.heaps, "the heap of theirs is kept"
+    hold(s, units("y", "y4", "y5", "y6"))
+    again = search(heaps)
+    assert again == search(None)
+    assert again[0].startswith("ns/y")

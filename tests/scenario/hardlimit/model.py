@@ -124,7 +124,7 @@ class HardLimitModel:
     def over_quota_children(self, cohort: str, frs: list[FlavorResource]) -> list[tuple[str, str]]:
         return []
 
-    def children_version(self, cohort: str) -> tuple[int, int]:
+    def children_version(self, cohort: str) -> tuple[int, int] | None:
         return (0, 0)
 
     def pool(self, leaf: str) -> PoolKey:
