@@ -446,14 +446,11 @@ class TargetOrdering:
         ClusterQueue that may be a target (:meth:`_may_target`), not pruned, and borrowing (or the
         preemptor's own) — those that do not borrow are pruned.  Off the preemptor's path it is
         taken from, or left in, ``kept`` (:class:`KeptHeaps`)."""
-        kept = self.kept
         ctx = self.ctx
-        key: tuple[str, tuple[FlavorResource, ...]] | None = None
-        stamp = None
-        if kept is not None and (COHORT, cohort) not in self.preemptor_path:
-            stamp = ctx.model.children_version(cohort)
-            key = (cohort, tuple(ctx.frs)) if stamp is not None else None
-        if key is not None and kept is not None:
+        kept = self.kept if (COHORT, cohort) not in self.preemptor_path else None
+        stamp = ctx.model.children_version(cohort) if kept is not None else None
+        key = (cohort, tuple(ctx.frs)) if stamp is not None else None
+        if kept is not None and key is not None:
             got = kept.heaps.get(key)
             if got is not None and got[0] == stamp:
                 heap = self.heaps[cohort] = list(got[1])

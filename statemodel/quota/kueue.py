@@ -563,23 +563,21 @@ class KueueModel:
 
     def charge(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` per flavor-resource."""
-        node = self._add(leaf, usage, 1)
-        if node.parent is not None:
-            node.parent.children_changed += 1
+        self._add(leaf, usage, 1)
 
     def release(self, leaf: str, usage: dict[FlavorResource, int]) -> None:
         """``add_usage`` of the negated amounts."""
-        node = self._add(leaf, usage, -1)
-        if node.parent is not None:
-            node.parent.children_changed += 1
+        self._add(leaf, usage, -1)
 
-    def _add(self, leaf: str, usage: dict[FlavorResource, int], sign: int) -> QuotaNode:
-        """``add_usage`` of ``sign`` times each amount at ClusterQueue ``leaf``; returns its node."""
+    def _add(self, leaf: str, usage: dict[FlavorResource, int], sign: int, counted: bool = True) -> None:
+        """``add_usage`` of ``sign`` times each amount at ClusterQueue ``leaf``; ``counted`` (a charge or
+        release, not a simulated one) moves the parent's ``children_changed`` on."""
         self._mutations += 1
         node = self._cqs[leaf]
         for fr, amount in usage.items():
             add_usage(node, fr, sign * amount)
-        return node
+        if counted and node.parent is not None:
+            node.parent.children_changed += 1
 
     def _simulate(self, leaf: str, usage: dict[FlavorResource, int], sign: int) -> Callable[[], None]:
         """``_add`` now, counted in the parent's ``children_simulated`` until undone; the returned
@@ -587,13 +585,13 @@ class KueueModel:
         that the round trip left as they were (``_kept_shares``)."""
         node = self._cqs[leaf]
         kept = _kept_shares(node)
-        self._add(leaf, usage, sign)
+        self._add(leaf, usage, sign, counted=False)
         parent = node.parent
         if parent is not None:
             parent.children_simulated += 1
 
         def undo() -> None:
-            self._add(leaf, usage, -sign)
+            self._add(leaf, usage, -sign, counted=False)
             if parent is not None:
                 parent.children_simulated -= 1
             _restore_shares(kept)
